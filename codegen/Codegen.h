@@ -1,0 +1,65 @@
+//===- Codegen.h - From the cell dialect to objects and headers -*- C++ -*-===//
+
+#ifndef CELLC_CODEGEN_CODEGEN_H
+#define CELLC_CODEGEN_CODEGEN_H
+
+#include "ir/CellOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::cell {
+#define GEN_PASS_DECL
+#include "codegen/Passes.h.inc"
+} // namespace mlir::cell
+
+namespace cellc {
+
+void registerCodegenPasses();
+
+/// The symbolic dimensions a cell's types mention, sorted: the order of the
+/// `dims` array every kernel of the cell receives.
+std::vector<std::string> collectDims(mlir::cell::CellOp cell);
+
+/// The name of kernel `index` of `cellName`.
+std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
+
+/// The plan text of a cell that has been through fuse-elementwise and
+/// lower-to-loops (docs/plan-format.md).
+std::string emitPlan(mlir::cell::CellOp cell);
+
+/// Adds the cell-level optimisation passes (hoist, stack, fuse).
+void addCellOptimizationPasses(mlir::PassManager &pm);
+/// Adds everything from the optimised cell dialect to the LLVM dialect.
+void addLoweringToLLVMPasses(mlir::PassManager &pm);
+
+/// Options for object emission.
+struct TargetOptions {
+  std::string cpu; ///< empty: the host CPU
+};
+
+/// Translates an LLVM-dialect module and writes an object file. Errors are
+/// emitted as diagnostics on the module.
+mlir::LogicalResult emitObjectFile(mlir::ModuleOp module,
+                                   const TargetOptions &options,
+                                   llvm::raw_ostream &os);
+/// Translates and prints LLVM IR (after the same O3 pipeline).
+mlir::LogicalResult emitLLVMIR(mlir::ModuleOp module,
+                               const TargetOptions &options,
+                               llvm::raw_ostream &os);
+
+/// What the header needs to know of one compiled cell.
+struct CompiledCellInfo {
+  std::string name;
+  int64_t numKernels;
+};
+
+/// The C header declaring what the object of these cells exports.
+void emitHeader(llvm::ArrayRef<CompiledCellInfo> cells, llvm::StringRef source,
+                llvm::raw_ostream &os);
+
+} // namespace cellc
+
+#endif // CELLC_CODEGEN_CODEGEN_H

@@ -1,0 +1,106 @@
+//===- EmitObject.cpp - LLVM dialect to optimised LLVM IR and objects -----===//
+
+#include "codegen/Codegen.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/SubtargetFeature.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Host.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(const cellc::TargetOptions &options,
+                        std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu =
+      options.cpu.empty() ? llvm::sys::getHostCPUName().str() : options.cpu;
+  llvm::SubtargetFeatures features;
+  if (options.cpu.empty()) {
+    llvm::StringMap<bool> hostFeatures;
+    if (llvm::sys::getHostCPUFeatures(hostFeatures))
+      for (auto &feature : hostFeatures)
+        features.AddFeature(feature.first(), feature.second);
+  }
+  llvm::TargetOptions targetOptions;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, features.getString(), targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOpt::Aggressive));
+}
+
+/// Translates to LLVM IR and runs the O3 pipeline for the target machine.
+std::unique_ptr<llvm::Module> translateAndOptimize(
+    ModuleOp module, llvm::LLVMContext &context,
+    const cellc::TargetOptions &options,
+    std::unique_ptr<llvm::TargetMachine> &machine) {
+  registerLLVMDialectTranslation(*module.getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "cellc");
+  if (!llvmModule) {
+    module.emitError("translation to LLVM IR failed");
+    return nullptr;
+  }
+  std::string error;
+  machine = createHostTargetMachine(options, error);
+  if (!machine) {
+    module.emitError("no target machine: ") << error;
+    return nullptr;
+  }
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple().getTriple());
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    module.emitError("LLVM optimisation failed: ")
+        << llvm::toString(std::move(err));
+    return nullptr;
+  }
+  return llvmModule;
+}
+
+} // namespace
+
+LogicalResult cellc::emitLLVMIR(ModuleOp module, const TargetOptions &options,
+                                llvm::raw_ostream &os) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  auto llvmModule = translateAndOptimize(module, context, options, machine);
+  if (!llvmModule)
+    return failure();
+  llvmModule->print(os, nullptr);
+  return success();
+}
+
+LogicalResult cellc::emitObjectFile(ModuleOp module,
+                                    const TargetOptions &options,
+                                    llvm::raw_ostream &os) {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  auto llvmModule = translateAndOptimize(module, context, options, machine);
+  if (!llvmModule)
+    return failure();
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream bufferStream(buffer);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, bufferStream, nullptr,
+                                   llvm::CGFT_ObjectFile)) {
+    module.emitError("the target cannot emit object files");
+    return failure();
+  }
+  codegen.run(*llvmModule);
+  os.write(buffer.data(), buffer.size());
+  return success();
+}

@@ -1,0 +1,428 @@
+//===- LowerToLoops.cpp - cell.fused regions to kernel functions ----------===//
+//
+// A fused region computes, for one row (one example, or one (step, example)
+// pair in the prologue), a few vectors from a few vectors. The kernel runs
+// the region for rows [row_begin, row_end) as a scf.parallel over rows; each
+// output length gets one scf.for over elements that evaluates the whole
+// expression tree per element, so intermediates live in registers and LLVM's
+// loop vectoriser sees one simple loop. Only whole-vector operations
+// (layer_norm, concat, split) read or write row-local scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Codegen.h"
+#include "ir/DimExpr.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <set>
+
+namespace mlir::cell {
+#define GEN_PASS_DEF_LOWERTOLOOPS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::cell
+
+using namespace mlir;
+using namespace mlir::cell;
+
+namespace {
+
+/// Emits the body of one kernel function for one fused region.
+class KernelEmitter {
+public:
+  KernelEmitter(FusedOp fused, func::FuncOp func,
+                const std::vector<std::string> &dims, unsigned numStates)
+      : fused(fused), func(func), dims(dims), numStates(numStates),
+        builder(func.getContext()), loc(fused.getLoc()) {}
+
+  void emit();
+
+private:
+  Block &region() { return fused.getBody().front(); }
+  unsigned numArgs() {
+    return fused.getNumOperands() + fused.getNumResults();
+  }
+  bool isFinal() { return fused->hasAttr(kFinalKernelAttr); }
+
+  Value i64Constant(int64_t value) {
+    return builder.create<arith::ConstantIntOp>(loc, value, 64);
+  }
+  Value f32Constant(double value) {
+    return builder.create<arith::ConstantOp>(loc,
+                                             builder.getF32FloatAttr(value));
+  }
+  Value toIndex(Value v) {
+    return builder.create<arith::IndexCastOp>(loc, builder.getIndexType(), v);
+  }
+  Value toI64(Value v) {
+    return builder.create<arith::IndexCastOp>(loc, builder.getI64Type(), v);
+  }
+  Value offsetPointer(Value base, Value offset) {
+    return builder.create<LLVM::GEPOp>(loc, base.getType(), base,
+                                       ValueRange{offset});
+  }
+  Value loadAt(Value base, Value offset) {
+    return builder.create<LLVM::LoadOp>(loc, offsetPointer(base, offset));
+  }
+
+  void loadEntryValues();
+  Value lengthOf(Type vecType);
+  void emitRow(Value row);
+  void emitActiveRow();
+  void emitInactiveRow();
+  void forEachElement(Value length, function_ref<void(Value)> body);
+  Value valueAt(Value value, Value element, DenseMap<Value, Value> &memo);
+  Value emitElementwise(Operation *op, ArrayRef<Value> operands);
+  void materialize(Value value);
+  void emitLayerNorm(LayerNormOp op);
+
+  FusedOp fused;
+  func::FuncOp func;
+  const std::vector<std::string> &dims;
+  unsigned numStates;
+  OpBuilder builder;
+  Location loc;
+
+  std::map<std::string, Value> dimValues;
+  SmallVector<Value> argBase, argStride;
+  /// Row pointers of the kernel arguments for the current row.
+  SmallVector<Value> rowPointers;
+  /// Where each region value's elements are, for the current row.
+  DenseMap<Value, Value> storage;
+  /// Row-local scratch for values whole-vector operations need.
+  DenseMap<Value, Value> scratch;
+};
+
+void KernelEmitter::loadEntryValues() {
+  Block &entry = func.getBody().front();
+  Value dimsPtr = entry.getArgument(4), ptrs = entry.getArgument(5),
+        strides = entry.getArgument(6);
+  for (auto [index, name] : llvm::enumerate(dims))
+    dimValues[name] = loadAt(dimsPtr, i64Constant(index));
+  for (unsigned i = 0; i < numArgs(); ++i) {
+    argBase.push_back(loadAt(ptrs, i64Constant(i)));
+    argStride.push_back(loadAt(strides, i64Constant(i)));
+  }
+  // Scratch is allocated once per call, not per row, so the stack stays flat.
+  auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
+  region().walk([&](Operation *op) {
+    if (isa<LayerNormOp, ConcatOp>(op))
+      scratch[op->getResult(0)] = builder.create<LLVM::AllocaOp>(
+          loc, f32Ptr, lengthOf(op->getResult(0).getType()), 64);
+    if (isa<LayerNormOp, ConcatOp, SplitOp>(op))
+      for (Value operand : op->getOperands())
+        if (!operand.isa<BlockArgument>() && !scratch.count(operand))
+          scratch[operand] = builder.create<LLVM::AllocaOp>(
+              loc, f32Ptr, lengthOf(operand.getType()), 64);
+  });
+}
+
+Value KernelEmitter::lengthOf(Type vecType) {
+  cellc::DimExpr expr = *cellc::DimExpr::parse(getLengthText(vecType));
+  Value total = i64Constant(expr.getConstant());
+  for (const auto &[name, coefficient] : expr.getTerms()) {
+    Value term = builder.create<arith::MulIOp>(loc, dimValues.at(name),
+                                               i64Constant(coefficient));
+    total = builder.create<arith::AddIOp>(loc, total, term);
+  }
+  return total;
+}
+
+void KernelEmitter::forEachElement(Value length,
+                                   function_ref<void(Value)> body) {
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = builder.create<scf::ForOp>(loc, zero, toIndex(length), one);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(loop.getBody()->getTerminator());
+  body(toI64(loop.getInductionVar()));
+}
+
+Value KernelEmitter::emitElementwise(Operation *op, ArrayRef<Value> args) {
+  Value x = args.empty() ? Value() : args[0];
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) { return builder.create<arith::AddFOp>(loc, x, args[1]); })
+      .Case([&](SubOp) { return builder.create<arith::SubFOp>(loc, x, args[1]); })
+      .Case([&](MulOp) { return builder.create<arith::MulFOp>(loc, x, args[1]); })
+      .Case([&](DivOp) { return builder.create<arith::DivFOp>(loc, x, args[1]); })
+      .Case([&](NegOp) { return builder.create<arith::NegFOp>(loc, x); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = builder.create<math::ExpOp>(
+            loc, builder.create<arith::NegFOp>(loc, x));
+        Value denominator = builder.create<arith::AddFOp>(loc, f32Constant(1), e);
+        return builder.create<arith::DivFOp>(loc, f32Constant(1), denominator);
+      })
+      .Case([&](TanhOp) { return builder.create<math::TanhOp>(loc, x); })
+      .Case([&](ReluOp) {
+        return builder.create<arith::MaxFOp>(loc, x, f32Constant(0));
+      })
+      .Case([&](ExpOp) { return builder.create<math::ExpOp>(loc, x); })
+      .Case([&](LogOp) { return builder.create<math::LogOp>(loc, x); })
+      .Case([&](SoftplusOp) -> Value {
+        // max(x, 0) + log1p(exp(-|x|)) never overflows.
+        Value negAbs = builder.create<arith::NegFOp>(
+            loc, builder.create<math::AbsFOp>(loc, x));
+        Value tail = builder.create<math::Log1pOp>(
+            loc, builder.create<math::ExpOp>(loc, negAbs));
+        return builder.create<arith::AddFOp>(
+            loc, builder.create<arith::MaxFOp>(loc, x, f32Constant(0)), tail);
+      })
+      .Default([](Operation *) -> Value {
+        llvm_unreachable("not an element-wise operation");
+      });
+}
+
+/// The scalar value of `value` at `element` of the current row; element-wise
+/// operations are evaluated on the spot and shared through `memo`.
+Value KernelEmitter::valueAt(Value value, Value element,
+                             DenseMap<Value, Value> &memo) {
+  if (Value known = memo.lookup(value))
+    return known;
+  Value result;
+  if (Value base = storage.lookup(value)) {
+    result = loadAt(base, element);
+  } else if (auto constant = value.getDefiningOp<ConstantOp>()) {
+    result = f32Constant(constant.getValue().convertToDouble());
+  } else {
+    Operation *op = value.getDefiningOp();
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(valueAt(operand, element, memo));
+    result = emitElementwise(op, operands);
+  }
+  memo[value] = result;
+  return result;
+}
+
+/// Computes `value` for the whole row into its scratch, once.
+void KernelEmitter::materialize(Value value) {
+  if (storage.count(value))
+    return;
+  Value target = scratch.lookup(value);
+  forEachElement(lengthOf(value.getType()), [&](Value element) {
+    DenseMap<Value, Value> memo;
+    builder.create<LLVM::StoreOp>(loc, valueAt(value, element, memo),
+                                  offsetPointer(target, element));
+  });
+  storage[value] = target;
+}
+
+void KernelEmitter::emitLayerNorm(LayerNormOp op) {
+  Value input = storage.lookup(op.getOperand());
+  Value length = lengthOf(op.getType());
+  Value count = builder.create<arith::SIToFPOp>(loc, builder.getF32Type(),
+                                                length);
+  auto sumOver = [&](function_ref<Value(Value)> term) {
+    Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    auto loop = builder.create<scf::ForOp>(
+        loc, zero, toIndex(length), one, ValueRange{f32Constant(0)},
+        [&](OpBuilder &nested, Location, Value i, ValueRange sum) {
+          OpBuilder::InsertionGuard guard(builder);
+          builder.setInsertionPointToEnd(nested.getInsertionBlock());
+          Value next = builder.create<arith::AddFOp>(loc, sum[0],
+                                                     term(toI64(i)));
+          builder.create<scf::YieldOp>(loc, next);
+        });
+    return loop.getResult(0);
+  };
+  Value mean = builder.create<arith::DivFOp>(
+      loc, sumOver([&](Value i) { return loadAt(input, i); }), count);
+  Value variance = builder.create<arith::DivFOp>(
+      loc,
+      sumOver([&](Value i) {
+        Value d = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
+        return builder.create<arith::MulFOp>(loc, d, d);
+      }),
+      count);
+  Value scale = builder.create<arith::DivFOp>(
+      loc, f32Constant(1),
+      builder.create<math::SqrtOp>(
+          loc, builder.create<arith::AddFOp>(loc, variance, f32Constant(1e-5))));
+  Value target = scratch.lookup(op.getResult());
+  forEachElement(length, [&](Value i) {
+    Value centered = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
+    builder.create<LLVM::StoreOp>(
+        loc, builder.create<arith::MulFOp>(loc, centered, scale),
+        offsetPointer(target, i));
+  });
+  storage[op.getResult()] = target;
+}
+
+void KernelEmitter::emitActiveRow() {
+  // Whole-vector operations, in order, each on materialised operands.
+  for (Operation &op : region().without_terminator()) {
+    if (!isa<LayerNormOp, ConcatOp, SplitOp>(op))
+      continue;
+    for (Value operand : op.getOperands())
+      materialize(operand);
+    if (auto norm = dyn_cast<LayerNormOp>(op)) {
+      emitLayerNorm(norm);
+    } else if (auto split = dyn_cast<SplitOp>(op)) {
+      Value part = lengthOf(split.getResult(0).getType());
+      Value base = storage.lookup(split.getInput());
+      for (auto [k, result] : llvm::enumerate(split.getResults()))
+        storage[result] = offsetPointer(
+            base, builder.create<arith::MulIOp>(loc, part, i64Constant(k)));
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      Value target = scratch.lookup(concat.getResult());
+      Value offset = i64Constant(0);
+      for (Value input : concat.getInputs()) {
+        Value destination = offsetPointer(target, offset);
+        Value source = storage.lookup(input);
+        forEachElement(lengthOf(input.getType()), [&](Value i) {
+          builder.create<LLVM::StoreOp>(loc, loadAt(source, i),
+                                        offsetPointer(destination, i));
+        });
+        offset = builder.create<arith::AddIOp>(loc, offset,
+                                               lengthOf(input.getType()));
+      }
+      storage[concat.getResult()] = target;
+    }
+  }
+  // One loop per distinct result length computes every result of it.
+  auto yield = cast<YieldOp>(region().getTerminator());
+  llvm::MapVector<Type, SmallVector<unsigned>> byLength;
+  for (auto [index, value] : llvm::enumerate(yield.getValues()))
+    byLength[value.getType()].push_back(index);
+  for (auto &[type, indices] : byLength) {
+    forEachElement(lengthOf(type), [&](Value element) {
+      DenseMap<Value, Value> memo;
+      for (unsigned index : indices) {
+        Value result = valueAt(yield.getValues()[index], element, memo);
+        Value destination = rowPointers[fused.getNumOperands() + index];
+        builder.create<LLVM::StoreOp>(loc, result,
+                                      offsetPointer(destination, element));
+      }
+    });
+  }
+}
+
+/// A finished sequence keeps its states and emits zeros (cell-language.md).
+void KernelEmitter::emitInactiveRow() {
+  unsigned numResults = fused.getNumResults();
+  for (unsigned index = 0; index < numResults; ++index) {
+    Value destination = rowPointers[fused.getNumOperands() + index];
+    Value source = index < numStates ? rowPointers[index] : Value();
+    forEachElement(lengthOf(fused.getResult(index).getType()),
+                   [&](Value element) {
+                     Value value = source ? loadAt(source, element)
+                                          : f32Constant(0);
+                     builder.create<LLVM::StoreOp>(
+                         loc, value, offsetPointer(destination, element));
+                   });
+  }
+}
+
+void KernelEmitter::emitRow(Value row) {
+  rowPointers.clear();
+  storage.clear();
+  for (unsigned i = 0; i < numArgs(); ++i)
+    rowPointers.push_back(offsetPointer(
+        argBase[i], builder.create<arith::MulIOp>(loc, row, argStride[i])));
+  for (BlockArgument arg : region().getArguments())
+    storage[arg] = rowPointers[arg.getArgNumber()];
+
+  if (!isFinal()) {
+    emitActiveRow();
+    return;
+  }
+  Block &entry = func.getBody().front();
+  Value length = builder.create<LLVM::SExtOp>(
+      loc, builder.getI64Type(), loadAt(entry.getArgument(3), row));
+  Value active = builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
+                                               entry.getArgument(2), length);
+  auto branch = builder.create<scf::IfOp>(loc, TypeRange{}, active,
+                                          /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(branch.thenBlock()->getTerminator());
+  emitActiveRow();
+  builder.setInsertionPoint(branch.elseBlock()->getTerminator());
+  emitInactiveRow();
+}
+
+void KernelEmitter::emit() {
+  Block &entry = func.getBody().front();
+  builder.setInsertionPointToStart(&entry);
+  loadEntryValues();
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  builder.create<scf::ParallelOp>(
+      loc, ValueRange{toIndex(entry.getArgument(0))},
+      ValueRange{toIndex(entry.getArgument(1))}, ValueRange{one},
+      [&](OpBuilder &nested, Location, ValueRange rows) {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToEnd(nested.getInsertionBlock());
+        emitRow(toI64(rows[0]));
+      });
+  builder.create<func::ReturnOp>(loc);
+}
+
+/// The uniform kernel signature of cellrt/Kernel.h.
+func::FuncOp createKernelFunction(ModuleOp module, StringRef name) {
+  MLIRContext *context = module.getContext();
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(module.getBody());
+  Type i64 = builder.getI64Type();
+  auto ptrTo = [](Type t) { return LLVM::LLVMPointerType::get(t); };
+  Type f32Ptr = ptrTo(builder.getF32Type());
+  auto type = builder.getFunctionType(
+      {i64, i64, i64, ptrTo(builder.getI32Type()), ptrTo(i64), ptrTo(f32Ptr),
+       ptrTo(i64)},
+      {});
+  auto func = builder.create<func::FuncOp>(module.getLoc(), name, type);
+  func.addEntryBlock();
+  return func;
+}
+
+struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
+      std::vector<std::string> dims = cellc::collectDims(cell);
+      int64_t index = 0;
+      cell.walk([&](FusedOp fused) {
+        func::FuncOp func = createKernelFunction(
+            module, cellc::kernelSymbol(cell.getSymName(), index));
+        KernelEmitter(fused, func, dims, cell.getNumStates()).emit();
+        fused->setAttr("kernel", OpBuilder(fused).getI64IntegerAttr(index++));
+      });
+    }
+  }
+};
+
+} // namespace
+
+std::vector<std::string> cellc::collectDims(CellOp cell) {
+  std::set<std::string> names;
+  auto addType = [&](Type type) {
+    SmallVector<StringRef> texts;
+    if (auto vec = type.dyn_cast<VecType>())
+      texts.push_back(vec.getLength());
+    if (auto mat = type.dyn_cast<MatType>())
+      texts.append({mat.getRows(), mat.getCols()});
+    for (StringRef text : texts) {
+      cellc::DimExpr expr = *cellc::DimExpr::parse(text.str());
+      for (const auto &term : expr.getTerms())
+        names.insert(term.first);
+    }
+  };
+  for (Type type : cell.getBodyBlock()->getArgumentTypes())
+    addType(type);
+  cell.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      addType(type);
+  });
+  return {names.begin(), names.end()};
+}
+
+std::string cellc::kernelSymbol(StringRef cellName, int64_t index) {
+  return ("cellc_" + cellName + "_k" + std::to_string(index)).str();
+}

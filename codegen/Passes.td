@@ -1,0 +1,51 @@
+//===- Passes.td - cellc's code generation passes ----------*- tablegen -*-===//
+
+#ifndef CELL_CODEGEN_PASSES
+#define CELL_CODEGEN_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToLoops : Pass<"cell-lower-to-loops", "::mlir::ModuleOp"> {
+  let summary = "turn every cell.fused into a kernel function of loops";
+  let description = [{
+    Each `cell.fused` (after fuse-elementwise) becomes a `func.func`
+    `cellc_<cell>_k<N>` with the uniform kernel ABI of cellrt/Kernel.h: a
+    `scf.parallel` over rows whose body evaluates the fused expressions one
+    element at a time in a single loop per output length (arith/math ops on
+    f32, so LLVM vectorises them). Whole-vector operations (layer_norm,
+    concat, split) read operands materialised in row-local scratch. The
+    body's final kernel masks rows whose sequence has ended. The fused op
+    keeps a `kernel = N` attribute so the plan can name it.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def EmitRuntimeImage : Pass<"cell-emit-runtime-image", "::mlir::ModuleOp"> {
+  let summary = "replace each lowered cell by its plan and kernel table";
+  let description = [{
+    Writes the plan of every `cell.cell` (docs/plan-format.md) into the
+    globals the runtime reads (`cellc_<cell>_plan`, `cellc_<cell>_kernels`,
+    `cellc_<cell>_kernel_names`, `cellc_<cell>_num_kernels`) and erases the
+    cell, leaving only kernels and data for the LLVM lowering.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def ApproximateMath : Pass<"cell-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "replace transcendental functions by vectorisable polynomials";
+  let description = [{
+    `math.exp`, `math.tanh`, `math.log`, `math.log1p` lowered as they are
+    become scalar libm calls (7.9 ns/element here) and stop the loop
+    vectoriser; MLIR's polynomial approximations are plain arithmetic (1.6
+    ns/element vectorised, max relative error ~5e-7).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // CELL_CODEGEN_PASSES

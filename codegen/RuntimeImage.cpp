@@ -1,0 +1,110 @@
+//===- RuntimeImage.cpp - Plans and kernel tables as object data ----------===//
+//
+// An object compiled from a cell is self-describing: next to its kernels it
+// exports the plan text and a table of kernel pointers, so the runtime can
+// execute any cell from the object alone (cellrt/Kernel.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Codegen.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::cell {
+#define GEN_PASS_DEF_EMITRUNTIMEIMAGE
+#include "codegen/Passes.h.inc"
+} // namespace mlir::cell
+
+using namespace mlir;
+using namespace mlir::cell;
+
+namespace {
+
+struct ImageBuilder {
+  ImageBuilder(ModuleOp module)
+      : module(module), builder(module.getContext()), loc(module.getLoc()),
+        i8Ptr(LLVM::LLVMPointerType::get(builder.getI8Type())) {
+    builder.setInsertionPointToEnd(module.getBody());
+  }
+
+  /// A NUL-terminated constant string; internal unless `exportedName`.
+  LLVM::GlobalOp addString(StringRef name, StringRef text,
+                           LLVM::Linkage linkage) {
+    std::string data = text.str();
+    data.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(builder.getI8Type(), data.size());
+    return builder.create<LLVM::GlobalOp>(loc, type, /*isConstant=*/true,
+                                          linkage, name,
+                                          builder.getStringAttr(data));
+  }
+
+  /// A constant array of i8* filled by `elements` in the initializer.
+  void addPointerTable(StringRef name, int64_t size,
+                       function_ref<Value(OpBuilder &, int64_t)> element) {
+    auto type = LLVM::LLVMArrayType::get(i8Ptr, size);
+    auto global = builder.create<LLVM::GlobalOp>(
+        loc, type, /*isConstant=*/true, LLVM::Linkage::External, name,
+        Attribute());
+    OpBuilder::InsertionGuard guard(builder);
+    builder.createBlock(&global.getInitializerRegion());
+    Value table = builder.create<LLVM::UndefOp>(loc, type);
+    for (int64_t i = 0; i < size; ++i)
+      table = builder.create<LLVM::InsertValueOp>(loc, table,
+                                                  element(builder, i), i);
+    builder.create<LLVM::ReturnOp>(loc, table);
+  }
+
+  Value bitcastToI8Ptr(OpBuilder &b, Value pointer) {
+    return b.create<LLVM::BitcastOp>(loc, i8Ptr, pointer);
+  }
+
+  void addCell(CellOp cell) {
+    std::string prefix = ("cellc_" + cell.getSymName()).str();
+    addString(prefix + "_plan", cellc::emitPlan(cell),
+              LLVM::Linkage::External);
+    int64_t numKernels = 0;
+    cell.walk([&](FusedOp) { ++numKernels; });
+
+    SmallVector<LLVM::GlobalOp> names;
+    for (int64_t i = 0; i < numKernels; ++i)
+      names.push_back(addString(prefix + "_kernel_name" + std::to_string(i),
+                                cellc::kernelSymbol(cell.getSymName(), i),
+                                LLVM::Linkage::Private));
+    addPointerTable(prefix + "_kernels", numKernels,
+                    [&](OpBuilder &b, int64_t i) {
+                      auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(
+                          cellc::kernelSymbol(cell.getSymName(), i));
+                      return bitcastToI8Ptr(
+                          b, b.create<LLVM::AddressOfOp>(loc, kernel));
+                    });
+    addPointerTable(prefix + "_kernel_names", numKernels,
+                    [&](OpBuilder &b, int64_t i) {
+                      return bitcastToI8Ptr(
+                          b, b.create<LLVM::AddressOfOp>(loc, names[i]));
+                    });
+    builder.create<LLVM::GlobalOp>(
+        loc, builder.getI64Type(), /*isConstant=*/true,
+        LLVM::Linkage::External, prefix + "_num_kernels",
+        builder.getI64IntegerAttr(numKernels));
+  }
+
+  ModuleOp module;
+  OpBuilder builder;
+  Location loc;
+  Type i8Ptr;
+};
+
+struct EmitRuntimeImagePass
+    : cell::impl::EmitRuntimeImageBase<EmitRuntimeImagePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    ImageBuilder image(module);
+    for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
+      image.addCell(cell);
+      cell.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,58 @@
+// Cell.g4 - grammar of the cell language (docs/cell-language.md).
+//
+// Newlines are plain whitespace; `;` may separate items. Expression
+// precedence, highest first: call/paren/atom, `@` (right-assoc), unary `-`,
+// `* /`, `+ -`. In ANTLR's left-recursive rules the earlier alternative binds
+// tighter. `split(e, n)` is an ordinary call here; the front end turns a
+// statement whose whole right side is `split` into a split statement.
+
+grammar Cell;
+
+file : cell* EOF ;
+
+cell : 'cell' NAME '(' (decl (',' decl)*)? ')' '{' item* '}' ;
+
+decl : NAME ':' shape ;
+
+shape : '[' dim (',' dim)* ']' ;
+
+dim : dimTerm (dimSum+=('+' | '-') dimTerm)* ;
+
+dimTerm : INT ('*' NAME)?   # scaledDim
+        | NAME              # symbolDim
+        ;
+
+item : 'state' decl (',' decl)*          # stateItem
+     | 'param' decl (',' decl)*          # paramItem
+     | 'output' target                   # outputItem
+     | target (',' target)* '=' expr     # assignItem
+     | ';'                               # emptyItem
+     ;
+
+target : NAME | PRIMED ;
+
+expr : NAME '(' (expr (',' expr)*)? ')'  # callExpr
+     | '(' expr ')'                      # parenExpr
+     | NAME                              # nameExpr
+     | PRIMED                            # primedExpr
+     | (INT | FLOAT)                     # numberExpr
+     | <assoc=right> expr '@' expr       # matVecExpr
+     | '-' expr                          # negExpr
+     | expr op=('*' | '/') expr          # mulExpr
+     | expr op=('+' | '-') expr          # addExpr
+     ;
+
+PRIMED : NAME_CHARS '\'' ;
+NAME : NAME_CHARS ;
+FLOAT : DIGITS '.' DIGITS? EXPONENT?
+      | '.' DIGITS EXPONENT?
+      | DIGITS EXPONENT
+      ;
+INT : DIGITS ;
+
+COMMENT : '#' ~[\r\n]* -> skip ;
+WS : [ \t\r\n]+ -> skip ;
+
+fragment NAME_CHARS : [A-Za-z_] [A-Za-z0-9_]* ;
+fragment DIGITS : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? DIGITS ;

@@ -1,0 +1,63 @@
+//===- Frontend.h - .cell source to the cell dialect ------------*- C++ -*-===//
+//
+// The front end's whole surface: parse (ANTLR), check (names, shapes,
+// states), generate the `cell` dialect. Errors are MLIR diagnostics at
+// FileLineColLoc locations in the source buffer, so a SourceMgr handler shows
+// `atr.cell:4:7: error: ...` with the line and a caret. No function here
+// prints or exits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_FRONTEND_FRONTEND_H
+#define CELLC_FRONTEND_FRONTEND_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
+namespace cellc {
+namespace ast {
+struct Module;
+} // namespace ast
+
+/// Owns a parsed file; opaque outside the front end.
+struct ParsedFile {
+  ParsedFile();
+  ~ParsedFile();
+  std::unique_ptr<ast::Module> module;
+};
+
+/// Parses the main buffer of `sourceMgr`. Reports every syntax error it
+/// finds; returns nullptr if there was any.
+std::unique_ptr<ParsedFile> parseCellFile(llvm::SourceMgr &sourceMgr,
+                                          mlir::MLIRContext &context);
+
+/// Semantic analysis of every cell in the file: names, single assignment,
+/// one update per state, `@` operands, shape unification, unused params
+/// (warning). `fixedDims` binds symbolic dimensions (`--dim H=512`).
+/// Reports every error; returns false if there was any.
+bool checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
+                   const std::map<std::string, int64_t> &fixedDims);
+
+/// Generates a module with one `cell.cell` per cell (only `cellName` if it
+/// is not empty). Requires a successful checkCellFile.
+mlir::OwningOpRef<mlir::ModuleOp>
+generateCellIR(ParsedFile &file, mlir::MLIRContext &context,
+               llvm::StringRef cellName = "");
+
+/// Prints the AST (with locations and inferred shapes) for `-emit=ast`.
+void printAST(const ParsedFile &file, llvm::raw_ostream &os);
+
+} // namespace cellc
+
+#endif // CELLC_FRONTEND_FRONTEND_H

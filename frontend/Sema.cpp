@@ -1,0 +1,773 @@
+//===- Sema.cpp - Names, states and shapes of .cell files -----------------===//
+//
+// Checks each cell in one pass over its statements: every name is defined
+// once and before use, every state gets exactly one next value, `@` has a
+// matrix param on its left, and shapes agree. Symbolic dimensions unify
+// across the whole cell (SRU's `(1-r)*x` makes I = H); only contradictions
+// such as `3*H` vs `H` or `4` vs `5` are errors. Every error is reported, and
+// a value whose shape is unknown because of an error does not cause more.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/AST.h"
+#include "frontend/Frontend.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Casting.h"
+
+#include <cmath>
+#include <set>
+
+using namespace cellc;
+using namespace cellc::ast;
+using llvm::dyn_cast;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Dimension unification
+//===----------------------------------------------------------------------===//
+
+/// Whether `expr` can only be zero or negative when every symbol is >= 1.
+bool isNeverPositive(const DimExpr &expr) {
+  if (expr.getConstant() > 0)
+    return false;
+  return llvm::all_of(expr.getTerms(),
+                      [](const DimExpr::Term &t) { return t.second <= 0; });
+}
+
+/// Solves equations between dimension expressions by substitution. The
+/// bindings are kept fully resolved: no bound symbol occurs in a binding.
+class DimUnifier {
+public:
+  explicit DimUnifier(const std::map<std::string, int64_t> &fixedDims) {
+    for (const auto &[name, value] : fixedDims)
+      bindings[name] = DimExpr::constant(value);
+  }
+
+  /// Records the order symbols first appear in. Unification eliminates
+  /// fresh symbols first, then the earliest declared ones, so SRU's I = H
+  /// reads as `[H]` everywhere (the state and weights keep their names).
+  void noteSymbol(const std::string &name) {
+    rank.emplace(name, rank.size());
+  }
+
+  DimExpr resolve(const DimExpr &expr) const {
+    return expr.substitute(bindings);
+  }
+
+  /// Adds `a == b`; returns false and changes nothing on a contradiction.
+  bool unify(const DimExpr &a, const DimExpr &b);
+
+  /// A symbol named after `base` that occurs nowhere yet.
+  std::string freshSymbol(const std::string &base) {
+    std::string name = base;
+    for (unsigned i = 2; rank.count(name) || bindings.count(name); ++i)
+      name = base + "_" + std::to_string(i);
+    rank.emplace(name, rank.size());
+    fresh.insert(name);
+    return name;
+  }
+
+  std::map<std::string, DimExpr> bindings;
+
+private:
+  /// Whether to eliminate `a` rather than `b`.
+  bool eliminateFirst(const std::string &a, const std::string &b) const {
+    bool freshA = fresh.count(a), freshB = fresh.count(b);
+    if (freshA != freshB)
+      return freshA;
+    auto rankA = rank.find(a), rankB = rank.find(b);
+    unsigned ra = rankA == rank.end() ? ~0u : rankA->second;
+    unsigned rb = rankB == rank.end() ? ~0u : rankB->second;
+    return ra < rb;
+  }
+  std::map<std::string, unsigned> rank;
+  std::set<std::string> fresh;
+};
+
+bool DimUnifier::unify(const DimExpr &a, const DimExpr &b) {
+  DimExpr difference = resolve(a) - resolve(b);
+  if (difference.isConstant())
+    return difference.getConstant() == 0;
+
+  // Solve `difference == 0` for one symbol: prefer a coefficient of +-1
+  // (always solvable), else any whose coefficient divides the rest.
+  std::optional<DimExpr::Term> chosen;
+  std::optional<DimExpr> value;
+  for (const DimExpr::Term &term : difference.getTerms()) {
+    if (term.second != 1 && term.second != -1)
+      continue;
+    if (!chosen || eliminateFirst(term.first, chosen->first))
+      chosen = term;
+  }
+  if (chosen) {
+    DimExpr rest = difference - DimExpr::symbol(chosen->first, chosen->second);
+    value = (rest * -1).divideExactly(chosen->second);
+  } else {
+    for (const DimExpr::Term &term : difference.getTerms()) {
+      DimExpr rest = difference - DimExpr::symbol(term.first, term.second);
+      if ((value = (rest * -1).divideExactly(term.second))) {
+        chosen = term;
+        break;
+      }
+    }
+  }
+  if (!chosen || !value || isNeverPositive(*value))
+    return false;
+
+  std::map<std::string, DimExpr> solved = {{chosen->first, *value}};
+  for (auto &binding : bindings)
+    binding.second = binding.second.substitute(solved);
+  bindings[chosen->first] = *value;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Cell checker
+//===----------------------------------------------------------------------===//
+
+/// The built-in element-wise functions of one argument.
+const char *const unaryFunctions[] = {"sigmoid", "tanh", "relu",
+                                      "exp",     "log",  "softplus"};
+const char *const otherFunctions[] = {"layernorm", "concat", "split"};
+
+bool isUnaryFunction(llvm::StringRef name) {
+  return llvm::is_contained(unaryFunctions, name);
+}
+
+/// A value visible by name: a declaration, a statement's result, or a
+/// state's next value (under the key `h'`).
+struct NamedValue {
+  enum class Kind { Input, State, Param, Local, Next };
+  Kind kind;
+  Shape shape;
+  Location loc;
+  bool used = false;
+};
+
+const char *describeKind(NamedValue::Kind kind) {
+  switch (kind) {
+  case NamedValue::Kind::Input:
+    return "an input";
+  case NamedValue::Kind::State:
+    return "a state";
+  case NamedValue::Kind::Param:
+    return "a param";
+  case NamedValue::Kind::Local:
+    return "a value";
+  case NamedValue::Kind::Next:
+    return "a next state";
+  }
+  return "a value";
+}
+
+class CellChecker {
+public:
+  CellChecker(mlir::MLIRContext &context, const std::string &fileName,
+              Cell &cell, const std::map<std::string, int64_t> &fixedDims)
+      : context(context), fileName(fileName), cell(cell), dims(fixedDims) {}
+
+  /// Checks the cell, records shapes in it; false if an error was reported.
+  bool check();
+
+private:
+  // Declarations and statements.
+  void declare(Decl &decl);
+  Shape checkDeclaredShape(const Decl &decl);
+  void checkStmt(Stmt &stmt);
+  void checkSplit(Stmt &stmt, CallExpr &call);
+  void define(Target &target, const Shape &shape);
+  void checkOutputs();
+  void checkStatesAndParams();
+
+  // Expressions.
+  Shape checkExpr(Expr &expr);
+  Shape checkName(NameExpr &name);
+  Shape checkBinary(BinaryExpr &binary);
+  Shape checkMatVec(MatVecExpr &matVec);
+  Shape checkCall(CallExpr &call);
+  Shape checkLayerNorm(CallExpr &call);
+  Shape checkConcat(CallExpr &call);
+  /// Checks that `expr` names a vector param of length `length`.
+  void checkVectorParam(Expr &expr, const DimExpr &length, const char *role);
+
+  // Results.
+  void resolveShapes();
+  void resolveExpr(Expr &expr);
+  Shape resolve(const Shape &shape) const;
+
+  // Diagnostics.
+  mlir::Location toLoc(Location loc) {
+    return mlir::FileLineColLoc::get(&context, fileName, loc.line, loc.col);
+  }
+  mlir::InFlightDiagnostic error(Location loc) {
+    failed = true;
+    return mlir::emitError(toLoc(loc));
+  }
+  void redefinition(const std::string &name, Location loc, Location previous);
+  /// ` (that is, [4] vs [5])` when unification or `--dim` makes the shapes
+  /// read differently from how they were written, else "".
+  std::string unifiedSuffix(const Shape &a, const Shape &b) const;
+  /// `; did you mean 'x'?` for the closest candidate, or "".
+  static std::string suggest(llvm::StringRef name,
+                             llvm::ArrayRef<std::string> candidates);
+  std::vector<std::string> valueNames() const;
+
+  mlir::MLIRContext &context;
+  const std::string &fileName;
+  Cell &cell;
+  DimUnifier dims;
+  std::map<std::string, NamedValue> values;
+  /// Names a later statement defines: using one now is "used before".
+  std::map<std::string, Location> laterDefinitions;
+  bool failed = false;
+};
+
+bool CellChecker::check() {
+  if (cell.inputs.empty())
+    error(cell.loc) << "cell '" << cell.name << "' has no inputs";
+  if (cell.states.empty())
+    error(cell.loc) << "cell '" << cell.name << "' has no state";
+  for (std::vector<Decl> *decls : {&cell.inputs, &cell.states, &cell.params})
+    for (Decl &decl : *decls)
+      for (const DimExpr &dim : decl.declared.dims)
+        for (const DimExpr::Term &term : dim.getTerms())
+          dims.noteSymbol(term.first);
+  for (std::vector<Decl> *decls : {&cell.inputs, &cell.states, &cell.params})
+    for (Decl &decl : *decls)
+      declare(decl);
+
+  for (const Stmt &stmt : cell.stmts)
+    for (const Target &target : stmt.targets)
+      if (!target.primed)
+        laterDefinitions.emplace(target.name, target.loc);
+  for (Stmt &stmt : cell.stmts)
+    checkStmt(stmt);
+
+  checkOutputs();
+  checkStatesAndParams();
+  resolveShapes();
+  return !failed;
+}
+
+void CellChecker::redefinition(const std::string &name, Location loc,
+                               Location previous) {
+  mlir::InFlightDiagnostic diag = error(loc);
+  diag << "'" << name << "' is already defined";
+  diag.attachNote(toLoc(previous)) << "previous definition of '" << name
+                                   << "' is here";
+}
+
+void CellChecker::declare(Decl &decl) {
+  decl.shape = checkDeclaredShape(decl);
+  auto it = values.find(decl.name);
+  if (it != values.end()) {
+    redefinition(decl.name, decl.loc, it->second.loc);
+    return;
+  }
+  NamedValue::Kind kind = decl.role == Decl::Role::Input ? NamedValue::Kind::Input
+                          : decl.role == Decl::Role::State
+                              ? NamedValue::Kind::State
+                              : NamedValue::Kind::Param;
+  values[decl.name] = {kind, decl.shape, decl.loc};
+}
+
+Shape CellChecker::checkDeclaredShape(const Decl &decl) {
+  const std::vector<DimExpr> &declared = decl.declared.dims;
+  bool valid = true;
+  for (const DimExpr &dim : declared) {
+    if (isNeverPositive(dim)) {
+      error(decl.declared.loc) << "dimension '" << dim.str() << "' of '"
+                               << decl.name << "' is not positive";
+      valid = false;
+    }
+  }
+  if (declared.size() == 2 && decl.role == Decl::Role::Param)
+    return valid ? Shape::matrix(declared[0], declared[1]) : Shape::invalid();
+  if (declared.size() != 1) {
+    const char *role = decl.role == Decl::Role::Input   ? "input"
+                       : decl.role == Decl::Role::State ? "state"
+                                                        : "param";
+    mlir::InFlightDiagnostic diag = error(decl.declared.loc);
+    diag << role << " '" << decl.name << "' must be a vector [D]";
+    if (decl.role == Decl::Role::Param)
+      diag << " or a matrix [R, C]";
+    diag << ", not a shape with " << declared.size() << " dimensions";
+    return Shape::invalid();
+  }
+  return valid ? Shape::vector(declared[0]) : Shape::invalid();
+}
+
+void CellChecker::checkStmt(Stmt &stmt) {
+  if (auto *call = dyn_cast<CallExpr>(stmt.value.get());
+      call && call->callee == "split") {
+    checkSplit(stmt, *call);
+  } else {
+    Shape shape = checkExpr(*stmt.value);
+    if (stmt.targets.size() != 1) {
+      error(stmt.targets[1].loc)
+          << stmt.targets.size()
+          << " names on the left need 'split(e, " << stmt.targets.size()
+          << ")' on the right";
+      shape = Shape::invalid();
+    }
+    for (Target &target : stmt.targets)
+      define(target, shape);
+  }
+}
+
+void CellChecker::checkSplit(Stmt &stmt, CallExpr &call) {
+  size_t parts = stmt.targets.size();
+  for (auto &arg : call.args)
+    checkExpr(*arg);
+  Shape part = Shape::invalid();
+  auto *count = call.args.size() == 2 ? dyn_cast<NumberExpr>(call.args[1].get())
+                                      : nullptr;
+  if (call.args.size() != 2) {
+    error(call.loc) << "'split' takes 2 arguments (a vector and a count), got "
+                    << call.args.size();
+  } else if (!count || count->value != std::floor(count->value) ||
+             count->value < 1 || count->value > 1e6) {
+    error(call.args[1]->loc) << "the count of 'split' must be a positive "
+                                "integer literal";
+  } else if (static_cast<size_t>(count->value) != parts) {
+    error(call.loc) << "'split' into " << static_cast<int64_t>(count->value)
+                    << " parts needs " << static_cast<int64_t>(count->value)
+                    << " names on the left, got " << parts;
+  } else {
+    const Shape &whole = call.args[0]->shape;
+    if (whole.isScalar() || whole.isMatrix())
+      error(call.args[0]->loc) << "'split' needs a vector, got "
+                               << (whole.isScalar() ? "a scalar" : "a matrix");
+    if (whole.isVector()) {
+      int64_t n = static_cast<int64_t>(count->value);
+      DimExpr length = dims.resolve(whole.dims[0]);
+      if (std::optional<DimExpr> exact = length.divideExactly(n)) {
+        part = Shape::vector(*exact);
+      } else if (!length.isConstant()) {
+        // `split(e, 3)` of a `[D]` vector: D = 3*D_div3.
+        std::string base = length.getTerms().front().first + "_div" +
+                           std::to_string(n);
+        DimExpr fresh = DimExpr::symbol(dims.freshSymbol(base));
+        if (dims.unify(length, fresh * n))
+          part = Shape::vector(fresh);
+      }
+      if (part.isInvalid())
+        error(call.loc) << "cannot split " << whole.str() << " into " << n
+                        << " equal parts";
+    }
+  }
+  call.shape = Shape::invalid();
+  for (Target &target : stmt.targets)
+    define(target, part);
+}
+
+void CellChecker::define(Target &target, const Shape &shape) {
+  target.shape = shape;
+  if (!target.primed) {
+    laterDefinitions.erase(target.name);
+    auto it = values.find(target.name);
+    if (it != values.end()) {
+      redefinition(target.name, target.loc, it->second.loc);
+      return;
+    }
+    values[target.name] = {NamedValue::Kind::Local, shape, target.loc};
+    return;
+  }
+
+  auto state = values.find(target.name);
+  if (state == values.end() || state->second.kind != NamedValue::Kind::State) {
+    mlir::InFlightDiagnostic diag = error(target.loc);
+    diag << "'" << target.spelling() << "' is the next value of no state";
+    if (state != values.end())
+      diag << ": '" << target.name << "' is "
+           << describeKind(state->second.kind);
+    else
+      diag << suggest(target.name, valueNames());
+    return;
+  }
+  std::string spelling = target.spelling();
+  auto previous = values.find(spelling);
+  if (previous != values.end()) {
+    mlir::InFlightDiagnostic diag = error(target.loc);
+    diag << "state '" << target.name << "' has two next values";
+    diag.attachNote(toLoc(previous->second.loc))
+        << "first next value of '" << target.name << "' is here";
+    return;
+  }
+  const Shape &stateShape = state->second.shape;
+  if (shape.isVector() && stateShape.isVector() &&
+      !dims.unify(stateShape.dims[0], shape.dims[0]))
+    error(target.loc) << "shape mismatch: state '" << target.name << "' is "
+                      << stateShape.str() << " but its next value is "
+                      << shape.str() << unifiedSuffix(stateShape, shape);
+  values[spelling] = {NamedValue::Kind::Next, stateShape, target.loc};
+  target.shape = stateShape;
+}
+
+void CellChecker::checkOutputs() {
+  for (size_t i = 0; i < cell.outputs.size(); ++i) {
+    Output &output = cell.outputs[i];
+    if (i == 1) {
+      mlir::InFlightDiagnostic diag = error(output.loc);
+      diag << "cell '" << cell.name << "' has more than one output";
+      diag.attachNote(toLoc(cell.outputs[0].loc)) << "first output is here";
+    }
+    std::string spelling = output.target.spelling();
+    auto it = values.find(spelling);
+    if (it == values.end()) {
+      error(output.target.loc) << "output names unknown value '" << spelling
+                               << "'" << suggest(spelling, valueNames());
+      continue;
+    }
+    it->second.used = true;
+    output.target.shape = it->second.shape;
+    if (it->second.shape.isMatrix() || it->second.shape.isScalar())
+      error(output.target.loc)
+          << "output must be a vector, but '" << spelling << "' is a "
+          << (it->second.shape.isMatrix() ? "matrix" : "scalar");
+  }
+}
+
+void CellChecker::checkStatesAndParams() {
+  for (const Decl &state : cell.states)
+    if (!values.count(state.name + "'"))
+      error(state.loc) << "state '" << state.name
+                       << "' has no next value (add \"" << state.name
+                       << "' = ...\")";
+  for (const Decl &param : cell.params) {
+    auto it = values.find(param.name);
+    if (it != values.end() && it->second.kind == NamedValue::Kind::Param &&
+        it->second.loc.line == param.loc.line &&
+        it->second.loc.col == param.loc.col && !it->second.used)
+      mlir::emitWarning(toLoc(param.loc))
+          << "param '" << param.name << "' is never used";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Shape CellChecker::checkExpr(Expr &expr) {
+  Shape shape;
+  switch (expr.kind) {
+  case Expr::Kind::Number:
+    shape = Shape::scalar();
+    break;
+  case Expr::Kind::Name:
+    shape = checkName(llvm::cast<NameExpr>(expr));
+    break;
+  case Expr::Kind::Unary:
+    shape = checkExpr(*llvm::cast<UnaryExpr>(expr).operand);
+    break;
+  case Expr::Kind::Binary:
+    shape = checkBinary(llvm::cast<BinaryExpr>(expr));
+    break;
+  case Expr::Kind::MatVec:
+    shape = checkMatVec(llvm::cast<MatVecExpr>(expr));
+    break;
+  case Expr::Kind::Call:
+    shape = checkCall(llvm::cast<CallExpr>(expr));
+    break;
+  }
+  expr.shape = shape;
+  return shape;
+}
+
+Shape CellChecker::checkName(NameExpr &name) {
+  std::string spelling = name.spelling();
+  auto it = values.find(spelling);
+  if (it != values.end()) {
+    it->second.used = true;
+    if (it->second.shape.isMatrix()) {
+      error(name.loc) << "matrix param '" << spelling
+                      << "' can only be the left side of '@'";
+      return Shape::invalid();
+    }
+    return it->second.shape;
+  }
+
+  if (name.primed) {
+    auto state = values.find(name.name);
+    if (state != values.end() && state->second.kind == NamedValue::Kind::State)
+      error(name.loc) << "'" << spelling
+                      << "' is read before it is assigned";
+    else
+      error(name.loc) << "'" << spelling << "' is the next value of no state";
+    return Shape::invalid();
+  }
+  auto later = laterDefinitions.find(name.name);
+  if (later != laterDefinitions.end()) {
+    mlir::InFlightDiagnostic diag = error(name.loc);
+    diag << "'" << spelling << "' is used before its definition";
+    diag.attachNote(toLoc(later->second))
+        << "'" << spelling << "' is defined here";
+    return Shape::invalid();
+  }
+  error(name.loc) << "unknown name '" << spelling << "'"
+                  << suggest(spelling, valueNames());
+  return Shape::invalid();
+}
+
+Shape CellChecker::checkBinary(BinaryExpr &binary) {
+  Shape lhs = checkExpr(*binary.lhs);
+  Shape rhs = checkExpr(*binary.rhs);
+  if (lhs.isInvalid() || rhs.isInvalid())
+    return Shape::invalid();
+  if (lhs.isScalar())
+    return rhs;
+  if (rhs.isScalar())
+    return lhs;
+  if (!dims.unify(lhs.dims[0], rhs.dims[0])) {
+    error(binary.loc) << "shape mismatch: " << lhs.str() << " vs "
+                      << rhs.str() << unifiedSuffix(lhs, rhs);
+    return Shape::invalid();
+  }
+  return lhs;
+}
+
+Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
+  Shape matrix = Shape::invalid();
+  auto *name = dyn_cast<NameExpr>(matVec.matrix.get());
+  auto it = name ? values.find(name->spelling()) : values.end();
+  if (it != values.end() && it->second.kind == NamedValue::Kind::Param &&
+      it->second.shape.isMatrix()) {
+    it->second.used = true;
+    matrix = it->second.shape;
+    name->shape = matrix;
+  } else if (it != values.end()) {
+    const NamedValue &value = it->second;
+    error(matVec.matrix->loc)
+        << "left side of '@' must be a matrix param, but '"
+        << name->spelling() << "' is "
+        << (value.kind == NamedValue::Kind::Param ? "a vector param"
+                                                  : describeKind(value.kind));
+    name->shape = value.shape;
+  } else {
+    // checkExpr reports unknown names; anything else is not a matrix param.
+    checkExpr(*matVec.matrix);
+    if (!name)
+      error(matVec.matrix->loc) << "left side of '@' must be a matrix param";
+  }
+
+  Shape vector = checkExpr(*matVec.vector);
+  if (vector.isScalar()) {
+    error(matVec.vector->loc) << "right side of '@' must be a vector, not a "
+                                 "scalar";
+    return Shape::invalid();
+  }
+  if (matrix.isInvalid() || vector.isInvalid())
+    return matrix.isInvalid() ? Shape::invalid() : Shape::vector(matrix.dims[0]);
+  if (!dims.unify(matrix.dims[1], vector.dims[0])) {
+    error(matVec.loc) << "shape mismatch: '" << name->spelling() << "' is "
+                      << matrix.str() << " but its operand is " << vector.str()
+                      << unifiedSuffix(matrix, vector);
+    return Shape::invalid();
+  }
+  return Shape::vector(matrix.dims[0]);
+}
+
+Shape CellChecker::checkCall(CallExpr &call) {
+  if (call.callee == "layernorm")
+    return checkLayerNorm(call);
+  if (call.callee == "concat")
+    return checkConcat(call);
+  if (call.callee == "split") {
+    for (auto &arg : call.args)
+      checkExpr(*arg);
+    error(call.loc) << "'split' must be the whole right side of a statement, "
+                       "as in 'a, b = split(e, 2)'";
+    return Shape::invalid();
+  }
+
+  std::vector<Shape> args;
+  for (auto &arg : call.args)
+    args.push_back(checkExpr(*arg));
+  if (!isUnaryFunction(call.callee)) {
+    std::vector<std::string> known(std::begin(unaryFunctions),
+                                   std::end(unaryFunctions));
+    known.insert(known.end(), std::begin(otherFunctions),
+                 std::end(otherFunctions));
+    error(call.loc) << "unknown function '" << call.callee << "'"
+                    << suggest(call.callee, known);
+    return Shape::invalid();
+  }
+  if (args.size() != 1) {
+    error(call.loc) << "'" << call.callee << "' takes 1 argument, got "
+                    << args.size();
+    return Shape::invalid();
+  }
+  return args[0];
+}
+
+Shape CellChecker::checkLayerNorm(CallExpr &call) {
+  if (call.args.empty()) {
+    error(call.loc) << "'layernorm' takes 1 or 3 arguments (e, gain, bias), "
+                       "got 0";
+    return Shape::invalid();
+  }
+  Shape operand = checkExpr(*call.args[0]);
+  if (operand.isScalar()) {
+    error(call.args[0]->loc) << "'layernorm' needs a vector, not a scalar";
+    operand = Shape::invalid();
+  }
+  if (call.args.size() != 1 && call.args.size() != 3) {
+    for (size_t i = 1; i < call.args.size(); ++i)
+      checkExpr(*call.args[i]);
+    error(call.loc) << "'layernorm' takes 1 or 3 arguments (e, gain, bias), "
+                       "got "
+                    << call.args.size();
+    return Shape::invalid();
+  }
+  if (call.args.size() == 3) {
+    DimExpr length = operand.isVector() ? operand.dims[0] : DimExpr();
+    checkVectorParam(*call.args[1], length, "gain");
+    checkVectorParam(*call.args[2], length, "bias");
+  }
+  return operand;
+}
+
+void CellChecker::checkVectorParam(Expr &expr, const DimExpr &length,
+                                   const char *role) {
+  Shape shape = checkExpr(expr);
+  auto *name = dyn_cast<NameExpr>(&expr);
+  auto it = name ? values.find(name->spelling()) : values.end();
+  if (shape.isInvalid())
+    return;
+  if (it == values.end() || it->second.kind != NamedValue::Kind::Param ||
+      !shape.isVector()) {
+    error(expr.loc) << "the " << role
+                    << " of 'layernorm' must be a vector param";
+    return;
+  }
+  if (length != DimExpr() && !dims.unify(length, shape.dims[0]))
+    error(expr.loc) << "shape mismatch: the " << role << " '"
+                    << name->spelling() << "' is " << shape.str()
+                    << " but the normalised vector is ["
+                    << length.str() << "]";
+}
+
+Shape CellChecker::checkConcat(CallExpr &call) {
+  DimExpr total;
+  bool valid = true;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    Shape arg = checkExpr(*call.args[i]);
+    if (arg.isScalar())
+      error(call.args[i]->loc) << "'concat' joins vectors, but argument "
+                               << i + 1 << " is a scalar";
+    if (!arg.isVector())
+      valid = false;
+    else
+      total = total + arg.dims[0];
+  }
+  if (call.args.size() < 2) {
+    error(call.loc) << "'concat' takes at least 2 arguments, got "
+                    << call.args.size();
+    return Shape::invalid();
+  }
+  return valid ? Shape::vector(total) : Shape::invalid();
+}
+
+//===----------------------------------------------------------------------===//
+// Results and helpers
+//===----------------------------------------------------------------------===//
+
+Shape CellChecker::resolve(const Shape &shape) const {
+  Shape resolved = shape;
+  for (DimExpr &dim : resolved.dims)
+    dim = dims.resolve(dim);
+  return resolved;
+}
+
+void CellChecker::resolveExpr(Expr &expr) {
+  expr.shape = resolve(expr.shape);
+  if (auto *unary = dyn_cast<UnaryExpr>(&expr)) {
+    resolveExpr(*unary->operand);
+  } else if (auto *binary = dyn_cast<BinaryExpr>(&expr)) {
+    resolveExpr(*binary->lhs);
+    resolveExpr(*binary->rhs);
+  } else if (auto *matVec = dyn_cast<MatVecExpr>(&expr)) {
+    resolveExpr(*matVec->matrix);
+    resolveExpr(*matVec->vector);
+  } else if (auto *call = dyn_cast<CallExpr>(&expr)) {
+    for (auto &arg : call->args)
+      resolveExpr(*arg);
+  }
+}
+
+void CellChecker::resolveShapes() {
+  for (std::vector<Decl> *decls : {&cell.inputs, &cell.states, &cell.params})
+    for (Decl &decl : *decls)
+      decl.shape = resolve(decl.shape);
+  for (Stmt &stmt : cell.stmts) {
+    for (Target &target : stmt.targets)
+      target.shape = resolve(target.shape);
+    resolveExpr(*stmt.value);
+  }
+  for (Output &output : cell.outputs)
+    output.target.shape = resolve(output.target.shape);
+  cell.dimBindings.assign(dims.bindings.begin(), dims.bindings.end());
+}
+
+std::string CellChecker::unifiedSuffix(const Shape &a, const Shape &b) const {
+  Shape resolvedA = resolve(a), resolvedB = resolve(b);
+  if (resolvedA.str() == a.str() && resolvedB.str() == b.str())
+    return "";
+  return " (that is, " + resolvedA.str() + " vs " + resolvedB.str() + ")";
+}
+
+std::string CellChecker::suggest(llvm::StringRef name,
+                                 llvm::ArrayRef<std::string> candidates) {
+  std::string best;
+  unsigned bestDistance = name.size() <= 3 ? 1 : 2;
+  for (const std::string &candidate : candidates) {
+    unsigned distance = name.edit_distance(candidate, true, bestDistance + 1);
+    if (distance <= bestDistance && distance > 0 &&
+        (best.empty() || distance < bestDistance)) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::vector<std::string> CellChecker::valueNames() const {
+  std::vector<std::string> names;
+  for (const auto &entry : values)
+    names.push_back(entry.first);
+  return names;
+}
+
+} // namespace
+
+bool cellc::checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
+                          const std::map<std::string, int64_t> &fixedDims) {
+  if (!file.module)
+    return false;
+  Module &module = *file.module;
+  bool success = true;
+  std::map<std::string, Location> cellNames;
+  for (Cell &cell : module.cells) {
+    auto [previous, inserted] = cellNames.emplace(cell.name, cell.loc);
+    if (!inserted) {
+      mlir::InFlightDiagnostic diag = mlir::emitError(mlir::FileLineColLoc::get(
+          &context, module.fileName, cell.loc.line, cell.loc.col));
+      diag << "cell '" << cell.name << "' is already defined";
+      diag.attachNote(mlir::FileLineColLoc::get(&context, module.fileName,
+                                                previous->second.line,
+                                                previous->second.col))
+          << "previous definition of '" << cell.name << "' is here";
+      success = false;
+    }
+    CellChecker checker(context, module.fileName, cell, fixedDims);
+    success &= checker.check();
+  }
+  module.checked = success;
+  return success;
+}

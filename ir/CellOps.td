@@ -1,0 +1,284 @@
+//===- CellOps.td - Operations of the cell dialect ---------*- tablegen -*-===//
+
+#ifndef CELL_OPS
+#define CELL_OPS
+
+include "ir/CellTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
+  let summary = "one recurrent cell: the computation of one step";
+  let description = [{
+    The body's block arguments are the cell's inputs, states and parameters,
+    in that order, followed by any values hoisted into the prologue. The body
+    ends in `cell.yield` with the next value of every state, then the output.
+
+    The prologue is empty until `cell-hoist-input-projections` fills it: it
+    then takes the inputs and parameters as block arguments and yields the
+    values that depend on no state. The runtime computes it once for all
+    T*B (step, example) rows before the recurrence starts.
+
+    ```mlir
+    cell.cell @atr attributes {input_names = ["x"], state_names = ["h"],
+                               param_names = ["Wx", "Wh"], output_name = "h'"}
+    prologue {
+    } body {
+    ^bb0(%x: !cell.vec<"I">, %h: !cell.vec<"H">,
+         %Wx: !cell.mat<"H", "I">, %Wh: !cell.mat<"H", "H">):
+      %p = cell.mat_vec %Wx, %x : !cell.mat<"H", "I">, !cell.vec<"I"> -> !cell.vec<"H">
+      ...
+      cell.yield %next, %next : !cell.vec<"H">, !cell.vec<"H">
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$input_names,
+                       StrArrayAttr:$state_names, StrArrayAttr:$param_names,
+                       StrAttr:$output_name);
+  let regions = (region AnyRegion:$prologue, SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name attr-dict-with-keyword `prologue` $prologue `body` $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name,
+                   "::llvm::ArrayRef<::llvm::StringRef>":$inputNames,
+                   "::llvm::ArrayRef<::llvm::StringRef>":$stateNames,
+                   "::llvm::ArrayRef<::llvm::StringRef>":$paramNames,
+                   "::llvm::StringRef":$outputName,
+                   "::mlir::TypeRange":$argTypes,
+                   CArg<"::llvm::ArrayRef<::mlir::Location>", "{}">:$argLocs)>
+  ];
+  let extraClassDeclaration = [{
+    ::mlir::Block *getBodyBlock() { return &getBody().front(); }
+    /// The prologue's block, or nullptr when nothing is hoisted.
+    ::mlir::Block *getPrologueBlock() {
+      return getPrologue().empty() ? nullptr : &getPrologue().front();
+    }
+    unsigned getNumInputs() { return getInputNames().size(); }
+    unsigned getNumStates() { return getStateNames().size(); }
+    unsigned getNumParams() { return getParamNames().size(); }
+    unsigned getNumHoisted() {
+      return getBodyBlock()->getNumArguments() - getNumInputs() -
+             getNumStates() - getNumParams();
+    }
+    ::mlir::Block::BlockArgListType getInputArgs() {
+      return getBodyBlock()->getArguments().slice(0, getNumInputs());
+    }
+    ::mlir::Block::BlockArgListType getStateArgs() {
+      return getBodyBlock()->getArguments().slice(getNumInputs(),
+                                                  getNumStates());
+    }
+    ::mlir::Block::BlockArgListType getParamArgs() {
+      return getBodyBlock()->getArguments().slice(
+          getNumInputs() + getNumStates(), getNumParams());
+    }
+    ::mlir::Block::BlockArgListType getHoistedArgs() {
+      return getBodyBlock()->getArguments().drop_front(
+          getNumInputs() + getNumStates() + getNumParams());
+    }
+    /// The body's terminator: next states, then the output.
+    YieldOp getYield();
+  }];
+}
+
+def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "element-wise work that runs as one kernel";
+  let description = [{
+    Created by `cell-fuse-elementwise`: a maximal group of element-wise
+    operations between matrix products. Each becomes one loop nest over
+    (row, element) and one kernel of the plan. The region's arguments are
+    the operands; `cell.yield` gives the results.
+
+    ```mlir
+    %h1 = cell.fused(%p, %q, %h) : (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) -> !cell.vec<"H"> {
+    ^bb0(%a: !cell.vec<"H">, %b: !cell.vec<"H">, %c: !cell.vec<"H">):
+      ...
+      cell.yield %r : !cell.vec<"H">
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Cell_AnyVec>:$inputs);
+  let results = (outs Variadic<Cell_AnyVec>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Cell_YieldOp : Cell_Op<"yield", [Pure, ReturnLike, Terminator,
+    ParentOneOf<["CellOp", "FusedOp"]>]> {
+  let summary = "ends a cell body, the prologue or a fused region";
+  let description = [{
+    In a cell body: the next value of every state in declaration order, then
+    the output. In the prologue: the hoisted values. In `cell.fused`: the
+    results.
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+//===----------------------------------------------------------------------===//
+// Products
+//===----------------------------------------------------------------------===//
+
+def Cell_MatVecOp : Cell_Op<"mat_vec", [Pure]> {
+  let summary = "matrix-vector product `W @ x`";
+  let description = [{
+    `W` is a matrix parameter `[R, C]`, `x` a `[C]` vector; the result is
+    `[R]`. Over a batch this is one GEMM.
+
+    ```mlir
+    %p = cell.mat_vec %W, %x : !cell.mat<"H", "I">, !cell.vec<"I"> -> !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyMat:$matrix, Cell_AnyVec:$vector);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = [{
+    $matrix `,` $vector attr-dict `:` type($matrix) `,` type($vector) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cell_StackedMatVecOp : Cell_Op<"stacked_mat_vec", [Pure]> {
+  let summary = "several products of one vector, run as one GEMM";
+  let description = [{
+    Created by `cell-stack-matmuls` from `cell.mat_vec`s that share their
+    vector operand: the matrices' rows are stacked into one weight so the
+    batch needs one GEMM. Result i is `matrices[i] @ vector`.
+
+    ```mlir
+    %z, %r = cell.stacked_mat_vec %Wz, %Wr (%x) : !cell.mat<"H", "I">, !cell.mat<"H", "I">, !cell.vec<"I"> -> !cell.vec<"H">, !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Variadic<Cell_AnyMat>:$matrices, Cell_AnyVec:$vector);
+  let results = (outs Variadic<Cell_AnyVec>:$results);
+  let assemblyFormat = [{
+    $matrices `(` $vector `)` attr-dict `:` type($matrices) `,` type($vector)
+    `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+def Cell_ConstantOp : Cell_Op<"constant", [Pure]> {
+  let summary = "a number broadcast to a vector";
+  let description = [{
+    ```mlir
+    %one = cell.constant 1.000000e+00 : !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+class Cell_BinaryOp<string mnemonic, string what>
+    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise " # what;
+  let description = [{
+    Operands and result have the same vector type.
+
+    ```mlir
+    %r = cell.}] # mnemonic # [{ %a, %b : !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$lhs, Cell_AnyVec:$rhs);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Cell_AddOp : Cell_BinaryOp<"add", "sum">;
+def Cell_SubOp : Cell_BinaryOp<"sub", "difference">;
+def Cell_MulOp : Cell_BinaryOp<"mul", "product">;
+def Cell_DivOp : Cell_BinaryOp<"div", "quotient">;
+
+class Cell_UnaryOp<string mnemonic, string what>
+    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise " # what;
+  let description = [{
+    ```mlir
+    %r = cell.}] # mnemonic # [{ %a : !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$operand);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def Cell_NegOp : Cell_UnaryOp<"neg", "negation">;
+def Cell_SigmoidOp : Cell_UnaryOp<"sigmoid", "logistic sigmoid 1/(1+exp(-x))">;
+def Cell_TanhOp : Cell_UnaryOp<"tanh", "hyperbolic tangent">;
+def Cell_ReluOp : Cell_UnaryOp<"relu", "max(x, 0)">;
+def Cell_ExpOp : Cell_UnaryOp<"exp", "exponential">;
+def Cell_LogOp : Cell_UnaryOp<"log", "natural logarithm">;
+def Cell_SoftplusOp : Cell_UnaryOp<"softplus", "log(1 + exp(x))">;
+
+//===----------------------------------------------------------------------===//
+// Whole-vector operations
+//===----------------------------------------------------------------------===//
+
+def Cell_LayerNormOp : Cell_Op<"layer_norm",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "normalise a vector to zero mean and unit variance";
+  let description = [{
+    `(x - mean(x)) / sqrt(var(x) + 1e-5)` with the biased variance. The
+    language's `layernorm(e, g, b)` is generated as
+    `cell.add(cell.mul(cell.layer_norm(e), g), b)`, so gain and bias stay
+    ordinary element-wise work.
+
+    ```mlir
+    %n = cell.layer_norm %x : !cell.vec<"3*H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$operand);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def Cell_ConcatOp : Cell_Op<"concat", [Pure]> {
+  let summary = "join vectors end to end";
+  let description = [{
+    ```mlir
+    %c = cell.concat %a, %b : !cell.vec<"H">, !cell.vec<"I"> -> !cell.vec<"H+I">
+    ```
+  }];
+  let arguments = (ins Variadic<Cell_AnyVec>:$inputs);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cell_SplitOp : Cell_Op<"split", [Pure]> {
+  let summary = "cut a vector into equal consecutive parts";
+  let description = [{
+    ```mlir
+    %a, %g, %z = cell.split %x : !cell.vec<"3*H"> -> !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$input);
+  let results = (outs Variadic<Cell_AnyVec>:$results);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // CELL_OPS

@@ -1,0 +1,26 @@
+//===- Passes.h - cellc's transformation passes -----------------*- C++ -*-===//
+
+#ifndef CELLC_PASSES_PASSES_H
+#define CELLC_PASSES_PASSES_H
+
+#include "ir/CellOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::cell {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Attribute on the body's last `cell.fused`: it writes the next states and
+/// the output, and masks finished sequences.
+inline constexpr llvm::StringLiteral kFinalKernelAttr = "final";
+
+/// True for the operations that fuse-elementwise groups into kernels.
+bool isElementwise(Operation *op);
+
+} // namespace mlir::cell
+
+#endif // CELLC_PASSES_PASSES_H

@@ -1,0 +1,50 @@
+//===- Passes.td - cellc's transformation passes -----------*- tablegen -*-===//
+
+#ifndef CELL_PASSES
+#define CELL_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def HoistInputProjections : Pass<"cell-hoist-input-projections",
+                                 "::mlir::cell::CellOp"> {
+  let summary = "move input-only work out of the recurrence";
+  let description = [{
+    Every operation whose operands depend only on the cell's inputs and
+    parameters (products such as `Wx @ x`, bias adds, gate math and layer
+    norms of input-only values) moves from the body into the prologue, which
+    the runtime runs once over all T*B rows: T small GEMMs become one large
+    one. Values the body still needs become new body arguments.
+
+    Before: `body { %p = cell.mat_vec %Wx, %x ... }`
+    After:  `prologue { %p = cell.mat_vec %Wx, %x; cell.yield %p }
+             body { ^bb0(..., %p_hoisted) ... }`
+
+    Constants are cloned, never hoisted alone; operations that touch a state
+    stay where they are.
+  }];
+}
+
+def StackMatmuls : Pass<"cell-stack-matmuls", "::mlir::cell::CellOp"> {
+  let summary = "stack products that share their vector operand";
+  let description = [{
+    `Wz @ x`, `Wr @ x`, `Wh @ x` become one `cell.stacked_mat_vec` whose
+    weight is the three matrices' rows stacked: one GEMM instead of three.
+    Products whose vectors differ are never stacked, e.g. GRU's `Uh @ (r*h)`
+    stays apart from `Uz @ h` and `Ur @ h` because `r` comes from this step.
+  }];
+}
+
+def FuseElementwise : Pass<"cell-fuse-elementwise", "::mlir::cell::CellOp"> {
+  let summary = "group the element-wise work between products into kernels";
+  let description = [{
+    Products split a step into levels: level-0 work needs only arguments,
+    GEMMs of level k+1 consume values of level k. All element-wise operations
+    of one level (placed as late as their users allow, so fewer values cross
+    kernels) become one `cell.fused` region, i.e. one kernel. The body's last
+    kernel is marked `final`: it takes the current states as its first
+    operands and yields exactly the next states and the output, so masking
+    of finished sequences happens in one place.
+  }];
+}
+
+#endif // CELL_PASSES

@@ -1,0 +1,640 @@
+//===- Plan.cpp - Parse, validate and print execution plans ---------------===//
+
+#include "cellrt/Plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+using namespace cellrt;
+
+//===----------------------------------------------------------------------===//
+// Ref and Plan helpers
+//===----------------------------------------------------------------------===//
+
+static const char *refPrefix(Ref::Kind kind) {
+  switch (kind) {
+  case Ref::Kind::Input:
+    return "input";
+  case Ref::Kind::State:
+    return "state";
+  case Ref::Kind::Next:
+    return "next";
+  case Ref::Kind::Param:
+    return "param";
+  case Ref::Kind::Seq:
+    return "seq";
+  case Ref::Kind::Step:
+    return "step";
+  case Ref::Kind::Out:
+    return "out";
+  }
+  return "?";
+}
+
+static const char *phaseName(Phase phase) {
+  return phase == Phase::Pre ? "pre" : "step";
+}
+
+bool Ref::operator==(const Ref &other) const {
+  return kind == other.kind && name == other.name && column == other.column;
+}
+
+std::string Ref::str() const {
+  std::string text = refPrefix(kind);
+  if (kind != Kind::Out)
+    text += ":" + name;
+  if (column != DimExpr())
+    text += "+" + column.str();
+  return text;
+}
+
+template <typename Decl>
+static int64_t indexByName(const std::vector<Decl> &decls,
+                           const std::string &name) {
+  for (size_t i = 0; i < decls.size(); ++i)
+    if (decls[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+template <typename Decl>
+static const Decl *findByName(const std::vector<Decl> &decls,
+                              const std::string &name) {
+  int64_t index = indexByName(decls, name);
+  return index < 0 ? nullptr : &decls[index];
+}
+
+const VectorDecl *Plan::findInput(const std::string &name) const {
+  return findByName(inputs, name);
+}
+const VectorDecl *Plan::findState(const std::string &name) const {
+  return findByName(states, name);
+}
+const ParamDecl *Plan::findParam(const std::string &name) const {
+  return findByName(params, name);
+}
+const BufferDecl *Plan::findBuffer(const std::string &name) const {
+  return findByName(buffers, name);
+}
+const WeightDecl *Plan::findWeight(const std::string &name) const {
+  return findByName(weights, name);
+}
+int64_t Plan::inputIndex(const std::string &name) const {
+  return indexByName(inputs, name);
+}
+int64_t Plan::stateIndex(const std::string &name) const {
+  return indexByName(states, name);
+}
+int64_t Plan::paramIndex(const std::string &name) const {
+  return indexByName(params, name);
+}
+int64_t Plan::bufferIndex(const std::string &name) const {
+  return indexByName(buffers, name);
+}
+int64_t Plan::weightIndex(const std::string &name) const {
+  return indexByName(weights, name);
+}
+
+DimExpr Plan::arrayWidth(const Ref &ref) const {
+  switch (ref.kind) {
+  case Ref::Kind::Input:
+    return findInput(ref.name)->length;
+  case Ref::Kind::State:
+  case Ref::Kind::Next:
+    return findState(ref.name)->length;
+  case Ref::Kind::Param:
+    return findParam(ref.name)->shape.back();
+  case Ref::Kind::Seq:
+  case Ref::Kind::Step:
+    return findBuffer(ref.name)->length;
+  case Ref::Kind::Out:
+    return outputWidth;
+  }
+  return DimExpr();
+}
+
+DimExpr Plan::weightRows(const WeightDecl &weight) const {
+  DimExpr rows;
+  for (const std::string &param : weight.params)
+    rows = rows + findParam(param)->shape[0];
+  return rows;
+}
+
+DimExpr Plan::weightCols(const WeightDecl &weight) const {
+  return findParam(weight.params.front())->shape[1];
+}
+
+int64_t Plan::numKernelsUsed() const {
+  int64_t count = 0;
+  for (const Operation &op : operations)
+    if (op.kind == Operation::Kind::Kernel)
+      count = std::max(count, op.kernel + 1);
+  return count;
+}
+
+//===----------------------------------------------------------------------===//
+// Parser
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Parses the plan line by line, then checks that every reference resolves.
+class PlanParser {
+public:
+  Expected<Plan> parse(std::string_view text);
+
+private:
+  Status error(int line, const std::string &message) const {
+    return Status::error("plan line " + std::to_string(line) + ": " + message);
+  }
+  Status parseLine(int line, const std::vector<std::string> &tokens);
+  Status parseName(int line, const std::string &token, std::string &name);
+  Status parseDim(int line, const std::string &token, DimExpr &expr);
+  Status parseRef(int line, const std::string &token, Ref &ref);
+  Status declare(int line, const std::string &space, const std::string &name);
+  Status checkRef(int line, const Ref &ref);
+  Status checkOperation(const Operation &op);
+  Status checkWeight(int line, const WeightDecl &weight);
+  Status validate();
+
+  Plan plan;
+  bool sawCell = false, sawDims = false, sawOutput = false;
+  std::vector<int> weightLines;
+  /// First declaration line per (namespace, name).
+  std::map<std::pair<std::string, std::string>, int> declared;
+};
+
+} // namespace
+
+static bool isIdentifier(const std::string &text) {
+  if (text.empty() ||
+      !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
+    return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+static std::string quote(const std::string &text) { return "'" + text + "'"; }
+
+Status PlanParser::parseName(int line, const std::string &token,
+                             std::string &name) {
+  if (!isIdentifier(token))
+    return error(line, "expected a name, got " + quote(token));
+  name = token;
+  return Status::success();
+}
+
+Status PlanParser::parseDim(int line, const std::string &token, DimExpr &expr) {
+  std::optional<DimExpr> parsed = DimExpr::parse(token);
+  if (!parsed)
+    return error(line, "malformed dimension expression " + quote(token));
+  for (const DimExpr::Term &term : parsed->getTerms())
+    if (std::find(plan.dims.begin(), plan.dims.end(), term.first) ==
+        plan.dims.end())
+      return error(line, "unknown dimension " + quote(term.first) + " in " +
+                             quote(token) + " (declare it in 'dims' first)");
+  expr = *parsed;
+  return Status::success();
+}
+
+Status PlanParser::parseRef(int line, const std::string &token, Ref &ref) {
+  static const std::pair<const char *, Ref::Kind> prefixes[] = {
+      {"input", Ref::Kind::Input}, {"state", Ref::Kind::State},
+      {"next", Ref::Kind::Next},   {"param", Ref::Kind::Param},
+      {"seq", Ref::Kind::Seq},     {"step", Ref::Kind::Step}};
+  size_t nameEnd;
+  if (token.rfind("out", 0) == 0 && (token.size() == 3 || token[3] == '+')) {
+    ref.kind = Ref::Kind::Out;
+    ref.name.clear();
+    nameEnd = 3;
+  } else {
+    size_t colon = token.find(':');
+    if (colon == std::string::npos)
+      return error(line, "expected a reference like 'state:h' or 'out', got " +
+                             quote(token));
+    std::string prefix = token.substr(0, colon);
+    auto it = std::find_if(std::begin(prefixes), std::end(prefixes),
+                           [&](const auto &p) { return prefix == p.first; });
+    if (it == std::end(prefixes))
+      return error(line, "unknown reference kind " + quote(prefix) + " in " +
+                             quote(token));
+    ref.kind = it->second;
+    nameEnd = token.find('+', colon);
+    if (nameEnd == std::string::npos)
+      nameEnd = token.size();
+    ref.name = token.substr(colon + 1, nameEnd - colon - 1);
+    if (!isIdentifier(ref.name))
+      return error(line, "expected a name after " + quote(prefix + ":") +
+                             " in " + quote(token));
+  }
+  ref.column = DimExpr();
+  if (nameEnd == token.size())
+    return Status::success();
+  if (nameEnd + 1 == token.size())
+    return error(line, "missing column offset after '+' in " + quote(token));
+  return parseDim(line, token.substr(nameEnd + 1), ref.column);
+}
+
+Status PlanParser::declare(int line, const std::string &space,
+                           const std::string &name) {
+  auto [it, inserted] = declared.insert({{space, name}, line});
+  if (!inserted)
+    return error(line, space + " " + quote(name) +
+                           " is declared twice (first "
+                           "on line " +
+                           std::to_string(it->second) + ")");
+  return Status::success();
+}
+
+static std::string joinTokens(const std::vector<std::string> &tokens) {
+  std::string text;
+  for (const std::string &token : tokens)
+    text += (text.empty() ? "" : " ") + token;
+  return text;
+}
+
+Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
+  const std::string &directive = tokens[0];
+  size_t arity = tokens.size() - 1;
+  auto expectArity = [&](size_t count, const char *usage) {
+    if (arity == count)
+      return Status::success();
+    return error(line, quote(directive) + " takes " + std::to_string(count) +
+                           " operand" + (count == 1 ? "" : "s") + " (" + usage +
+                           "), got " + quote(joinTokens(tokens)));
+  };
+  Status status;
+
+  if (directive == "cellc-plan")
+    return error(line, "'cellc-plan' may only appear on the first line");
+
+  if (directive == "cell") {
+    if (sawCell)
+      return error(line, "'cell' appears twice");
+    sawCell = true;
+    if (!(status = expectArity(1, "cell NAME")).ok())
+      return status;
+    return parseName(line, tokens[1], plan.cellName);
+  }
+
+  if (directive == "dims") {
+    if (sawDims)
+      return error(line, "'dims' appears twice");
+    sawDims = true;
+    for (size_t i = 1; i < tokens.size(); ++i) {
+      std::string name;
+      if (!(status = parseName(line, tokens[i], name)).ok() ||
+          !(status = declare(line, "dimension", name)).ok())
+        return status;
+      plan.dims.push_back(name);
+    }
+    return Status::success();
+  }
+
+  if (directive == "input" || directive == "state") {
+    VectorDecl decl;
+    if (!(status = expectArity(2, directive == "input" ? "input NAME LEN"
+                                                       : "state NAME LEN"))
+             .ok() ||
+        !(status = parseName(line, tokens[1], decl.name)).ok() ||
+        !(status = declare(line, directive, decl.name)).ok() ||
+        !(status = parseDim(line, tokens[2], decl.length)).ok())
+      return status;
+    (directive == "input" ? plan.inputs : plan.states).push_back(decl);
+    return Status::success();
+  }
+
+  if (directive == "param") {
+    if (arity != 2 && arity != 3)
+      return error(line, "'param' takes NAME ROWS COLS or NAME LEN, got " +
+                             quote(joinTokens(tokens)));
+    ParamDecl decl;
+    if (!(status = parseName(line, tokens[1], decl.name)).ok() ||
+        !(status = declare(line, "param", decl.name)).ok())
+      return status;
+    for (size_t i = 2; i < tokens.size(); ++i) {
+      decl.shape.emplace_back();
+      if (!(status = parseDim(line, tokens[i], decl.shape.back())).ok())
+        return status;
+    }
+    plan.params.push_back(decl);
+    return Status::success();
+  }
+
+  if (directive == "output") {
+    if (sawOutput)
+      return error(line, "'output' appears twice");
+    sawOutput = true;
+    if (!(status = expectArity(1, "output LEN")).ok())
+      return status;
+    return parseDim(line, tokens[1], plan.outputWidth);
+  }
+
+  if (directive == "buffer") {
+    BufferDecl decl;
+    if (!(status = expectArity(3, "buffer seq|step NAME LEN")).ok())
+      return status;
+    if (tokens[1] == "seq")
+      decl.extent = BufferDecl::Extent::Sequence;
+    else if (tokens[1] == "step")
+      decl.extent = BufferDecl::Extent::Step;
+    else
+      return error(line, "buffer extent must be 'seq' or 'step', got " +
+                             quote(tokens[1]));
+    if (!(status = parseName(line, tokens[2], decl.name)).ok() ||
+        !(status = declare(line, "buffer", decl.name)).ok() ||
+        !(status = parseDim(line, tokens[3], decl.length)).ok())
+      return status;
+    plan.buffers.push_back(decl);
+    return Status::success();
+  }
+
+  if (directive == "weight") {
+    if (arity < 2)
+      return error(line, "'weight' takes a name and at least one param, got " +
+                             quote(joinTokens(tokens)));
+    WeightDecl decl;
+    if (!(status = parseName(line, tokens[1], decl.name)).ok() ||
+        !(status = declare(line, "weight", decl.name)).ok())
+      return status;
+    for (size_t i = 2; i < tokens.size(); ++i) {
+      decl.params.emplace_back();
+      if (!(status = parseName(line, tokens[i], decl.params.back())).ok())
+        return status;
+    }
+    plan.weights.push_back(decl);
+    weightLines.push_back(line);
+    return Status::success();
+  }
+
+  if (directive == "pre" || directive == "step") {
+    Operation op;
+    op.phase = directive == "pre" ? Phase::Pre : Phase::Step;
+    op.line = line;
+    if (arity < 1)
+      return error(line, quote(directive) + " needs 'gemm' or 'kernel'");
+    if (tokens[1] == "gemm") {
+      op.kind = Operation::Kind::Gemm;
+      if (arity != 4)
+        return error(line, "gemm takes OUT WEIGHT IN, got " +
+                               quote(joinTokens(tokens)));
+      op.operands.resize(2);
+      if (!(status = parseRef(line, tokens[2], op.operands[0])).ok() ||
+          !(status = parseName(line, tokens[3], op.weight)).ok() ||
+          !(status = parseRef(line, tokens[4], op.operands[1])).ok())
+        return status;
+    } else if (tokens[1] == "kernel") {
+      op.kind = Operation::Kind::Kernel;
+      if (arity < 2)
+        return error(line, "kernel needs an index");
+      const std::string &index = tokens[2];
+      if (index.empty() || index.size() > 9 ||
+          !std::all_of(index.begin(), index.end(),
+                       [](char c) { return std::isdigit(c); }))
+        return error(line, "kernel index must be a non-negative integer, got " +
+                               quote(index));
+      op.kernel = std::stoll(index);
+      for (size_t i = 3; i < tokens.size(); ++i) {
+        op.operands.emplace_back();
+        if (!(status = parseRef(line, tokens[i], op.operands.back())).ok())
+          return status;
+      }
+    } else {
+      return error(line, "expected 'gemm' or 'kernel' after " +
+                             quote(directive) + ", got " + quote(tokens[1]));
+    }
+    plan.operations.push_back(op);
+    return Status::success();
+  }
+
+  return error(line, "unknown directive " + quote(directive));
+}
+
+Status PlanParser::checkRef(int line, const Ref &ref) {
+  std::string what = quote(ref.str());
+  switch (ref.kind) {
+  case Ref::Kind::Input:
+    if (!plan.findInput(ref.name))
+      return error(line, "unknown input " + quote(ref.name) + " in " + what);
+    break;
+  case Ref::Kind::State:
+  case Ref::Kind::Next:
+    if (!plan.findState(ref.name))
+      return error(line, "unknown state " + quote(ref.name) + " in " + what);
+    break;
+  case Ref::Kind::Param:
+    if (!plan.findParam(ref.name))
+      return error(line, "unknown param " + quote(ref.name) + " in " + what);
+    break;
+  case Ref::Kind::Seq:
+  case Ref::Kind::Step: {
+    const BufferDecl *buffer = plan.findBuffer(ref.name);
+    if (!buffer)
+      return error(line, "unknown buffer " + quote(ref.name) + " in " + what +
+                             " (missing 'buffer " + refPrefix(ref.kind) + " " +
+                             ref.name + " LEN'?)");
+    bool wantSeq = ref.kind == Ref::Kind::Seq;
+    if ((buffer->extent == BufferDecl::Extent::Sequence) != wantSeq)
+      return error(line, what + " refers to a " + (wantSeq ? "step" : "seq") +
+                             " buffer");
+    break;
+  }
+  case Ref::Kind::Out:
+    break;
+  }
+  return Status::success();
+}
+
+Status PlanParser::checkOperation(const Operation &op) {
+  Status status;
+  for (const Ref &ref : op.operands)
+    if (!(status = checkRef(op.line, ref)).ok())
+      return status;
+  using K = Ref::Kind;
+  auto allowed = [&](const Ref &ref, std::initializer_list<K> kinds,
+                     const std::string &role) {
+    if (std::find(kinds.begin(), kinds.end(), ref.kind) != kinds.end())
+      return Status::success();
+    std::string list;
+    for (K kind : kinds)
+      list += (list.empty() ? "" : ", ") + std::string(refPrefix(kind));
+    return error(op.line, std::string(phaseName(op.phase)) + " " + role +
+                              " cannot be " + quote(ref.str()) +
+                              " (allowed: " + list + ")");
+  };
+  bool pre = op.phase == Phase::Pre;
+  if (op.kind == Operation::Kind::Gemm) {
+    if (!plan.findWeight(op.weight))
+      return error(op.line, "unknown weight " + quote(op.weight));
+    if (pre) {
+      if (!(status = allowed(op.gemmOutput(), {K::Seq}, "gemm output")).ok())
+        return status;
+      return allowed(op.gemmInput(), {K::Input, K::Seq}, "gemm input");
+    }
+    if (!(status = allowed(op.gemmOutput(), {K::Seq, K::Step, K::Next, K::Out},
+                           "gemm output"))
+             .ok())
+      return status;
+    return allowed(op.gemmInput(),
+                   {K::Input, K::State, K::Next, K::Seq, K::Step},
+                   "gemm input");
+  }
+  if (pre)
+    for (const Ref &ref : op.operands)
+      if (!(status =
+                allowed(ref, {K::Input, K::Seq, K::Param}, "kernel argument"))
+               .ok())
+        return status;
+  return Status::success();
+}
+
+Status PlanParser::checkWeight(int line, const WeightDecl &weight) {
+  const ParamDecl *first = nullptr;
+  for (const std::string &name : weight.params) {
+    const ParamDecl *param = plan.findParam(name);
+    if (!param)
+      return error(line, "weight " + quote(weight.name) +
+                             " stacks unknown param " + quote(name));
+    if (!param->isMatrix())
+      return error(line, "weight " + quote(weight.name) + " stacks " +
+                             quote(name) + ", which is not a matrix param");
+    if (first && param->shape[1] != first->shape[1])
+      return error(line, "weight " + quote(weight.name) +
+                             " stacks params with different COLS: " +
+                             quote(first->name) + " has " +
+                             first->shape[1].str() + ", " + quote(name) +
+                             " has " + param->shape[1].str());
+    if (!first)
+      first = param;
+  }
+  return Status::success();
+}
+
+Status PlanParser::validate() {
+  if (!sawCell)
+    return Status::error("plan: missing 'cell NAME'");
+  if (!sawDims)
+    return Status::error("plan: missing 'dims' (write 'dims' alone if the "
+                         "cell has no symbolic dimensions)");
+  if (!sawOutput)
+    return Status::error("plan: missing 'output LEN'");
+  Status status;
+  for (size_t i = 0; i < plan.weights.size(); ++i)
+    if (!(status = checkWeight(weightLines[i], plan.weights[i])).ok())
+      return status;
+  bool outputWritten = false;
+  for (const Operation &op : plan.operations) {
+    if (!(status = checkOperation(op)).ok())
+      return status;
+    for (const Ref &ref : op.operands)
+      outputWritten |= op.phase == Phase::Step && ref.kind == Ref::Kind::Out;
+  }
+  // The runtime never computes or masks outputs itself.
+  if (!outputWritten)
+    return Status::error("plan: no step operation writes the output ('out')");
+  return Status::success();
+}
+
+Expected<Plan> PlanParser::parse(std::string_view text) {
+  int line = 0;
+  size_t pos = 0;
+  bool sawHeader = false;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string content(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++line;
+    if (!content.empty() && content.back() == '\r')
+      content.pop_back();
+    if (content.empty())
+      continue;
+
+    std::vector<std::string> tokens;
+    size_t start = 0;
+    while (true) {
+      size_t space = content.find(' ', start);
+      tokens.push_back(content.substr(start, space - start));
+      if (tokens.back().empty())
+        return error(line, "tokens must be separated by single spaces");
+      if (space == std::string::npos)
+        break;
+      start = space + 1;
+    }
+
+    if (!sawHeader) {
+      if (tokens[0] != "cellc-plan")
+        return error(line, "expected 'cellc-plan 1' as the first line, got " +
+                               quote(content));
+      if (tokens.size() != 2 || tokens[1] != "1")
+        return error(line, "unsupported plan version " + quote(content) +
+                               " (this runtime reads 'cellc-plan 1')");
+      sawHeader = true;
+      continue;
+    }
+    Status status = parseLine(line, tokens);
+    if (!status.ok())
+      return status;
+  }
+  if (!sawHeader)
+    return Status::error("plan: empty (expected 'cellc-plan 1')");
+  Status status = validate();
+  if (!status.ok())
+    return status;
+  return std::move(plan);
+}
+
+Expected<Plan> cellrt::parsePlan(std::string_view text) {
+  return PlanParser().parse(text);
+}
+
+//===----------------------------------------------------------------------===//
+// Printer
+//===----------------------------------------------------------------------===//
+
+std::string cellrt::printPlan(const Plan &plan) {
+  std::string out = "cellc-plan " + std::to_string(plan.version) + "\n";
+  out += "cell " + plan.cellName + "\n";
+  out += "dims";
+  for (const std::string &dim : plan.dims)
+    out += " " + dim;
+  out += "\n";
+  for (const VectorDecl &input : plan.inputs)
+    out += "input " + input.name + " " + input.length.str() + "\n";
+  for (const VectorDecl &state : plan.states)
+    out += "state " + state.name + " " + state.length.str() + "\n";
+  for (const ParamDecl &param : plan.params) {
+    out += "param " + param.name;
+    for (const DimExpr &extent : param.shape)
+      out += " " + extent.str();
+    out += "\n";
+  }
+  out += "output " + plan.outputWidth.str() + "\n";
+  for (const BufferDecl &buffer : plan.buffers)
+    out += std::string("buffer ") +
+           (buffer.extent == BufferDecl::Extent::Sequence ? "seq " : "step ") +
+           buffer.name + " " + buffer.length.str() + "\n";
+  for (const WeightDecl &weight : plan.weights) {
+    out += "weight " + weight.name;
+    for (const std::string &param : weight.params)
+      out += " " + param;
+    out += "\n";
+  }
+  for (const Operation &op : plan.operations) {
+    out += phaseName(op.phase);
+    if (op.kind == Operation::Kind::Gemm) {
+      out += " gemm " + op.gemmOutput().str() + " " + op.weight + " " +
+             op.gemmInput().str();
+    } else {
+      out += " kernel " + std::to_string(op.kernel);
+      for (const Ref &ref : op.operands)
+        out += " " + ref.str();
+    }
+    out += "\n";
+  }
+  return out;
+}

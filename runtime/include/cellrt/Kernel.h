@@ -1,0 +1,48 @@
+/*===- cellrt/Kernel.h - ABI between cellc's generated code and cellrt ----===*\
+|*                                                                            *|
+|* Every fused kernel cellc emits has the same C signature, so the runtime    *|
+|* can run any cell through one executor without knowing its shape. An object *|
+|* compiled from a cell exports one `cellrt_image` worth of symbols:          *|
+|*   const char cellc_<cell>_plan[];             the execution plan (text)    *|
+|*   const cellrt_kernel_fn cellc_<cell>_kernels[]; kernels, in plan order    *|
+|*   const char *const cellc_<cell>_kernel_names[];                           *|
+|*   const int64_t cellc_<cell>_num_kernels;                                  *|
+|* The plan's format is described in docs/plan-format.md.                     *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef CELLRT_KERNEL_H
+#define CELLRT_KERNEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A fused element-wise kernel. It processes rows [row_begin, row_end).
+/// For per-step kernels a row is a batch entry b, active iff
+/// step < lengths[b]; an inactive row copies each current state to its next
+/// value and writes zeros to the output. Sequence-level kernels (run over all
+/// T*B rows at once) get lengths == NULL and compute every row.
+/// `dims` holds the values of the plan's symbolic dimensions, in plan order.
+/// `ptrs[i]` points at row 0, column 0 of the kernel's i-th argument (the
+/// runtime applies step and column offsets) and `strides[i]` is its row
+/// stride in floats (0 broadcasts a vector parameter to every row).
+typedef void (*cellrt_kernel_fn)(int64_t row_begin, int64_t row_end,
+                                 int64_t step, const int32_t *lengths,
+                                 const int64_t *dims, float *const *ptrs,
+                                 const int64_t *strides);
+
+/// What one compiled cell gives the runtime.
+typedef struct cellrt_image {
+  const char *plan;
+  const cellrt_kernel_fn *kernels;
+  const char *const *kernel_names;
+  int64_t num_kernels;
+} cellrt_image;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CELLRT_KERNEL_H */

@@ -1,0 +1,193 @@
+//===- cellrt/Plan.h - The execution plan of a compiled cell ----*- C++ -*-===//
+//
+// cellc compiles a cell into fused kernels plus a plan: which buffers to
+// allocate, which matrix products to run and in what order to call the
+// kernels. The plan travels as text (docs/plan-format.md); this header holds
+// its parsed form, the parser and the printer. Nothing here depends on LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_PLAN_H
+#define CELLRT_PLAN_H
+
+#include "ir/DimExpr.h"
+
+#include <cassert>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cellrt {
+
+/// Success, or an error with a message for the user. The runtime returns
+/// errors; it never prints or aborts.
+class Status {
+public:
+  Status() = default;
+  static Status success() { return Status(); }
+  static Status error(std::string message) {
+    Status status;
+    status.failed = true;
+    status.text = std::move(message);
+    return status;
+  }
+  bool ok() const { return !failed; }
+  const std::string &message() const { return text; }
+
+private:
+  bool failed = false;
+  std::string text;
+};
+
+/// A value or the error that prevented computing it.
+template <typename T> class Expected {
+public:
+  Expected(T value) : value(std::move(value)) {}
+  Expected(Status error) : status(std::move(error)) {
+    assert(!status.ok() && "an Expected built from a Status must be an error");
+  }
+  bool ok() const { return value.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Status &getStatus() const { return status; }
+  const std::string &error() const { return status.message(); }
+  T &operator*() { return *value; }
+  const T &operator*() const { return *value; }
+  T *operator->() { return &*value; }
+  const T *operator->() const { return &*value; }
+
+private:
+  std::optional<T> value;
+  Status status;
+};
+
+using cellc::DimExpr;
+
+/// A kernel argument or GEMM operand: `input:x`, `state:h`, `next:h`,
+/// `param:b`, `seq:p`, `step:q` or `out`, optionally with a column offset
+/// (`seq:p+2*H`).
+struct Ref {
+  enum class Kind { Input, State, Next, Param, Seq, Step, Out };
+
+  Kind kind = Kind::Out;
+  /// The declared name it refers to; empty for `out`.
+  std::string name;
+  /// The first column of the argument within its array; zero if none.
+  DimExpr column;
+
+  bool operator==(const Ref &other) const;
+  bool operator!=(const Ref &other) const { return !(*this == other); }
+  /// The text form, e.g. `seq:p+2*H`.
+  std::string str() const;
+};
+
+/// An `input NAME LEN` or `state NAME LEN` declaration.
+struct VectorDecl {
+  std::string name;
+  DimExpr length;
+};
+
+/// `param NAME ROWS COLS` (a matrix) or `param NAME LEN` (a vector).
+struct ParamDecl {
+  std::string name;
+  /// One entry (LEN) for a vector, two (ROWS, COLS) for a matrix.
+  std::vector<DimExpr> shape;
+
+  bool isMatrix() const { return shape.size() == 2; }
+};
+
+/// `buffer seq NAME LEN` ([T*B, LEN]) or `buffer step NAME LEN` ([B, LEN]).
+struct BufferDecl {
+  enum class Extent { Sequence, Step };
+
+  Extent extent = Extent::Step;
+  std::string name;
+  DimExpr length;
+};
+
+/// `weight NAME P1 P2 ...`: the rows of matrix params stacked in order.
+struct WeightDecl {
+  std::string name;
+  std::vector<std::string> params;
+};
+
+/// When an operation runs. The backward pass will add its own phases here.
+enum class Phase {
+  /// Once per call over all T*B rows, before the time loop.
+  Pre,
+  /// Every time step over the B rows of that step.
+  Step,
+};
+
+/// `pre|step gemm OUT WEIGHT IN` or `pre|step kernel K ARGS...`.
+struct Operation {
+  enum class Kind { Gemm, Kernel };
+
+  Phase phase = Phase::Step;
+  Kind kind = Kind::Kernel;
+  /// Gemm: the stacked weight's name.
+  std::string weight;
+  /// Kernel: its index in the image's kernel table.
+  int64_t kernel = -1;
+  /// Gemm: {OUT, IN}. Kernel: its arguments in order.
+  std::vector<Ref> operands;
+  /// 1-based line of the plan text it came from; 0 if built in memory.
+  int line = 0;
+
+  const Ref &gemmOutput() const { return operands[0]; }
+  const Ref &gemmInput() const { return operands[1]; }
+};
+
+/// A parsed, validated plan. Every reference names a declaration of the right
+/// kind and every dimension expression uses only the declared dims.
+struct Plan {
+  int version = 1;
+  std::string cellName;
+  /// Symbolic dimensions, in the order of the kernels' `dims` array.
+  std::vector<std::string> dims;
+  std::vector<VectorDecl> inputs;
+  std::vector<VectorDecl> states;
+  std::vector<ParamDecl> params;
+  /// The width of what the cell emits each step; step kernels write it
+  /// through their `out` argument.
+  DimExpr outputWidth;
+  std::vector<BufferDecl> buffers;
+  std::vector<WeightDecl> weights;
+  /// All operations in execution order within each phase.
+  std::vector<Operation> operations;
+
+  const VectorDecl *findInput(const std::string &name) const;
+  const VectorDecl *findState(const std::string &name) const;
+  const ParamDecl *findParam(const std::string &name) const;
+  const BufferDecl *findBuffer(const std::string &name) const;
+  const WeightDecl *findWeight(const std::string &name) const;
+  /// The position of a declaration in its list, or -1.
+  int64_t inputIndex(const std::string &name) const;
+  int64_t stateIndex(const std::string &name) const;
+  int64_t paramIndex(const std::string &name) const;
+  int64_t bufferIndex(const std::string &name) const;
+  int64_t weightIndex(const std::string &name) const;
+
+  /// The row width of the array a reference points into (ignoring its column
+  /// offset): the LEN of its input/state/buffer, the COLS of a matrix param,
+  /// the LEN of a vector param, the output width for `out`.
+  DimExpr arrayWidth(const Ref &ref) const;
+  /// The number of rows of a stacked weight (sum of its params' ROWS).
+  DimExpr weightRows(const WeightDecl &weight) const;
+  /// The columns of a stacked weight (the COLS all its params share).
+  DimExpr weightCols(const WeightDecl &weight) const;
+  /// One past the largest kernel index the operations use.
+  int64_t numKernelsUsed() const;
+};
+
+/// Parses and validates plan text. Errors read `plan line N: message`.
+Expected<Plan> parsePlan(std::string_view text);
+
+/// Prints the canonical text of a plan; parsePlan(printPlan(p)) == p.
+std::string printPlan(const Plan &plan);
+
+} // namespace cellrt
+
+#endif // CELLRT_PLAN_H

@@ -1,0 +1,97 @@
+//===- cellrt/Runtime.h - Run compiled cells over batches -------*- C++ -*-===//
+//
+// The C++ API of the runtime. A `Cell` wraps one compiled cell (its
+// `cellrt_image`): it owns the parsed plan and runs it over a padded batch of
+// sequences, calling the GEMM library and the cell's fused kernels.
+//
+//   cellrt::Expected<cellrt::Cell> cell = cellrt::Cell::load(image);
+//   cellrt::ForwardArgs args;
+//   args.inputs = {{x, {T, B, I}}};
+//   args.lengths = lengths;
+//   args.params = {{"Wx", {wx, {H, I}}}, {"Wh", {wh, {H, H}}}};
+//   args.output = {out, {T, B, H}};
+//   cellrt::Status status = cell->forward(args);
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_RUNTIME_H
+#define CELLRT_RUNTIME_H
+
+#include "cellrt/Kernel.h"
+#include "cellrt/Plan.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cellrt {
+
+/// A dense row-major float32 array the caller owns.
+struct ConstArray {
+  const float *data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+/// A dense row-major float32 array the runtime writes.
+struct MutableArray {
+  float *data = nullptr;
+  std::vector<int64_t> shape;
+};
+
+/// Everything one forward pass over a padded batch reads and writes.
+/// T (steps) and B (batch) come from the first input's shape, or from the
+/// output's if the cell has no inputs; all shapes must agree with them.
+struct ForwardArgs {
+  /// One per plan input, in plan order: [T, B, LEN], time-major.
+  std::vector<ConstArray> inputs;
+  /// B sequence lengths, 1 <= lengths[b] <= T.
+  const int32_t *lengths = nullptr;
+  /// One per plan state, in plan order, [B, LEN]; empty, or an entry with
+  /// null data, means zeros.
+  std::vector<ConstArray> initialStates;
+  /// Every plan param by name: [ROWS, COLS] or [LEN].
+  std::map<std::string, ConstArray> params;
+  /// Run each sequence from step lengths[b]-1 down to 0. Outputs stay aligned
+  /// with the inputs (output t belongs to input t); padding stays at the end.
+  bool reverse = false;
+  /// [T, B, output width]; zeros at padded steps. Null data: not written.
+  MutableArray output;
+  /// One per plan state, in plan order, [B, LEN]: each sequence's state after
+  /// its last step. Empty, or an entry with null data: not written.
+  std::vector<MutableArray> finalStates;
+};
+
+/// A compiled cell ready to run. Loading parses the plan once; running is
+/// const and keeps no state between calls, so one Cell may serve several
+/// threads.
+class Cell {
+public:
+  /// Parses the image's plan and checks it against the image's kernels.
+  static Expected<Cell> load(const cellrt_image &image);
+
+  const Plan &getPlan() const { return plan; }
+  /// The name the image gives kernel `index` ("" if it has none).
+  const std::string &getKernelName(int64_t index) const {
+    return kernelNames[index];
+  }
+
+  /// Runs the cell over a padded batch. Shapes bind the plan's dimensions; a
+  /// mismatch is an error naming the array and both shapes.
+  Status forward(const ForwardArgs &args) const;
+
+  /// The values the plan's dims take for these arguments (plan order), or
+  /// the error forward() would report for their shapes.
+  Expected<std::vector<int64_t>> bindDims(const ForwardArgs &args) const;
+
+private:
+  Cell() = default;
+
+  Plan plan;
+  std::vector<cellrt_kernel_fn> kernels;
+  std::vector<std::string> kernelNames;
+};
+
+} // namespace cellrt
+
+#endif // CELLRT_RUNTIME_H

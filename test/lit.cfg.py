@@ -1,0 +1,28 @@
+# -*- Python -*-
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "cellc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".cell", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cellc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "unit", "numerics", "Inputs"]
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+config.substitutions.append(("%cells", os.path.join(config.cellc_src_root, "cells")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.cellc_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["cellc", "cell-opt"], [config.cellc_tools_dir])
+
+# PTX validation needs ptxas (CUDA toolkit); tests say REQUIRES: ptxas.
+ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -1,0 +1,207 @@
+//===- cellc.cpp - The cell compiler driver -------------------------------===//
+//
+// cellc FILE.cell [-o OUT] [-emit=ast|mlir|mlir-opt|plan|llvm|obj|header]
+//       [--cell NAME] [--dim N=V]... [-x=cell|mlir] [--mcpu=CPU]
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Codegen.h"
+#include "frontend/Frontend.h"
+#include "ir/CellOps.h"
+#include "tools/common/Registration.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+enum class Emit { AST, MLIR, OptimizedMLIR, Plan, LLVMIR, Object, Header };
+enum class InputKind { Cell, MLIR };
+
+cl::OptionCategory cellcCategory("cellc options");
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .cell>"),
+                                   cl::Required, cl::cat(cellcCategory));
+cl::opt<std::string> outputFilename(
+    "o", cl::desc("Output file (default: <input>.o for objects, stdout "
+                  "otherwise)"),
+    cl::value_desc("file"), cl::cat(cellcCategory));
+cl::opt<Emit> emitAction(
+    "emit", cl::desc("What to produce"), cl::init(Emit::Object),
+    cl::values(
+        clEnumValN(Emit::AST, "ast", "the checked AST with shapes"),
+        clEnumValN(Emit::MLIR, "mlir", "the cell dialect as written"),
+        clEnumValN(Emit::OptimizedMLIR, "mlir-opt",
+                   "the cell dialect after hoisting, stacking and fusion"),
+        clEnumValN(Emit::Plan, "plan", "the runtime's execution plan"),
+        clEnumValN(Emit::LLVMIR, "llvm", "optimised LLVM IR of the kernels"),
+        clEnumValN(Emit::Object, "obj", "an object file (default)"),
+        clEnumValN(Emit::Header, "header", "the C header of the object")),
+    cl::cat(cellcCategory));
+cl::opt<InputKind> inputKind(
+    "x", cl::desc("Input language"), cl::init(InputKind::Cell),
+    cl::values(clEnumValN(InputKind::Cell, "cell", "a .cell source file"),
+               clEnumValN(InputKind::MLIR, "mlir", "cell dialect IR")),
+    cl::cat(cellcCategory));
+cl::opt<std::string> cellName("cell",
+                              cl::desc("Compile only this cell of the file"),
+                              cl::value_desc("name"), cl::cat(cellcCategory));
+cl::list<std::string> dimBindings(
+    "dim", cl::desc("Fix a symbolic dimension at compile time"),
+    cl::value_desc("N=V"), cl::cat(cellcCategory));
+cl::opt<std::string> targetCPU("mcpu",
+                               cl::desc("Target CPU (default: this host)"),
+                               cl::value_desc("cpu"), cl::cat(cellcCategory));
+
+/// Parses `--dim` values; reports malformed ones.
+bool parseDimBindings(std::map<std::string, int64_t> &dims) {
+  bool ok = true;
+  for (const std::string &binding : dimBindings) {
+    auto [name, value] = llvm::StringRef(binding).split('=');
+    int64_t number;
+    if (name.empty() || value.getAsInteger(10, number) || number <= 0) {
+      llvm::errs() << "cellc: error: --dim expects NAME=POSITIVE_INTEGER, got '"
+                   << binding << "'\n";
+      ok = false;
+      continue;
+    }
+    dims[name.str()] = number;
+  }
+  return ok;
+}
+
+/// The cell dialect module for the input, or null: after diagnostics
+/// (`failed` set) or because the AST was all that was asked for.
+OwningOpRef<ModuleOp> loadModule(llvm::SourceMgr &sourceMgr,
+                                 MLIRContext &context, bool &failed) {
+  failed = true;
+  if (inputKind == InputKind::MLIR) {
+    auto module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    failed = !module;
+    return module;
+  }
+  std::map<std::string, int64_t> dims;
+  if (!parseDimBindings(dims))
+    return nullptr;
+  auto file = cellc::parseCellFile(sourceMgr, context);
+  if (!file || !cellc::checkCellFile(*file, context, dims))
+    return nullptr;
+  if (emitAction == Emit::AST) {
+    cellc::printAST(*file, llvm::outs());
+    failed = false;
+    return nullptr;
+  }
+  auto module = cellc::generateCellIR(*file, context, cellName);
+  failed = !module;
+  return module;
+}
+
+std::string defaultOutputName() {
+  if (!outputFilename.empty())
+    return outputFilename;
+  if (emitAction != Emit::Object)
+    return "-";
+  return llvm::sys::path::stem(inputFilename).str() + ".o";
+}
+
+LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
+  std::string errorMessage;
+  auto output = openOutputFile(defaultOutputName(), &errorMessage);
+  if (!output) {
+    llvm::errs() << "cellc: error: " << errorMessage << "\n";
+    return failure();
+  }
+  if (emitAction == Emit::MLIR) {
+    module.print(output->os());
+    output->keep();
+    return success();
+  }
+
+  PassManager pm(&context);
+  applyPassManagerCLOptions(pm);
+  cellc::addCellOptimizationPasses(pm);
+  if (failed(pm.run(module)))
+    return failure();
+
+  if (emitAction == Emit::OptimizedMLIR) {
+    module.print(output->os());
+  } else if (emitAction == Emit::Header) {
+    std::vector<cellc::CompiledCellInfo> cells;
+    for (auto cell : module.getOps<cell::CellOp>()) {
+      int64_t numKernels = 0;
+      cell.walk([&](cell::FusedOp) { ++numKernels; });
+      cells.push_back({cell.getSymName().str(), numKernels});
+    }
+    cellc::emitHeader(cells, llvm::sys::path::filename(inputFilename),
+                      output->os());
+  } else {
+    PassManager lowering(&context);
+    applyPassManagerCLOptions(lowering);
+    if (emitAction == Emit::Plan) {
+      lowering.addPass(cell::createLowerToLoops());
+      if (failed(lowering.run(module)))
+        return failure();
+      for (auto cell : module.getOps<cell::CellOp>())
+        output->os() << cellc::emitPlan(cell);
+    } else {
+      cellc::addLoweringToLLVMPasses(lowering);
+      if (failed(lowering.run(module)))
+        return failure();
+      cellc::TargetOptions target{targetCPU};
+      if (failed(emitAction == Emit::LLVMIR
+                     ? cellc::emitLLVMIR(module, target, output->os())
+                     : cellc::emitObjectFile(module, target, output->os())))
+        return failure();
+    }
+  }
+  output->keep();
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerAsmPrinterCLOptions();
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "cellc: compile recurrent cells written as equations into fused CPU "
+      "kernels\n\n"
+      "  cellc cells/atr.cell -o atr_kernel.o   object with kernels + plan\n"
+      "  cellc cells/atr.cell -emit=header      the C header for that object\n"
+      "  cellc cells/gru.cell -emit=mlir-opt    IR after hoisting/fusion\n");
+
+  DialectRegistry registry;
+  cellc::registerAllCellDialects(registry);
+  cellc::registerAllCellPasses();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto input = openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << "cellc: error: " << errorMessage << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  bool loadFailed;
+  OwningOpRef<ModuleOp> module = loadModule(sourceMgr, context, loadFailed);
+  if (!module)
+    return loadFailed ? 1 : 0;
+  return failed(emitOutput(*module, context)) ? 1 : 0;
+}

@@ -1,0 +1,25 @@
+//===- Registration.cpp - Dialects and passes every cellc tool needs ------===//
+
+#include "tools/common/Registration.h"
+#include "codegen/Codegen.h"
+#include "ir/CellDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+void cellc::registerAllCellDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::cell::CellDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                  mlir::scf::SCFDialect>();
+}
+
+void cellc::registerAllCellPasses() {
+  mlir::cell::registerCellPasses();
+  registerCodegenPasses();
+}

@@ -1,0 +1,15 @@
+//===- Registration.h - Dialects and passes every cellc tool needs -*- C++ -*-===//
+
+#ifndef CELLC_TOOLS_REGISTRATION_H
+#define CELLC_TOOLS_REGISTRATION_H
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace cellc {
+/// The cell dialect plus the upstream dialects its lowering produces.
+void registerAllCellDialects(mlir::DialectRegistry &registry);
+/// cellc's own passes, so `cell-opt --cell-...` and pipelines find them.
+void registerAllCellPasses();
+} // namespace cellc
+
+#endif // CELLC_TOOLS_REGISTRATION_H

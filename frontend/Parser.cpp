@@ -20,6 +20,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -99,6 +100,9 @@ std::string describeExpected(const antlr4::misc::IntervalSet &expected,
       expected.contains(static_cast<size_t>(CellParser::FLOAT)) && expected.contains(static_cast<size_t>(CellParser::NAME)))
     return "an expression";
   std::vector<ssize_t> types = expected.toList();
+  // "Expected end of file or 'cell'" reads better as "expected 'cell'".
+  if (types.size() > 1)
+    llvm::erase_value(types, static_cast<ssize_t>(antlr4::Token::EOF));
   if (types.empty() || types.size() > 4)
     return "";
   std::string text;

@@ -728,7 +728,7 @@ std::string CellChecker::suggest(llvm::StringRef name,
   unsigned bestDistance = name.size() <= 3 ? 1 : 2;
   for (const std::string &candidate : candidates) {
     unsigned distance = name.edit_distance(candidate, true, bestDistance + 1);
-    if (distance <= bestDistance && distance > 0 &&
+    if (distance <= bestDistance && distance > 0 && distance < name.size() &&
         (best.empty() || distance < bestDistance)) {
       best = candidate;
       bestDistance = distance;

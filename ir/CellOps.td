@@ -160,14 +160,14 @@ def Cell_StackedMatVecOp : Cell_Op<"stacked_mat_vec", [Pure]> {
     batch needs one GEMM. Result i is `matrices[i] @ vector`.
 
     ```mlir
-    %z, %r = cell.stacked_mat_vec %Wz, %Wr (%x) : !cell.mat<"H", "I">, !cell.mat<"H", "I">, !cell.vec<"I"> -> !cell.vec<"H">, !cell.vec<"H">
+    %zr:2 = cell.stacked_mat_vec %Wz, %Wr(%x) : (!cell.mat<"H", "I">, !cell.mat<"H", "I">), !cell.vec<"I"> -> !cell.vec<"H">, !cell.vec<"H">
     ```
   }];
   let arguments = (ins Variadic<Cell_AnyMat>:$matrices, Cell_AnyVec:$vector);
   let results = (outs Variadic<Cell_AnyVec>:$results);
   let assemblyFormat = [{
-    $matrices `(` $vector `)` attr-dict `:` type($matrices) `,` type($vector)
-    `->` type($results)
+    $matrices `(` $vector `)` attr-dict `:` `(` type($matrices) `)` `,`
+    type($vector) `->` type($results)
   }];
   let hasVerifier = 1;
 }

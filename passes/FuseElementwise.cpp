@@ -74,8 +74,9 @@ struct LevelAssignment {
 
 /// Builds one `cell.fused` from `ops` (in block order) at the end of the
 /// block, before its terminator. `leadingOperands` come first (the final
-/// kernel's states); `extraResults` are yielded after the group's escaping
-/// values (the final kernel's next states and output).
+/// kernel's states). The results are `requiredResults` (the final kernel's
+/// next states and output, passed through if computed elsewhere), then,
+/// unless `onlyRequired`, every group value used outside the group.
 FusedOp buildFused(Block &block, ArrayRef<Operation *> ops,
                    ArrayRef<Value> leadingOperands,
                    ArrayRef<Value> requiredResults, bool onlyRequired) {
@@ -144,12 +145,20 @@ FusedOp buildFused(Block &block, ArrayRef<Operation *> ops,
   // Users outside the group now read the kernel's results.
   for (auto [original, replacement] : llvm::zip(results, fused.getResults()))
     original.replaceUsesWithIf(replacement, [&](OpOperand &use) {
-      return !inGroup.contains(use.getOwner());
+      return !inGroup.contains(use.getOwner()) && use.getOwner() != fused;
     });
   return fused;
 }
 
+/// Dead element-wise work would otherwise be computed in the last kernel.
+void eraseDeadElementwise(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if ((isElementwise(&op) || isa<ConstantOp>(op)) && op.use_empty())
+      op.erase();
+}
+
 void fuseBlock(Block &block, CellOp cell, bool isBody) {
+  eraseDeadElementwise(block);
   LevelAssignment levels;
   levels.compute(block);
 

@@ -100,6 +100,10 @@ struct HoistInputProjectionsPass
 
     for (Operation *op : llvm::reverse(hoistable))
       op->erase();
+    // Constants only the hoisted work used were cloned; drop the originals.
+    for (auto constant : llvm::make_early_inc_range(body->getOps<ConstantOp>()))
+      if (constant->use_empty())
+        constant.erase();
   }
 
   /// The prologue takes the inputs and the parameters.

@@ -300,27 +300,37 @@ TEST(FrontendTest, SplitCountMustDivideTheLength) {
 }
 
 TEST(FrontendTest, SyntaxErrorsAreRephrasedAndAllReported) {
-  FrontendRun run = runFrontend(R"(cell c(x: [H] {
+  FrontendRun run = runFrontend(R"(cell c(x: [H]) {
   state h: [H]
   h' = (x + h
 }
-cell d(x: [H]) { state h: [H]; h' = x # }
+cell d(x: [H]) {
+  state h: [H]
+  h' = x *
+}
+cell e(x: [H] {
+  state h: [H]
+  h' = x
+}
 )");
   EXPECT_FALSE(run.parsed);
-  EXPECT_TRUE(run.hasDiagnostic("1:15: error: expected ',' or ')', found '{'"))
-      << run.dump();
   EXPECT_TRUE(run.hasDiagnostic("4:1: error: expected ')', found '}'"))
       << run.dump();
-  EXPECT_TRUE(run.hasDiagnostic("6:1: error: expected '}'")) << run.dump();
+  EXPECT_TRUE(
+      run.hasDiagnostic("8:1: error: expected an expression, found '}'"))
+      << run.dump();
+  EXPECT_TRUE(run.hasDiagnostic("9:15: error: expected ',' or ')', found '{'"))
+      << run.dump();
   for (const std::string &d : run.diagnostics)
     EXPECT_EQ(d.find("mismatched input"), std::string::npos) << d;
 }
 
 TEST(FrontendTest, LexerErrors) {
-  FrontendRun run = runFrontend("cell c(x: [H]) { state h: [H]; h' = x ? 1 }");
+  FrontendRun run = runFrontend("cell c(x: [H]) { state h: [H]; h' = x ? }");
   EXPECT_FALSE(run.parsed);
-  EXPECT_TRUE(run.hasDiagnostic("1:40: error: unexpected character '?'"))
+  EXPECT_TRUE(run.hasDiagnostic("1:39: error: unexpected character '?'"))
       << run.dump();
+  EXPECT_EQ(run.count("error"), 1u) << run.dump();
 }
 
 //===----------------------------------------------------------------------===//

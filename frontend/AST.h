@@ -64,7 +64,8 @@ struct Expr {
 /// A numeric literal: a scalar that broadcasts.
 struct NumberExpr : Expr {
   static bool classof(const Expr *e) { return e->kind == Kind::Number; }
-  NumberExpr(Location loc, double value) : Expr(Kind::Number, loc), value(value) {}
+  NumberExpr(Location loc, double value)
+      : Expr(Kind::Number, loc), value(value) {}
   double value;
 };
 

@@ -154,10 +154,9 @@ CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block) {
     yielded.push_back(symbols[state.name + "'"].value);
   Location outputLoc =
       cell.outputs.empty() ? cell.loc : cell.outputs.front().loc;
-  yielded.push_back(materialize(symbols[outputName],
-                                yielded.empty() ? mlir::Type()
-                                                : yielded.front().getType(),
-                                outputLoc));
+  yielded.push_back(materialize(
+      symbols[outputName],
+      yielded.empty() ? mlir::Type() : yielded.front().getType(), outputLoc));
   builder.create<YieldOp>(toLoc(outputLoc), yielded);
   return cellOp;
 }
@@ -240,8 +239,8 @@ Generated MLIRGenerator::generateCall(const CallExpr &call) {
     return {builder.create<ConcatOp>(loc, type, parts)};
   }
   if (call.callee == "layernorm") {
-    mlir::Value normalized = builder.create<LayerNormOp>(
-        loc, type, generate(*call.args[0]).value);
+    mlir::Value normalized =
+        builder.create<LayerNormOp>(loc, type, generate(*call.args[0]).value);
     if (call.args.size() == 3) {
       normalized = builder.create<MulOp>(loc, type, normalized,
                                          generate(*call.args[1]).value);

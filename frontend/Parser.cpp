@@ -50,8 +50,8 @@ public:
                    size_t charPositionInLine, const std::string &message,
                    std::exception_ptr error) override {
     ++errorCount;
-    mlir::Location loc = mlir::FileLineColLoc::get(
-        &context, fileName, line, charPositionInLine + 1);
+    mlir::Location loc = mlir::FileLineColLoc::get(&context, fileName, line,
+                                                   charPositionInLine + 1);
     mlir::emitError(loc) << rephrase(recognizer, offendingSymbol, message,
                                      error);
   }
@@ -97,7 +97,8 @@ std::string describeTokenType(const antlr4::dfa::Vocabulary &vocabulary,
 std::string describeExpected(const antlr4::misc::IntervalSet &expected,
                              const antlr4::dfa::Vocabulary &vocabulary) {
   if (expected.contains(static_cast<size_t>(CellParser::INT)) &&
-      expected.contains(static_cast<size_t>(CellParser::FLOAT)) && expected.contains(static_cast<size_t>(CellParser::NAME)))
+      expected.contains(static_cast<size_t>(CellParser::FLOAT)) &&
+      expected.contains(static_cast<size_t>(CellParser::NAME)))
     return "an expression";
   std::vector<ssize_t> types = expected.toList();
   // "Expected end of file or 'cell'" reads better as "expected 'cell'".
@@ -121,9 +122,8 @@ std::string DiagnosticErrorListener::rephrase(antlr4::Recognizer *recognizer,
   // Lexer: "token recognition error at: 'x'".
   if (dynamic_cast<antlr4::Lexer *>(recognizer)) {
     size_t quote = message.find("at: '");
-    std::string text = quote == std::string::npos
-                           ? message
-                           : message.substr(quote + 5);
+    std::string text =
+        quote == std::string::npos ? message : message.substr(quote + 5);
     if (!text.empty() && text.back() == '\'')
       text.pop_back();
     if (text == "\\n" || text.empty())
@@ -150,8 +150,8 @@ std::string DiagnosticErrorListener::rephrase(antlr4::Recognizer *recognizer,
   try {
     std::rethrow_exception(error);
   } catch (antlr4::InputMismatchException &mismatch) {
-    std::string expected = describeExpected(mismatch.getExpectedTokens(),
-                                            parser->getVocabulary());
+    std::string expected =
+        describeExpected(mismatch.getExpectedTokens(), parser->getVocabulary());
     if (!expected.empty())
       return "expected " + expected + ", found " + found;
   } catch (antlr4::NoViableAltException &) {
@@ -178,9 +178,9 @@ private:
   DimExpr buildDimTerm(CellParser::DimTermContext *term);
   ast::Target buildTarget(CellParser::TargetContext *target);
   std::unique_ptr<ast::Expr> buildExpr(CellParser::ExprContext *expr);
-  std::unique_ptr<ast::Expr>
-  buildBinary(antlr4::Token *op, CellParser::ExprContext *lhs,
-              CellParser::ExprContext *rhs);
+  std::unique_ptr<ast::Expr> buildBinary(antlr4::Token *op,
+                                         CellParser::ExprContext *lhs,
+                                         CellParser::ExprContext *rhs);
   int64_t parseInteger(antlr4::Token *token);
 
   static ast::Location locationOf(antlr4::Token *token) {
@@ -301,7 +301,8 @@ ASTBuilder::buildBinary(antlr4::Token *op, CellParser::ExprContext *lhs,
                                            buildExpr(lhs), buildExpr(rhs));
 }
 
-std::unique_ptr<ast::Expr> ASTBuilder::buildExpr(CellParser::ExprContext *expr) {
+std::unique_ptr<ast::Expr>
+ASTBuilder::buildExpr(CellParser::ExprContext *expr) {
   ast::Location loc = locationOf(expr->getStart());
   if (auto *call = dynamic_cast<CellParser::CallExprContext *>(expr)) {
     std::vector<std::unique_ptr<ast::Expr>> args;
@@ -316,8 +317,8 @@ std::unique_ptr<ast::Expr> ASTBuilder::buildExpr(CellParser::ExprContext *expr) 
     return std::make_unique<ast::NameExpr>(loc, name->NAME()->getText(), false);
   if (auto *primed = dynamic_cast<CellParser::PrimedExprContext *>(expr)) {
     std::string text = primed->PRIMED()->getText();
-    return std::make_unique<ast::NameExpr>(
-        loc, text.substr(0, text.size() - 1), true);
+    return std::make_unique<ast::NameExpr>(loc, text.substr(0, text.size() - 1),
+                                           true);
   }
   if (dynamic_cast<CellParser::NumberExprContext *>(expr))
     return std::make_unique<ast::NumberExpr>(

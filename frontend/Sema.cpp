@@ -52,9 +52,7 @@ public:
   /// Records the order symbols first appear in. Unification eliminates
   /// fresh symbols first, then the earliest declared ones, so SRU's I = H
   /// reads as `[H]` everywhere (the state and weights keep their names).
-  void noteSymbol(const std::string &name) {
-    rank.emplace(name, rank.size());
-  }
+  void noteSymbol(const std::string &name) { rank.emplace(name, rank.size()); }
 
   DimExpr resolve(const DimExpr &expr) const {
     return expr.substitute(bindings);
@@ -259,8 +257,8 @@ void CellChecker::redefinition(const std::string &name, Location loc,
                                Location previous) {
   mlir::InFlightDiagnostic diag = error(loc);
   diag << "'" << name << "' is already defined";
-  diag.attachNote(toLoc(previous)) << "previous definition of '" << name
-                                   << "' is here";
+  diag.attachNote(toLoc(previous))
+      << "previous definition of '" << name << "' is here";
 }
 
 void CellChecker::declare(Decl &decl) {
@@ -270,10 +268,10 @@ void CellChecker::declare(Decl &decl) {
     redefinition(decl.name, decl.loc, it->second.loc);
     return;
   }
-  NamedValue::Kind kind = decl.role == Decl::Role::Input ? NamedValue::Kind::Input
-                          : decl.role == Decl::Role::State
-                              ? NamedValue::Kind::State
-                              : NamedValue::Kind::Param;
+  NamedValue::Kind kind =
+      decl.role == Decl::Role::Input   ? NamedValue::Kind::Input
+      : decl.role == Decl::Role::State ? NamedValue::Kind::State
+                                       : NamedValue::Kind::Param;
   values[decl.name] = {kind, decl.shape, decl.loc};
 }
 
@@ -311,9 +309,8 @@ void CellChecker::checkStmt(Stmt &stmt) {
     Shape shape = checkExpr(*stmt.value);
     if (stmt.targets.size() != 1) {
       error(stmt.targets[1].loc)
-          << stmt.targets.size()
-          << " names on the left need 'split(e, " << stmt.targets.size()
-          << ")' on the right";
+          << stmt.targets.size() << " names on the left need 'split(e, "
+          << stmt.targets.size() << ")' on the right";
       shape = Shape::invalid();
     }
     for (Target &target : stmt.targets)
@@ -351,8 +348,8 @@ void CellChecker::checkSplit(Stmt &stmt, CallExpr &call) {
         part = Shape::vector(*exact);
       } else if (!length.isConstant()) {
         // `split(e, 3)` of a `[D]` vector: D = 3*D_div3.
-        std::string base = length.getTerms().front().first + "_div" +
-                           std::to_string(n);
+        std::string base =
+            length.getTerms().front().first + "_div" + std::to_string(n);
         DimExpr fresh = DimExpr::symbol(dims.freshSymbol(base));
         if (dims.unify(length, fresh * n))
           part = Shape::vector(fresh);
@@ -496,8 +493,7 @@ Shape CellChecker::checkName(NameExpr &name) {
   if (name.primed) {
     auto state = values.find(name.name);
     if (state != values.end() && state->second.kind == NamedValue::Kind::State)
-      error(name.loc) << "'" << spelling
-                      << "' is read before it is assigned";
+      error(name.loc) << "'" << spelling << "' is read before it is assigned";
     else
       error(name.loc) << "'" << spelling << "' is the next value of no state";
     return Shape::invalid();
@@ -525,8 +521,8 @@ Shape CellChecker::checkBinary(BinaryExpr &binary) {
   if (rhs.isScalar())
     return lhs;
   if (!dims.unify(lhs.dims[0], rhs.dims[0])) {
-    error(binary.loc) << "shape mismatch: " << lhs.str() << " vs "
-                      << rhs.str() << unifiedSuffix(lhs, rhs);
+    error(binary.loc) << "shape mismatch: " << lhs.str() << " vs " << rhs.str()
+                      << unifiedSuffix(lhs, rhs);
     return Shape::invalid();
   }
   return lhs;
@@ -544,8 +540,8 @@ Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
   } else if (it != values.end()) {
     const NamedValue &value = it->second;
     error(matVec.matrix->loc)
-        << "left side of '@' must be a matrix param, but '"
-        << name->spelling() << "' is "
+        << "left side of '@' must be a matrix param, but '" << name->spelling()
+        << "' is "
         << (value.kind == NamedValue::Kind::Param ? "a vector param"
                                                   : describeKind(value.kind));
     name->shape = value.shape;
@@ -563,7 +559,8 @@ Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
     return Shape::invalid();
   }
   if (matrix.isInvalid() || vector.isInvalid())
-    return matrix.isInvalid() ? Shape::invalid() : Shape::vector(matrix.dims[0]);
+    return matrix.isInvalid() ? Shape::invalid()
+                              : Shape::vector(matrix.dims[0]);
   if (!dims.unify(matrix.dims[1], vector.dims[0])) {
     error(matVec.loc) << "shape mismatch: '" << name->spelling() << "' is "
                       << matrix.str() << " but its operand is " << vector.str()
@@ -649,8 +646,7 @@ void CellChecker::checkVectorParam(Expr &expr, const DimExpr &length,
   if (length != DimExpr() && !dims.unify(length, shape.dims[0]))
     error(expr.loc) << "shape mismatch: the " << role << " '"
                     << name->spelling() << "' is " << shape.str()
-                    << " but the normalised vector is ["
-                    << length.str() << "]";
+                    << " but the normalised vector is [" << length.str() << "]";
 }
 
 Shape CellChecker::checkConcat(CallExpr &call) {
@@ -659,8 +655,8 @@ Shape CellChecker::checkConcat(CallExpr &call) {
   for (size_t i = 0; i < call.args.size(); ++i) {
     Shape arg = checkExpr(*call.args[i]);
     if (arg.isScalar())
-      error(call.args[i]->loc) << "'concat' joins vectors, but argument "
-                               << i + 1 << " is a scalar";
+      error(call.args[i]->loc)
+          << "'concat' joins vectors, but argument " << i + 1 << " is a scalar";
     if (!arg.isVector())
       valid = false;
     else

@@ -40,6 +40,8 @@ void CellOp::build(OpBuilder &builder, OperationState &state, StringRef name,
   Region *body = state.addRegion();
   SmallVector<Location> locs(argLocs.begin(), argLocs.end());
   locs.resize(argTypes.size(), state.location);
+  // createBlock moves the insertion point; the caller's must stay put.
+  OpBuilder::InsertionGuard guard(builder);
   builder.createBlock(body, {}, argTypes, locs);
 }
 

@@ -211,9 +211,9 @@ TEST(FrontendTest, SplitOfABareSymbolIntroducesAFreshOne) {
 }
 
 TEST(FrontendTest, SemicolonsCommentsAndSeveralCells) {
-  FrontendRun run = runFrontend(
-      "cell a(x: [H]) { state h: [H]; h' = x; } # one\n"
-      "cell b(x: [H]) { state h: [H]\n h' = x * 1e-5 }\n");
+  FrontendRun run =
+      runFrontend("cell a(x: [H]) { state h: [H]; h' = x; } # one\n"
+                  "cell b(x: [H]) { state h: [H]\n h' = x * 1e-5 }\n");
   ASSERT_TRUE(run.checked) << run.dump();
   EXPECT_NE(run.ir.find("cell.cell @a"), std::string::npos);
   EXPECT_NE(run.ir.find("cell.cell @b"), std::string::npos);
@@ -224,8 +224,8 @@ TEST(FrontendTest, SemicolonsCommentsAndSeveralCells) {
 //===----------------------------------------------------------------------===//
 
 TEST(FrontendTest, UnknownFunctionSuggestsTheClosest) {
-  FrontendRun run = runFrontend(
-      "cell c(x: [H]) {\n  state h: [H]\n  h' = sigmod(x)\n}\n");
+  FrontendRun run =
+      runFrontend("cell c(x: [H]) {\n  state h: [H]\n  h' = sigmod(x)\n}\n");
   EXPECT_FALSE(run.checked);
   EXPECT_TRUE(run.hasDiagnostic(
       "3:8: error: unknown function 'sigmod'; did you mean 'sigmoid'?"))

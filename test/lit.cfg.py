@@ -15,6 +15,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.substitutions.append(("%cells", os.path.join(config.cellc_src_root, "cells")))
+config.substitutions.append(("%cellrt_include",
+                             os.path.join(config.cellc_src_root, "runtime", "include")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.cellc_tools_dir, append_path=True)

@@ -30,8 +30,9 @@ std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 /// lower-to-loops (docs/plan-format.md).
 std::string emitPlan(mlir::cell::CellOp cell);
 
-/// Adds the cell-level optimisation passes (hoist, stack, fuse).
-void addCellOptimizationPasses(mlir::PassManager &pm);
+/// Adds the cell-level passes (hoist, stack, fuse and, for training,
+/// derive-backward).
+void addCellOptimizationPasses(mlir::PassManager &pm, bool withBackward);
 /// Adds everything from the optimised cell dialect to the LLVM dialect.
 void addLoweringToLLVMPasses(mlir::PassManager &pm);
 

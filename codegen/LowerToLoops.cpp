@@ -35,6 +35,11 @@ using namespace mlir::cell;
 
 namespace {
 
+/// Operations that read or write whole rows rather than one element.
+bool isWholeVector(Operation *op) {
+  return isa<LayerNormOp, LayerNormGradOp, ConcatOp, SplitOp, SliceOp>(op);
+}
+
 /// Emits the body of one kernel function for one fused region.
 class KernelEmitter {
 public:
@@ -51,6 +56,23 @@ private:
     return fused.getNumOperands() + fused.getNumResults();
   }
   bool isFinal() { return fused->hasAttr(kFinalKernelAttr); }
+  bool isBackward() { return fused->hasAttr(kBackwardKernelAttr); }
+  /// Step kernels that must respect sequence lengths: the forward final
+  /// kernel (it carries finished states) and every backward step kernel.
+  bool isMasked() {
+    return isa<CellOp>(fused->getParentOp()) &&
+           fused->getParentRegion() ==
+               &cast<CellOp>(fused->getParentOp()).getBody() &&
+           (isFinal() || isBackward());
+  }
+  /// Stores a result element; backward kernels add to their gradients.
+  void storeResult(Value value, Value destination, Value element) {
+    Value address = offsetPointer(destination, element);
+    if (isBackward())
+      value = builder.create<arith::AddFOp>(
+          loc, builder.create<LLVM::LoadOp>(loc, address), value);
+    builder.create<LLVM::StoreOp>(loc, value, address);
+  }
 
   Value i64Constant(int64_t value) {
     return builder.create<arith::ConstantIntOp>(loc, value, 64);
@@ -75,6 +97,11 @@ private:
 
   void loadEntryValues();
   Value lengthOf(Type vecType);
+  Value evaluate(const cellc::DimExpr &expr);
+  void emitLayerNormGrad(LayerNormGradOp op);
+  /// Sum over the row of term(i) for i in [0, length).
+  Value sumOver(Value length, function_ref<Value(Value)> term);
+  std::pair<Value, Value> rowStatistics(Value input, Value length);
   void emitRow(Value row);
   void emitActiveRow();
   void emitInactiveRow();
@@ -114,10 +141,10 @@ void KernelEmitter::loadEntryValues() {
   // Scratch is allocated once per call, not per row, so the stack stays flat.
   auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
   region().walk([&](Operation *op) {
-    if (isa<LayerNormOp, ConcatOp>(op))
+    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op))
       scratch[op->getResult(0)] = builder.create<LLVM::AllocaOp>(
           loc, f32Ptr, lengthOf(op->getResult(0).getType()), 64);
-    if (isa<LayerNormOp, ConcatOp, SplitOp>(op))
+    if (isWholeVector(op))
       for (Value operand : op->getOperands())
         if (!operand.isa<BlockArgument>() && !scratch.count(operand))
           scratch[operand] = builder.create<LLVM::AllocaOp>(
@@ -126,7 +153,10 @@ void KernelEmitter::loadEntryValues() {
 }
 
 Value KernelEmitter::lengthOf(Type vecType) {
-  cellc::DimExpr expr = *cellc::DimExpr::parse(getLengthText(vecType));
+  return evaluate(*cellc::DimExpr::parse(getLengthText(vecType)));
+}
+
+Value KernelEmitter::evaluate(const cellc::DimExpr &expr) {
   Value total = i64Constant(expr.getConstant());
   for (const auto &[name, coefficient] : expr.getTerms()) {
     Value term = builder.create<arith::MulIOp>(loc, dimValues.at(name),
@@ -165,6 +195,12 @@ Value KernelEmitter::emitElementwise(Operation *op, ArrayRef<Value> args) {
         return builder.create<arith::MaxFOp>(loc, x, f32Constant(0));
       })
       .Case([&](ExpOp) { return builder.create<math::ExpOp>(loc, x); })
+      .Case([&](HeavisideOp) -> Value {
+        Value positive = builder.create<arith::CmpFOp>(
+            loc, arith::CmpFPredicate::OGT, x, f32Constant(0));
+        return builder.create<arith::SelectOp>(loc, positive, f32Constant(1),
+                                               f32Constant(0));
+      })
       .Case([&](LogOp) { return builder.create<math::LogOp>(loc, x); })
       .Case([&](SoftplusOp) -> Value {
         // max(x, 0) + log1p(exp(-|x|)) never overflows.
@@ -215,38 +251,47 @@ void KernelEmitter::materialize(Value value) {
   storage[value] = target;
 }
 
-void KernelEmitter::emitLayerNorm(LayerNormOp op) {
-  Value input = storage.lookup(op.getOperand());
-  Value length = lengthOf(op.getType());
-  Value count = builder.create<arith::SIToFPOp>(loc, builder.getF32Type(),
-                                                length);
-  auto sumOver = [&](function_ref<Value(Value)> term) {
-    Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
-    auto loop = builder.create<scf::ForOp>(
-        loc, zero, toIndex(length), one, ValueRange{f32Constant(0)},
-        [&](OpBuilder &nested, Location, Value i, ValueRange sum) {
-          OpBuilder::InsertionGuard guard(builder);
-          builder.setInsertionPointToEnd(nested.getInsertionBlock());
-          Value next = builder.create<arith::AddFOp>(loc, sum[0],
-                                                     term(toI64(i)));
-          builder.create<scf::YieldOp>(loc, next);
-        });
-    return loop.getResult(0);
-  };
+Value KernelEmitter::sumOver(Value length, function_ref<Value(Value)> term) {
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = builder.create<scf::ForOp>(
+      loc, zero, toIndex(length), one, ValueRange{f32Constant(0)},
+      [&](OpBuilder &nested, Location, Value i, ValueRange sum) {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToEnd(nested.getInsertionBlock());
+        Value next = builder.create<arith::AddFOp>(loc, sum[0], term(toI64(i)));
+        builder.create<scf::YieldOp>(loc, next);
+      });
+  return loop.getResult(0);
+}
+
+/// Mean and 1/sqrt(variance + eps) of a row, two passes for stability.
+std::pair<Value, Value> KernelEmitter::rowStatistics(Value input,
+                                                     Value length) {
+  Value count =
+      builder.create<arith::SIToFPOp>(loc, builder.getF32Type(), length);
   Value mean = builder.create<arith::DivFOp>(
-      loc, sumOver([&](Value i) { return loadAt(input, i); }), count);
+      loc, sumOver(length, [&](Value i) { return loadAt(input, i); }), count);
   Value variance = builder.create<arith::DivFOp>(
       loc,
-      sumOver([&](Value i) {
-        Value d = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
-        return builder.create<arith::MulFOp>(loc, d, d);
-      }),
+      sumOver(length,
+              [&](Value i) {
+                Value d =
+                    builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
+                return builder.create<arith::MulFOp>(loc, d, d);
+              }),
       count);
   Value scale = builder.create<arith::DivFOp>(
       loc, f32Constant(1),
       builder.create<math::SqrtOp>(
           loc, builder.create<arith::AddFOp>(loc, variance, f32Constant(1e-5))));
+  return {mean, scale};
+}
+
+void KernelEmitter::emitLayerNorm(LayerNormOp op) {
+  Value input = storage.lookup(op.getOperand());
+  Value length = lengthOf(op.getType());
+  auto [mean, scale] = rowStatistics(input, length);
   Value target = scratch.lookup(op.getResult());
   forEachElement(length, [&](Value i) {
     Value centered = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
@@ -257,15 +302,59 @@ void KernelEmitter::emitLayerNorm(LayerNormOp op) {
   storage[op.getResult()] = target;
 }
 
+/// dx = r * (dy - mean(dy) - n * mean(dy * n)) with n the normalised x.
+void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
+  Value input = storage.lookup(op.getInput());
+  Value gradient = storage.lookup(op.getResultGradient());
+  Value length = lengthOf(op.getType());
+  auto [mean, scale] = rowStatistics(input, length);
+  auto normalized = [&](Value i) {
+    return builder.create<arith::MulFOp>(
+        loc, builder.create<arith::SubFOp>(loc, loadAt(input, i), mean),
+        scale);
+  };
+  Value count =
+      builder.create<arith::SIToFPOp>(loc, builder.getF32Type(), length);
+  Value meanGradient = builder.create<arith::DivFOp>(
+      loc, sumOver(length, [&](Value i) { return loadAt(gradient, i); }),
+      count);
+  Value meanProjection = builder.create<arith::DivFOp>(
+      loc,
+      sumOver(length,
+              [&](Value i) {
+                return builder.create<arith::MulFOp>(loc, loadAt(gradient, i),
+                                                     normalized(i));
+              }),
+      count);
+  Value target = scratch.lookup(op.getResult());
+  forEachElement(length, [&](Value i) {
+    Value centered =
+        builder.create<arith::SubFOp>(loc, loadAt(gradient, i), meanGradient);
+    Value projected = builder.create<arith::SubFOp>(
+        loc, centered,
+        builder.create<arith::MulFOp>(loc, normalized(i), meanProjection));
+    builder.create<LLVM::StoreOp>(
+        loc, builder.create<arith::MulFOp>(loc, projected, scale),
+        offsetPointer(target, i));
+  });
+  storage[op.getResult()] = target;
+}
+
 void KernelEmitter::emitActiveRow() {
   // Whole-vector operations, in order, each on materialised operands.
   for (Operation &op : region().without_terminator()) {
-    if (!isa<LayerNormOp, ConcatOp, SplitOp>(op))
+    if (!isWholeVector(&op))
       continue;
     for (Value operand : op.getOperands())
       materialize(operand);
     if (auto norm = dyn_cast<LayerNormOp>(op)) {
       emitLayerNorm(norm);
+    } else if (auto normGrad = dyn_cast<LayerNormGradOp>(op)) {
+      emitLayerNormGrad(normGrad);
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      cellc::DimExpr offset = *cellc::DimExpr::parse(slice.getOffset().str());
+      storage[slice.getResult()] = offsetPointer(
+          storage.lookup(slice.getInput()), evaluate(offset));
     } else if (auto split = dyn_cast<SplitOp>(op)) {
       Value part = lengthOf(split.getResult(0).getType());
       Value base = storage.lookup(split.getInput());
@@ -298,26 +387,33 @@ void KernelEmitter::emitActiveRow() {
       DenseMap<Value, Value> memo;
       for (unsigned index : indices) {
         Value result = valueAt(yield.getValues()[index], element, memo);
-        Value destination = rowPointers[fused.getNumOperands() + index];
-        builder.create<LLVM::StoreOp>(loc, result,
-                                      offsetPointer(destination, element));
+        storeResult(result, rowPointers[fused.getNumOperands() + index],
+                    element);
       }
     });
   }
 }
 
-/// A finished sequence keeps its states and emits zeros (cell-language.md).
+/// A finished sequence keeps its states and emits zeros (cell-language.md);
+/// backwards, the carried state passes its gradient straight through and
+/// nothing else receives any.
 void KernelEmitter::emitInactiveRow() {
-  unsigned numResults = fused.getNumResults();
+  if (isBackward() && !isFinal())
+    return;
+  unsigned numResults = isBackward() ? numStates : fused.getNumResults();
+  unsigned sourceBase =
+      isBackward()
+          ? fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt()
+          : 0;
   for (unsigned index = 0; index < numResults; ++index) {
     Value destination = rowPointers[fused.getNumOperands() + index];
-    Value source = index < numStates ? rowPointers[index] : Value();
+    Value source =
+        index < numStates ? rowPointers[sourceBase + index] : Value();
     forEachElement(lengthOf(fused.getResult(index).getType()),
                    [&](Value element) {
                      Value value = source ? loadAt(source, element)
                                           : f32Constant(0);
-                     builder.create<LLVM::StoreOp>(
-                         loc, value, offsetPointer(destination, element));
+                     storeResult(value, destination, element);
                    });
   }
 }
@@ -331,7 +427,7 @@ void KernelEmitter::emitRow(Value row) {
   for (BlockArgument arg : region().getArguments())
     storage[arg] = rowPointers[arg.getArgNumber()];
 
-  if (!isFinal()) {
+  if (!isMasked()) {
     emitActiveRow();
     return;
   }

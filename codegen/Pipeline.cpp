@@ -9,6 +9,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace mlir::cell {
 #define GEN_PASS_REGISTRATION
@@ -19,7 +20,7 @@ using namespace mlir;
 
 void cellc::registerCodegenPasses() { cell::registerCellCodegenPasses(); }
 
-void cellc::addCellOptimizationPasses(PassManager &pm) {
+void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward) {
   OpPassManager &cellPM = pm.nest<cell::CellOp>();
   // Input-only work runs once over all T*B rows, before the recurrence.
   cellPM.addPass(cell::createHoistInputProjections());
@@ -27,6 +28,12 @@ void cellc::addCellOptimizationPasses(PassManager &pm) {
   cellPM.addPass(cell::createStackMatmuls());
   // Element-wise work between products becomes one kernel per level.
   cellPM.addPass(cell::createFuseElementwise());
+  // Each kernel gets its reverse-mode twin for training.
+  if (withBackward)
+    cellPM.addPass(cell::createDeriveBackward());
+  // The front end and the derivation repeat sub-expressions (sigmoid(g)
+  // twice, 1 - z in several gradients); kernels compute each once.
+  cellPM.addPass(createCSEPass());
 }
 
 void cellc::addLoweringToLLVMPasses(PassManager &pm) {

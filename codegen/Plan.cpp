@@ -3,7 +3,10 @@
 // After fusion a cell is a sequence of products and kernels in two phases
 // (prologue over all T*B rows, body per step). The plan names a buffer for
 // every value that crosses between them and lists the operations in order;
-// the runtime needs nothing else. Format: docs/plan-format.md.
+// the runtime needs nothing else. When derive-backward has run, the plan
+// also lists the backward pass: the backward kernels in reverse order, one
+// data-gradient GEMM per product, and the weight and bias gradients as
+// single reductions over all T*B rows. Format: docs/plan-format.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +14,7 @@
 #include "ir/DimExpr.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -22,6 +26,22 @@ cellc::DimExpr lengthOf(Type type) {
   return *cellc::DimExpr::parse(getLengthText(type));
 }
 
+/// Where a value lives: a column range of a named buffer.
+struct Slot {
+  std::string kind; // "seq" or "step"
+  std::string buffer;
+  cellc::DimExpr offset;
+  cellc::DimExpr bufferLength;
+};
+
+std::string formatRef(StringRef kind, StringRef buffer,
+                      const cellc::DimExpr &offset) {
+  std::string ref = (kind + ":" + buffer).str();
+  if (offset != cellc::DimExpr())
+    ref += "+" + offset.str();
+  return ref;
+}
+
 class PlanWriter {
 public:
   explicit PlanWriter(CellOp cell) : cell(cell) {}
@@ -29,16 +49,26 @@ public:
 
 private:
   void writeHeader();
-  void writePhase(Block &block, StringRef phase, StringRef bufferKind);
+  void writeForward(Block &block, StringRef phase, StringRef bufferKind);
+  void writeBackward(Block &block, StringRef phase, StringRef bufferKind);
   /// One buffer holding `values` side by side (a stacked product's results,
   /// or a single value); each value's reference carries its column offset.
   void allocate(ValueRange values, StringRef bufferKind);
-  std::string weightFor(ValueRange matrices);
+  std::string weightFor(Operation *product, ValueRange matrices);
   std::string refOf(Value value) { return refs.lookup(value); }
+  /// The reference of dL/d(value), declaring its gradient buffer on first
+  /// use; `bufferKind` is the phase's kind for vector-parameter gradients.
+  std::string gradientRefOf(Value value, StringRef bufferKind);
+  std::string nameOf(ArrayAttr names, unsigned index) {
+    return names[index].cast<StringAttr>().getValue().str();
+  }
 
   CellOp cell;
-  DenseMap<Value, std::string> refs;
-  std::string header, buffers, weights, operations;
+  DenseMap<Value, std::string> refs, gradientRefs;
+  DenseMap<Value, Slot> slots;
+  DenseMap<Operation *, std::string> weightOf;
+  llvm::StringSet<> declaredGradients;
+  std::string header, buffers, weights, operations, reductions;
   unsigned numBuffers = 0, numWeights = 0;
 };
 
@@ -48,29 +78,26 @@ void PlanWriter::writeHeader() {
   for (const std::string &dim : cellc::collectDims(cell))
     os << " " << dim;
   os << "\n";
-  auto names = [](ArrayAttr attr) {
-    return llvm::map_range(attr, [](Attribute a) {
-      return a.cast<StringAttr>().getValue();
-    });
-  };
-  for (auto [name, arg] : llvm::zip(names(cell.getInputNames()),
-                                    cell.getInputArgs())) {
+  for (auto [index, arg] : llvm::enumerate(cell.getInputArgs())) {
+    std::string name = nameOf(cell.getInputNames(), index);
     os << "input " << name << " " << getLengthText(arg.getType()) << "\n";
-    refs[arg] = ("input:" + name).str();
+    refs[arg] = "input:" + name;
+    gradientRefs[arg] = "dinput:" + name;
   }
-  for (auto [name, arg] : llvm::zip(names(cell.getStateNames()),
-                                    cell.getStateArgs())) {
+  for (auto [index, arg] : llvm::enumerate(cell.getStateArgs())) {
+    std::string name = nameOf(cell.getStateNames(), index);
     os << "state " << name << " " << getLengthText(arg.getType()) << "\n";
-    refs[arg] = ("state:" + name).str();
+    refs[arg] = "state:" + name;
+    gradientRefs[arg] = "dstate:" + name;
   }
-  for (auto [name, arg] : llvm::zip(names(cell.getParamNames()),
-                                    cell.getParamArgs())) {
+  for (auto [index, arg] : llvm::enumerate(cell.getParamArgs())) {
+    std::string name = nameOf(cell.getParamNames(), index);
     if (auto mat = arg.getType().dyn_cast<MatType>())
       os << "param " << name << " " << mat.getRows() << " " << mat.getCols()
          << "\n";
     else
       os << "param " << name << " " << getLengthText(arg.getType()) << "\n";
-    refs[arg] = ("param:" + name).str();
+    refs[arg] = "param:" + name;
   }
   os << "output " << getLengthText(cell.getYield().getValues().back().getType())
      << "\n";
@@ -80,80 +107,154 @@ void PlanWriter::allocate(ValueRange values, StringRef bufferKind) {
   std::string name = "v" + std::to_string(numBuffers++);
   cellc::DimExpr offset;
   for (Value value : values) {
-    std::string ref = (bufferKind + ":" + name).str();
-    if (offset != cellc::DimExpr())
-      ref += "+" + offset.str();
-    refs[value] = ref;
+    slots[value] = {bufferKind.str(), name, offset, {}};
+    refs[value] = formatRef(bufferKind, name, offset);
     offset = offset + lengthOf(value.getType());
   }
+  for (Value value : values)
+    slots[value].bufferLength = offset;
   buffers += ("buffer " + bufferKind + " " + name + " " + offset.str() + "\n")
                  .str();
 }
 
-std::string PlanWriter::weightFor(ValueRange matrices) {
+std::string PlanWriter::gradientRefOf(Value value, StringRef bufferKind) {
+  if (auto known = gradientRefs.find(value); known != gradientRefs.end())
+    return known->second;
+  std::string ref;
+  if (auto slot = slots.find(value); slot != slots.end()) {
+    const Slot &s = slot->second;
+    std::string name = "d" + s.buffer;
+    if (declaredGradients.insert(name).second)
+      buffers += "buffer " + s.kind + " " + name + " " + s.bufferLength.str() +
+                 "\n";
+    ref = formatRef(s.kind, name, s.offset);
+  } else if (refOf(value).rfind("param:", 0) == 0) {
+    // A vector parameter: per-row contributions, summed at the end.
+    std::string param = refOf(value).substr(strlen("param:"));
+    std::string name = "d" + param + "_" + bufferKind.str();
+    buffers += ("buffer " + bufferKind + " " + name + " " +
+                getLengthText(value.getType()) + "\n")
+                   .str();
+    ref = (bufferKind + ":" + name).str();
+    reductions += "pgrad " + param + " " + ref + "\n";
+  }
+  gradientRefs[value] = ref;
+  return ref;
+}
+
+std::string PlanWriter::weightFor(Operation *product, ValueRange matrices) {
   std::string name = "W" + std::to_string(numWeights++);
   weights += "weight " + name;
   for (Value matrix : matrices)
     weights += " " + refOf(matrix).substr(strlen("param:"));
   weights += "\n";
+  weightOf[product] = name;
   return name;
 }
 
-void PlanWriter::writePhase(Block &block, StringRef phase,
-                            StringRef bufferKind) {
+void PlanWriter::writeForward(Block &block, StringRef phase,
+                              StringRef bufferKind) {
   llvm::raw_string_ostream os(operations);
   for (Operation &op : block.without_terminator()) {
-    if (auto product = dyn_cast<MatVecOp>(op)) {
-      allocate(product->getResults(), bufferKind);
-      os << phase << " gemm " << refOf(product.getResult()) << " "
-         << weightFor(product.getMatrix()) << " "
-         << refOf(product.getVector()) << "\n";
-    } else if (auto stacked = dyn_cast<StackedMatVecOp>(op)) {
-      allocate(stacked.getResults(), bufferKind);
-      os << phase << " gemm " << refOf(stacked.getResult(0)) << " "
-         << weightFor(stacked.getMatrices()) << " "
-         << refOf(stacked.getVector()) << "\n";
-    } else if (auto fused = dyn_cast<FusedOp>(op)) {
-      if (fused->hasAttr(kFinalKernelAttr)) {
-        for (auto [index, result] : llvm::enumerate(fused.getResults()))
-          refs[result] =
-              index < cell.getNumStates()
-                  ? "next:" + cell.getStateNames()[index]
-                                  .cast<StringAttr>()
-                                  .getValue()
-                                  .str()
-                  : std::string("out");
-      } else {
-        for (Value result : fused.getResults())
-          allocate(result, bufferKind);
-      }
-      os << phase << " kernel "
-         << fused->getAttrOfType<IntegerAttr>("kernel").getInt();
-      for (Value operand : fused.getOperands())
-        os << " " << refOf(operand);
-      for (Value result : fused.getResults())
-        os << " " << refOf(result);
-      os << "\n";
+    if (isa<MatVecOp, StackedMatVecOp>(op)) {
+      allocate(op.getResults(), bufferKind);
+      ValueRange matrices = op.getOperands().drop_back();
+      os << phase << " gemm " << refOf(op.getResult(0)) << " "
+         << weightFor(&op, matrices) << " "
+         << refOf(op.getOperands().back()) << "\n";
+      continue;
     }
+    auto fused = dyn_cast<FusedOp>(op);
+    if (!fused || fused->hasAttr(kBackwardKernelAttr))
+      continue;
+    if (fused->hasAttr(kFinalKernelAttr)) {
+      for (auto [index, result] : llvm::enumerate(fused.getResults())) {
+        bool isState = index < cell.getNumStates();
+        std::string state =
+            isState ? nameOf(cell.getStateNames(), index) : std::string();
+        refs[result] = isState ? "next:" + state : std::string("out");
+        gradientRefs[result] = isState ? "dnext:" + state : std::string("dout");
+      }
+    } else {
+      for (Value result : fused.getResults())
+        allocate(result, bufferKind);
+    }
+    os << phase << " kernel "
+       << fused->getAttrOfType<IntegerAttr>("kernel").getInt();
+    for (Value operand : fused.getOperands())
+      os << " " << refOf(operand);
+    for (Value result : fused.getResults())
+      os << " " << refOf(result);
+    os << "\n";
+  }
+}
+
+void PlanWriter::writeBackward(Block &block, StringRef phase,
+                               StringRef bufferKind) {
+  llvm::raw_string_ostream os(operations);
+  for (Operation &op : llvm::reverse(block.without_terminator())) {
+    if (isa<MatVecOp, StackedMatVecOp>(op)) {
+      // The product's data gradient now, its weight gradient once all T*B
+      // rows of both factors are known.
+      Value vector = op.getOperands().back();
+      std::string resultGradient = gradientRefOf(op.getResult(0), bufferKind);
+      std::string vectorGradient = gradientRefOf(vector, bufferKind);
+      if (!vectorGradient.empty())
+        os << phase << " gemm " << vectorGradient << " " << weightOf[&op]
+           << " " << resultGradient << "\n";
+      reductions += "wgrad " + weightOf[&op] + " " + resultGradient + " " +
+                    refOf(vector) + "\n";
+      continue;
+    }
+    auto fused = dyn_cast<FusedOp>(op);
+    if (!fused || !fused->hasAttr(kBackwardKernelAttr))
+      continue;
+    int64_t numForward =
+        fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
+    os << phase << " kernel "
+       << fused->getAttrOfType<IntegerAttr>("kernel").getInt();
+    for (Value operand : fused.getOperands().take_front(numForward))
+      os << " " << refOf(operand);
+    for (Value operand : fused.getOperands().drop_front(numForward))
+      os << " "
+         << gradientRefOf(operand.getDefiningOp<CotangentOp>().getValue(),
+                          bufferKind);
+    for (Value operand : fused.getOperands().take_front(numForward))
+      os << " " << gradientRefOf(operand, bufferKind);
+    os << "\n";
   }
 }
 
 std::string PlanWriter::write() {
   writeHeader();
-  if (Block *prologue = cell.getPrologueBlock()) {
+  Block *prologue = cell.getPrologueBlock();
+  if (prologue) {
     for (auto [bodyArg, prologueArg] : llvm::zip(
              llvm::concat<BlockArgument>(cell.getInputArgs(),
                                          cell.getParamArgs()),
-             prologue->getArguments()))
+             prologue->getArguments())) {
       refs[prologueArg] = refOf(bodyArg);
-    writePhase(*prologue, "pre", "seq");
+      if (gradientRefs.count(bodyArg))
+        gradientRefs[prologueArg] = gradientRefs[bodyArg];
+    }
+    writeForward(*prologue, "pre", "seq");
     for (auto [hoisted, value] :
          llvm::zip(cell.getHoistedArgs(),
-                   prologue->getTerminator()->getOperands()))
+                   prologue->getTerminator()->getOperands())) {
       refs[hoisted] = refOf(value);
+      slots[hoisted] = slots.lookup(value);
+    }
   }
-  writePhase(*cell.getBodyBlock(), "step", "step");
-  return header + buffers + weights + operations;
+  writeForward(*cell.getBodyBlock(), "step", "step");
+
+  bool hasBackward = false;
+  cell.walk([&](CotangentOp) { hasBackward = true; });
+  if (hasBackward) {
+    writeBackward(*cell.getBodyBlock(), "bstep", "step");
+    if (prologue)
+      writeBackward(*prologue, "bpre", "seq");
+  }
+  return header + buffers + weights + operations + reductions;
 }
 
 } // namespace

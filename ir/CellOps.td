@@ -228,6 +228,8 @@ def Cell_ReluOp : Cell_UnaryOp<"relu", "max(x, 0)">;
 def Cell_ExpOp : Cell_UnaryOp<"exp", "exponential">;
 def Cell_LogOp : Cell_UnaryOp<"log", "natural logarithm">;
 def Cell_SoftplusOp : Cell_UnaryOp<"softplus", "log(1 + exp(x))">;
+def Cell_HeavisideOp : Cell_UnaryOp<"heaviside",
+    "step function: 1 where x > 0, else 0 (relu's derivative)">;
 
 //===----------------------------------------------------------------------===//
 // Whole-vector operations
@@ -249,6 +251,45 @@ def Cell_LayerNormOp : Cell_Op<"layer_norm",
   let arguments = (ins Cell_AnyVec:$operand);
   let results = (outs Cell_AnyVec:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def Cell_LayerNormGradOp : Cell_Op<"layer_norm_grad",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "the input gradient of layer_norm";
+  let description = [{
+    With `n = layer_norm(x)`, `r = 1/sqrt(var(x) + 1e-5)` and the gradient
+    `dy` of `n`: `dx = r * (dy - mean(dy) - n * mean(dy * n))`. Created by
+    `cell-derive-backward`.
+
+    ```mlir
+    %dx = cell.layer_norm_grad %x, %dy : !cell.vec<"3*H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$input, Cell_AnyVec:$result_gradient);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$input `,` $result_gradient attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+def Cell_CotangentOp : Cell_Op<"cotangent", [Pure,
+    TypesMatchWith<"the gradient has the value's type", "value", "result",
+                   "$_self">]> {
+  let summary = "the gradient of the loss with respect to a value";
+  let description = [{
+    A name for dL/d(value), created by `cell-derive-backward` as an operand
+    of a backward kernel. The plan maps it to the value's gradient buffer
+    (`dnext:h`, `dout`, `step:dv1`, ...).
+
+    ```mlir
+    %dq = cell.cotangent %q : !cell.vec<"H">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$value);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 def Cell_ConcatOp : Cell_Op<"concat", [Pure]> {
@@ -279,6 +320,22 @@ def Cell_SplitOp : Cell_Op<"split", [Pure]> {
     $input attr-dict `:` type($input) `->` type($results)
   }];
   let hasVerifier = 1;
+}
+
+def Cell_SliceOp : Cell_Op<"slice", [Pure]> {
+  let summary = "a contiguous part of a vector";
+  let description = [{
+    The elements `[offset, offset + length(result))` of the input; `offset`
+    is a dimension expression. Created by `cell-derive-backward` for the
+    gradient of `cell.concat`.
+
+    ```mlir
+    %b = cell.slice %x {offset = "H"} : !cell.vec<"H+I"> -> !cell.vec<"I">
+    ```
+  }];
+  let arguments = (ins Cell_AnyVec:$input, StrAttr:$offset);
+  let results = (outs Cell_AnyVec:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 #endif // CELL_OPS

@@ -4,6 +4,7 @@
 #define CELLC_PASSES_PASSES_H
 
 #include "ir/CellOps.h"
+#include "ir/DimExpr.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::cell {
@@ -17,6 +18,13 @@ namespace mlir::cell {
 /// Attribute on the body's last `cell.fused`: it writes the next states and
 /// the output, and masks finished sequences.
 inline constexpr llvm::StringLiteral kFinalKernelAttr = "final";
+
+/// Attribute on a backward kernel made by derive-backward.
+inline constexpr llvm::StringLiteral kBackwardKernelAttr = "backward";
+/// On a backward kernel: how many leading operands are the forward kernel's
+/// operands (the rest are the gradients of its results).
+inline constexpr llvm::StringLiteral kNumForwardOperandsAttr =
+    "num_forward_operands";
 
 /// True for the operations that fuse-elementwise groups into kernels.
 bool isElementwise(Operation *op);

@@ -47,4 +47,26 @@ def FuseElementwise : Pass<"cell-fuse-elementwise", "::mlir::cell::CellOp"> {
   }];
 }
 
+def DeriveBackward : Pass<"cell-derive-backward", "::mlir::cell::CellOp"> {
+  let summary = "reverse-mode gradients of every fused kernel";
+  let description = [{
+    After each forward `cell.fused` F, adds a backward kernel G (attribute
+    `backward`) whose operands are F's operands followed by the gradients of
+    F's results (`cell.cotangent`), and whose results are the gradients of
+    F's operands. G recomputes F's intermediates rather than saving them:
+    what the runtime keeps per step is only kernel operands and GEMM
+    outputs. Products need no kernels: the plan derives their data-gradient
+    GEMM per step (only where the gradient must reach the state) and one
+    weight-gradient GEMM over all T*B rows after the loop.
+
+    ```mlir
+    %n:2 = cell.fused(%h, %p, %q) {final} ...
+    %dn = cell.cotangent %n#0
+    %do = cell.cotangent %n#1
+    %g:3 = cell.fused(%h, %p, %q, %dn, %do) {backward, final,
+                                              num_forward_operands = 3} ...
+    ```
+  }];
+}
+
 #endif // CELL_PASSES

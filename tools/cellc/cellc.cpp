@@ -60,6 +60,10 @@ cl::opt<std::string> cellName("cell",
 cl::list<std::string> dimBindings(
     "dim", cl::desc("Fix a symbolic dimension at compile time"),
     cl::value_desc("N=V"), cl::cat(cellcCategory));
+cl::opt<bool> inferenceOnly(
+    "inference-only",
+    cl::desc("Omit the backward kernels and the training plan"),
+    cl::init(false), cl::cat(cellcCategory));
 cl::opt<std::string> targetCPU("mcpu",
                                cl::desc("Target CPU (default: this host)"),
                                cl::value_desc("cpu"), cl::cat(cellcCategory));
@@ -130,7 +134,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
 
   PassManager pm(&context);
   applyPassManagerCLOptions(pm);
-  cellc::addCellOptimizationPasses(pm);
+  cellc::addCellOptimizationPasses(pm, !inferenceOnly);
   if (failed(pm.run(module)))
     return failure();
 

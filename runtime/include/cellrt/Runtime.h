@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,39 @@ struct ForwardArgs {
   std::vector<MutableArray> finalStates;
 };
 
+/// What forward() keeps for backward(): every step's `step:` buffers, the
+/// state history, the bound dims, stacked weights and (in reverse) the
+/// reversed inputs. Reusable across calls; move-only.
+class Tape {
+public:
+  Tape();
+  ~Tape();
+  Tape(Tape &&) noexcept;
+  Tape &operator=(Tape &&) noexcept;
+  /// True once a training-mode forward has filled it.
+  bool isRecorded() const;
+
+  struct Storage;
+  std::unique_ptr<Storage> storage;
+};
+
+/// Gradients for backward(). Inputs to it are the gradients of the loss
+/// with respect to the outputs and the final states; it ACCUMULATES (+=)
+/// into the gradient arrays, which the caller zeroes when it wants to.
+struct BackwardArgs {
+  /// dL/d(output), [T, B, output width]; null data = zero.
+  ConstArray outputGradient;
+  /// One per plan state, [B, LEN]: dL/d(final state); empty/null = zero.
+  std::vector<ConstArray> finalStateGradients;
+  /// One per plan input, [T, B, LEN]; null data = not wanted.
+  std::vector<MutableArray> inputGradients;
+  /// One per plan state, [B, LEN]: dL/d(initial state); null = not wanted.
+  std::vector<MutableArray> initialStateGradients;
+  /// Param gradients by name, same shapes as the params; missing = not
+  /// wanted.
+  std::map<std::string, MutableArray> paramGradients;
+};
+
 /// A compiled cell ready to run. Loading parses the plan once; running is
 /// const and keeps no state between calls, so one Cell may serve several
 /// threads.
@@ -79,6 +113,18 @@ public:
   /// Runs the cell over a padded batch. Shapes bind the plan's dimensions; a
   /// mismatch is an error naming the array and both shapes.
   Status forward(const ForwardArgs &args) const;
+
+  /// Forward in training mode: like forward(args), and records in `tape`
+  /// what backward() needs. Requires a plan with backward directives.
+  Status forward(const ForwardArgs &args, Tape &tape) const;
+
+  /// Backpropagates through the forward recorded in `tape` (same args, which
+  /// must still be alive: params and inputs are read again).
+  Status backward(const ForwardArgs &args, const BackwardArgs &gradients,
+                  Tape &tape) const;
+
+  /// True when the plan has backward directives.
+  bool hasBackward() const;
 
   /// The values the plan's dims take for these arguments (plan order), or
   /// the error forward() would report for their shapes.

@@ -1,0 +1,211 @@
+//===- DeriveBackward.cpp - Reverse-mode gradients of fused kernels -------===//
+//
+// Every forward kernel F (a `cell.fused`) gets a backward kernel G right
+// after it: G takes F's operands and the gradients of F's results
+// (`cell.cotangent`) and returns the gradients of F's operands. G recomputes
+// F's intermediates from F's operands instead of loading them: element-wise
+// work is cheap next to memory traffic, and only GEMM outputs and kernel
+// operands need to be kept per step. The products' gradients (data and
+// weight GEMMs) need no kernels; the plan derives them from the products.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::cell {
+#define GEN_PASS_DEF_DERIVEBACKWARD
+#include "passes/Passes.h.inc"
+} // namespace mlir::cell
+
+using namespace mlir;
+using namespace mlir::cell;
+
+namespace {
+
+/// Accumulates adjoints while walking a cloned forward region backwards.
+class AdjointBuilder {
+public:
+  AdjointBuilder(OpBuilder &builder, Location loc)
+      : builder(builder), loc(loc) {}
+
+  Value lookup(Value value) { return adjoints.lookup(value); }
+
+  /// adjoint(value) += gradient
+  void accumulate(Value value, Value gradient) {
+    if (Value existing = adjoints.lookup(value))
+      gradient = create<AddOp>(existing, gradient);
+    adjoints[value] = gradient;
+  }
+
+  /// The adjoint of `value`, or zeros when nothing reached it.
+  Value adjointOrZero(Value value) {
+    if (Value existing = adjoints.lookup(value))
+      return existing;
+    return constant(value.getType(), 0.0);
+  }
+
+  void propagate(Operation *op);
+
+private:
+  template <typename OpTy, typename... Args>
+  Value create(Value first, Args... rest) {
+    return builder.create<OpTy>(loc, first.getType(), first, rest...);
+  }
+  Value constant(Type type, double value) {
+    return builder.create<ConstantOp>(loc, type,
+                                      builder.getF64FloatAttr(value));
+  }
+  /// 1 - v
+  Value oneMinus(Value v) {
+    return create<SubOp>(constant(v.getType(), 1.0), v);
+  }
+
+  OpBuilder &builder;
+  Location loc;
+  DenseMap<Value, Value> adjoints;
+};
+
+void AdjointBuilder::propagate(Operation *op) {
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    if (llvm::none_of(split.getResults(),
+                      [&](Value r) { return adjoints.count(r); }))
+      return;
+    SmallVector<Value> parts;
+    for (Value result : split.getResults())
+      parts.push_back(adjointOrZero(result));
+    accumulate(split.getInput(),
+               builder.create<ConcatOp>(loc, split.getInput().getType(),
+                                        parts));
+    return;
+  }
+  if (op->getNumResults() != 1)
+    return;
+  Value y = op->getResult(0);
+  Value dy = adjoints.lookup(y);
+  if (!dy)
+    return;
+  Value a = op->getNumOperands() > 0 ? op->getOperand(0) : Value();
+  Value b = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
+  TypeSwitch<Operation *>(op)
+      .Case([&](AddOp) {
+        accumulate(a, dy);
+        accumulate(b, dy);
+      })
+      .Case([&](SubOp) {
+        accumulate(a, dy);
+        accumulate(b, create<NegOp>(dy));
+      })
+      .Case([&](MulOp) {
+        accumulate(a, create<MulOp>(dy, b));
+        accumulate(b, create<MulOp>(dy, a));
+      })
+      .Case([&](DivOp) {
+        // y = a / b: da = dy / b, db = -dy * y / b
+        accumulate(a, create<DivOp>(dy, b));
+        accumulate(b, create<NegOp>(create<DivOp>(create<MulOp>(dy, y), b)));
+      })
+      .Case([&](NegOp) { accumulate(a, create<NegOp>(dy)); })
+      .Case([&](SigmoidOp) {
+        accumulate(a, create<MulOp>(dy, create<MulOp>(y, oneMinus(y))));
+      })
+      .Case([&](TanhOp) {
+        accumulate(a, create<MulOp>(dy, oneMinus(create<MulOp>(y, y))));
+      })
+      .Case([&](ReluOp) {
+        accumulate(a, create<MulOp>(dy, create<HeavisideOp>(a)));
+      })
+      .Case([&](ExpOp) { accumulate(a, create<MulOp>(dy, y)); })
+      .Case([&](LogOp) { accumulate(a, create<DivOp>(dy, a)); })
+      .Case([&](SoftplusOp) {
+        accumulate(a, create<MulOp>(dy, create<SigmoidOp>(a)));
+      })
+      .Case([&](LayerNormOp) {
+        accumulate(a, create<LayerNormGradOp>(a, dy));
+      })
+      .Case([&](ConcatOp concat) {
+        cellc::DimExpr offset;
+        for (Value input : concat.getInputs()) {
+          accumulate(input, builder.create<SliceOp>(
+                                loc, input.getType(), dy,
+                                builder.getStringAttr(offset.str())));
+          offset = offset + *cellc::DimExpr::parse(getLengthText(
+                                input.getType()));
+        }
+      })
+      .Default([](Operation *) {});
+}
+
+/// Builds the backward kernel of `forward` right after it.
+void deriveKernel(FusedOp forward) {
+  OpBuilder builder(forward->getContext());
+  builder.setInsertionPointAfter(forward);
+  Location loc = forward.getLoc();
+
+  SmallVector<Value> operands(forward.getOperands());
+  for (Value result : forward.getResults())
+    operands.push_back(builder.create<CotangentOp>(loc, result));
+  SmallVector<Type> resultTypes(forward.getOperandTypes());
+  auto backward = builder.create<FusedOp>(loc, resultTypes, operands);
+  backward->setAttr(kBackwardKernelAttr, builder.getUnitAttr());
+  backward->setAttr(kNumForwardOperandsAttr,
+                    builder.getI64IntegerAttr(forward.getNumOperands()));
+  if (forward->hasAttr(kFinalKernelAttr))
+    backward->setAttr(kFinalKernelAttr, builder.getUnitAttr());
+
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (Value operand : operands) {
+    argTypes.push_back(operand.getType());
+    argLocs.push_back(loc);
+  }
+  Block *block = builder.createBlock(&backward.getBody(), {}, argTypes, argLocs);
+  unsigned numForward = forward.getNumOperands();
+
+  // Recompute the forward values.
+  IRMapping mapping;
+  Block &forwardBlock = forward.getBody().front();
+  mapping.map(forwardBlock.getArguments(),
+              block->getArguments().take_front(numForward));
+  SmallVector<Operation *> cloned;
+  for (Operation &op : forwardBlock.without_terminator())
+    cloned.push_back(builder.clone(op, mapping));
+
+  // Seed with the results' gradients and walk back.
+  AdjointBuilder adjoints(builder, loc);
+  for (auto [index, yielded] :
+       llvm::enumerate(forwardBlock.getTerminator()->getOperands()))
+    adjoints.accumulate(mapping.lookupOrDefault(yielded),
+                        block->getArgument(numForward + index));
+  for (Operation *op : llvm::reverse(cloned))
+    adjoints.propagate(op);
+
+  SmallVector<Value> gradients;
+  for (BlockArgument arg : block->getArguments().take_front(numForward))
+    gradients.push_back(adjoints.adjointOrZero(arg));
+  builder.create<YieldOp>(loc, gradients);
+}
+
+struct DeriveBackwardPass
+    : cell::impl::DeriveBackwardBase<DeriveBackwardPass> {
+  void runOnOperation() override {
+    CellOp cell = getOperation();
+    SmallVector<FusedOp> forwardKernels;
+    cell.walk([&](FusedOp fused) {
+      if (fused->hasAttr(kBackwardKernelAttr))
+        return;
+      forwardKernels.push_back(fused);
+    });
+    bool alreadyDerived = false;
+    cell.walk([&](CotangentOp) { alreadyDerived = true; });
+    if (alreadyDerived)
+      return;
+    for (FusedOp forward : forwardKernels)
+      deriveKernel(forward);
+  }
+};
+
+} // namespace

@@ -23,6 +23,14 @@ void registerCodegenPasses();
 /// `dims` array every kernel of the cell receives.
 std::vector<std::string> collectDims(mlir::cell::CellOp cell);
 
+/// Attributes lower-to-loops puts on each `cell.fused`: its kernel's index,
+/// and for `scan` kernels the index of the whole-sequence kernel.
+inline constexpr llvm::StringLiteral kKernelIndexAttr = "kernel";
+inline constexpr llvm::StringLiteral kScanKernelIndexAttr = "scan_kernel";
+
+/// How many kernels lower-to-loops makes of an optimised cell.
+int64_t countKernels(mlir::cell::CellOp cell);
+
 /// The name of kernel `index` of `cellName`.
 std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 

@@ -43,10 +43,12 @@ bool isWholeVector(Operation *op) {
 /// Emits the body of one kernel function for one fused region.
 class KernelEmitter {
 public:
+  /// `scan`: emit the whole-sequence form of a `scan` kernel.
   KernelEmitter(FusedOp fused, func::FuncOp func,
-                const std::vector<std::string> &dims, unsigned numStates)
+                const std::vector<std::string> &dims, unsigned numStates,
+                bool scan)
       : fused(fused), func(func), dims(dims), numStates(numStates),
-        builder(func.getContext()), loc(fused.getLoc()) {}
+        scan(scan), builder(func.getContext()), loc(fused.getLoc()) {}
 
   void emit();
 
@@ -103,6 +105,8 @@ private:
   Value sumOver(Value length, function_ref<Value(Value)> term);
   std::pair<Value, Value> rowStatistics(Value input, Value length);
   void emitRow(Value row);
+  void emitScanRow(Value row);
+  void copyRow(Value source, Value destination, Type type);
   void emitActiveRow();
   void emitInactiveRow();
   void forEachElement(Value length, function_ref<void(Value)> body);
@@ -115,11 +119,14 @@ private:
   func::FuncOp func;
   const std::vector<std::string> &dims;
   unsigned numStates;
+  bool scan;
   OpBuilder builder;
   Location loc;
 
   std::map<std::string, Value> dimValues;
-  SmallVector<Value> argBase, argStride;
+  SmallVector<Value> argBase, argStride, argStepStride;
+  /// Scan kernels: the current and next value of each state, row-local.
+  SmallVector<Value> currentState, nextState;
   /// Row pointers of the kernel arguments for the current row.
   SmallVector<Value> rowPointers;
   /// Where each region value's elements are, for the current row.
@@ -137,9 +144,20 @@ void KernelEmitter::loadEntryValues() {
   for (unsigned i = 0; i < numArgs(); ++i) {
     argBase.push_back(loadAt(ptrs, i64Constant(i)));
     argStride.push_back(loadAt(strides, i64Constant(i)));
+    // Scan kernels get a second stride per argument: its advance per step.
+    if (scan)
+      argStepStride.push_back(loadAt(strides, i64Constant(numArgs() + i)));
   }
   // Scratch is allocated once per call, not per row, so the stack stays flat.
   auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
+  if (scan)
+    for (unsigned i = 0; i < numStates; ++i) {
+      Value length = lengthOf(fused.getOperand(i).getType());
+      currentState.push_back(
+          builder.create<LLVM::AllocaOp>(loc, f32Ptr, length, 64));
+      nextState.push_back(
+          builder.create<LLVM::AllocaOp>(loc, f32Ptr, length, 64));
+    }
   region().walk([&](Operation *op) {
     if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op))
       scratch[op->getResult(0)] = builder.create<LLVM::AllocaOp>(
@@ -445,6 +463,70 @@ void KernelEmitter::emitRow(Value row) {
   emitInactiveRow();
 }
 
+void KernelEmitter::copyRow(Value source, Value destination, Type type) {
+  forEachElement(lengthOf(type), [&](Value i) {
+    builder.create<LLVM::StoreOp>(loc, loadAt(source, i),
+                                  offsetPointer(destination, i));
+  });
+}
+
+/// One example's whole sequence: the state lives in row-local scratch,
+/// steps past the example's length only get zero outputs, and the final
+/// state is written once at the end.
+void KernelEmitter::emitScanRow(Value row) {
+  Block &entry = func.getBody().front();
+  Value steps = entry.getArgument(2);
+  Value length = builder.create<LLVM::SExtOp>(
+      loc, builder.getI64Type(), loadAt(entry.getArgument(3), row));
+  SmallVector<Value> rowBase;
+  for (unsigned i = 0; i < numArgs(); ++i)
+    rowBase.push_back(offsetPointer(
+        argBase[i], builder.create<arith::MulIOp>(loc, row, argStride[i])));
+  unsigned numOperands = fused.getNumOperands();
+  for (unsigned i = 0; i < numStates; ++i)
+    copyRow(rowBase[i], currentState[i], fused.getOperand(i).getType());
+
+  auto atStep = [&](unsigned i, Value step) {
+    return offsetPointer(rowBase[i], builder.create<arith::MulIOp>(
+                                         loc, step, argStepStride[i]));
+  };
+  auto stepLoop = [&](Value begin, Value end, function_ref<void(Value)> body) {
+    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    auto loop =
+        builder.create<scf::ForOp>(loc, toIndex(begin), toIndex(end), one);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(loop.getBody()->getTerminator());
+    body(toI64(loop.getInductionVar()));
+  };
+  stepLoop(i64Constant(0), length, [&](Value step) {
+    rowPointers.clear();
+    storage.clear();
+    for (unsigned i = 0; i < numArgs(); ++i)
+      rowPointers.push_back(atStep(i, step));
+    for (unsigned i = 0; i < numStates; ++i) {
+      rowPointers[i] = currentState[i];
+      rowPointers[numOperands + i] = nextState[i];
+    }
+    for (BlockArgument arg : region().getArguments())
+      storage[arg] = rowPointers[arg.getArgNumber()];
+    emitActiveRow();
+    for (unsigned i = 0; i < numStates; ++i)
+      copyRow(nextState[i], currentState[i], fused.getOperand(i).getType());
+  });
+  unsigned output = numOperands + numStates;
+  stepLoop(length, steps, [&](Value step) {
+    Value destination = atStep(output, step);
+    forEachElement(lengthOf(fused.getResult(numStates).getType()),
+                   [&](Value i) {
+                     builder.create<LLVM::StoreOp>(
+                         loc, f32Constant(0), offsetPointer(destination, i));
+                   });
+  });
+  for (unsigned i = 0; i < numStates; ++i)
+    copyRow(currentState[i], rowBase[numOperands + i],
+            fused.getOperand(i).getType());
+}
+
 void KernelEmitter::emit() {
   Block &entry = func.getBody().front();
   builder.setInsertionPointToStart(&entry);
@@ -456,7 +538,10 @@ void KernelEmitter::emit() {
       [&](OpBuilder &nested, Location, ValueRange rows) {
         OpBuilder::InsertionGuard guard(builder);
         builder.setInsertionPointToEnd(nested.getInsertionBlock());
-        emitRow(toI64(rows[0]));
+        if (scan)
+          emitScanRow(toI64(rows[0]));
+        else
+          emitRow(toI64(rows[0]));
       });
   builder.create<func::ReturnOp>(loc);
 }
@@ -484,11 +569,16 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
     for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
       std::vector<std::string> dims = cellc::collectDims(cell);
       int64_t index = 0;
-      cell.walk([&](FusedOp fused) {
+      auto addKernel = [&](FusedOp fused, bool scan) {
         func::FuncOp func = createKernelFunction(
             module, cellc::kernelSymbol(cell.getSymName(), index));
-        KernelEmitter(fused, func, dims, cell.getNumStates()).emit();
-        fused->setAttr("kernel", OpBuilder(fused).getI64IntegerAttr(index++));
+        KernelEmitter(fused, func, dims, cell.getNumStates(), scan).emit();
+        return OpBuilder(fused).getI64IntegerAttr(index++);
+      };
+      cell.walk([&](FusedOp fused) {
+        fused->setAttr(cellc::kKernelIndexAttr, addKernel(fused, false));
+        if (fused->hasAttr(kScanKernelAttr))
+          fused->setAttr(cellc::kScanKernelIndexAttr, addKernel(fused, true));
       });
     }
   }
@@ -517,6 +607,14 @@ std::vector<std::string> cellc::collectDims(CellOp cell) {
       addType(type);
   });
   return {names.begin(), names.end()};
+}
+
+int64_t cellc::countKernels(CellOp cell) {
+  int64_t count = 0;
+  cell.walk([&](FusedOp fused) {
+    count += fused->hasAttr(kScanKernelAttr) ? 2 : 1;
+  });
+  return count;
 }
 
 std::string cellc::kernelSymbol(StringRef cellName, int64_t index) {

@@ -28,6 +28,8 @@ void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward) {
   cellPM.addPass(cell::createStackMatmuls());
   // Element-wise work between products becomes one kernel per level.
   cellPM.addPass(cell::createFuseElementwise());
+  // No product reads the state: one kernel runs all steps.
+  cellPM.addPass(cell::createTimeScan());
   // Each kernel gets its reverse-mode twin for training.
   if (withBackward)
     cellPM.addPass(cell::createDeriveBackward());

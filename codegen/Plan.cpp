@@ -179,13 +179,17 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       for (Value result : fused.getResults())
         allocate(result, bufferKind);
     }
-    os << phase << " kernel "
-       << fused->getAttrOfType<IntegerAttr>("kernel").getInt();
+    std::string args;
     for (Value operand : fused.getOperands())
-      os << " " << refOf(operand);
+      args += " " + refOf(operand);
     for (Value result : fused.getResults())
-      os << " " << refOf(result);
-    os << "\n";
+      args += " " + refOf(result);
+    os << phase << " kernel "
+       << fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt()
+       << args << "\n";
+    if (auto scan =
+            fused->getAttrOfType<IntegerAttr>(cellc::kScanKernelIndexAttr))
+      os << "scan kernel " << scan.getInt() << args << "\n";
   }
 }
 
@@ -212,7 +216,7 @@ void PlanWriter::writeBackward(Block &block, StringRef phase,
     int64_t numForward =
         fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
     os << phase << " kernel "
-       << fused->getAttrOfType<IntegerAttr>("kernel").getInt();
+       << fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
     for (Value operand : fused.getOperands().take_front(numForward))
       os << " " << refOf(operand);
     for (Value operand : fused.getOperands().drop_front(numForward))

@@ -63,8 +63,7 @@ struct ImageBuilder {
     std::string prefix = ("cellc_" + cell.getSymName()).str();
     addString(prefix + "_plan", cellc::emitPlan(cell),
               LLVM::Linkage::External);
-    int64_t numKernels = 0;
-    cell.walk([&](FusedOp) { ++numKernels; });
+    int64_t numKernels = cellc::countKernels(cell);
 
     SmallVector<LLVM::GlobalOp> names;
     for (int64_t i = 0; i < numKernels; ++i)

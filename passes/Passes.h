@@ -26,6 +26,10 @@ inline constexpr llvm::StringLiteral kBackwardKernelAttr = "backward";
 inline constexpr llvm::StringLiteral kNumForwardOperandsAttr =
     "num_forward_operands";
 
+/// On the body's final forward kernel when the recurrence has no product:
+/// it also gets a kernel that runs all steps (cell-time-scan).
+inline constexpr llvm::StringLiteral kScanKernelAttr = "scan";
+
 /// True for the operations that fuse-elementwise groups into kernels.
 bool isElementwise(Operation *op);
 

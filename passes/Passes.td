@@ -69,4 +69,17 @@ def DeriveBackward : Pass<"cell-derive-backward", "::mlir::cell::CellOp"> {
   }];
 }
 
+def TimeScan : Pass<"cell-time-scan", "::mlir::cell::CellOp"> {
+  let summary = "run element-wise recurrences as one kernel over all steps";
+  let description = [{
+    When the body has no matrix product (SRU; SR-NMT's encoder unit), each
+    (example, element) pair is an independent recurrence: marks the final
+    kernel `scan`, and lower-to-loops gives it a second kernel that loops
+    over all T steps itself, keeping the state in row-local scratch. The
+    plan runs that one kernel instead of T step kernels (inference); training
+    keeps the per-step kernels, which record the states backward needs.
+    Does not apply when any product reads the state.
+  }];
+}
+
 #endif // CELL_PASSES

@@ -9,8 +9,13 @@
 //   3. run: the `pre` operations over all T*B rows, then the `step`
 //      operations for every step, swapping current and next states.
 // Operations act on a range of rows so that a step could be split across
-// threads; today the whole batch is one range. A backward pass will add its
-// phases to the same machinery (keeping the states of every step).
+// threads; today the whole batch is one range.
+//
+// Training mode (forward(args, tape)) keeps every step's `step:` buffers and
+// the state history in the tape; backward() then runs the `bstep`
+// operations from the last step down to the first, the `bpre` operations
+// over all rows and the `wgrad`/`pgrad` operations (docs/plan-format.md,
+// "Training: the backward directives").
 //
 //===----------------------------------------------------------------------===//
 
@@ -238,7 +243,9 @@ bool DimBinder::solveOne(const DimExpr &expr, int64_t value) {
   return true;
 }
 
-Status DimBinder::check(const ShapeConstraint &constraint) const {
+/// Matches an array's shape against its declared one under `sizes`.
+static Status checkConstraint(const ShapeConstraint &constraint,
+                              const Sizes &sizes) {
   bool matches = constraint.actual.size() == constraint.declared.size();
   std::vector<int64_t> expected;
   std::string unbound;
@@ -265,6 +272,10 @@ Status DimBinder::check(const ShapeConstraint &constraint) const {
   else
     message += ", which no positive value of " + unbound + " matches";
   return Status::error(message);
+}
+
+Status DimBinder::check(const ShapeConstraint &constraint) const {
+  return checkConstraint(constraint, sizes);
 }
 
 Expected<Sizes> DimBinder::bind() {
@@ -314,80 +325,156 @@ Expected<std::vector<int64_t>> Cell::bindDims(const ForwardArgs &args) const {
 namespace {
 
 /// Where an operand's rows live: `base` (already at its column offset) plus
-/// `stepAdvance` floats per time step, or the current/next value of a state.
+/// `stepAdvance` floats per step or, when `slot` is set, `*slot + column`
+/// (one half of a double-buffered array whose halves swap every step).
 struct Operand {
-  enum class Source { Fixed, CurrentState, NextState };
-
-  Source source = Source::Fixed;
+  float *const *slot = nullptr;
   float *base = nullptr;
-  int64_t stateIndex = 0;
   int64_t column = 0;
   int64_t stride = 0;
   int64_t stepAdvance = 0;
+
+  float *at(int64_t step) const {
+    return (slot ? *slot + column : base) + step * stepAdvance;
+  }
+};
+
+/// One stacked part of a `wgrad`: its rows in the stacked weight and the
+/// caller's gradient array it accumulates into.
+struct GradientPart {
+  float *gradient;
+  int64_t rowOffset, rows;
 };
 
 /// An operation with its operands resolved for this call.
 struct BoundOperation {
-  const Operation *op;
+  const Operation *op = nullptr;
   std::vector<Operand> operands;
-  /// Gemm only: the stacked weight and its shape.
+  /// Gemm, Wgrad: the stacked weight and its shape.
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
+  /// Wgrad: the wanted parts. Pgrad: the caller's gradient (null: unwanted).
+  std::vector<GradientPart> parts;
+  float *gradient = nullptr;
+  int64_t length = 0;
 };
 
-/// The buffers and bound operations of one forward call.
+/// The arrays of one forward call; a training-mode forward keeps them in the
+/// tape for backward().
+struct Workspace {
+  std::vector<std::vector<float>> storage;
+  /// [T*B, LEN] per input: the caller's array, or a copy reversed within
+  /// lengths.
+  std::vector<float *> inputs;
+  /// Step buffers are [B, LEN], or [T*B, LEN] in training mode.
+  std::vector<float *> buffers;
+  /// Inference: the current and next value of each state, swapped after
+  /// every step. Training: currentStates[i] is the history [(T+1)*B, LEN]
+  /// (block t = the state before step t) and nextStates is unused.
+  std::vector<float *> currentStates, nextStates;
+  std::vector<const float *> weights;
+  float *outputBase = nullptr;
+  int64_t outputStepAdvance = 0;
+};
+
+/// The gradient arrays of one backward call.
+struct GradientSpace {
+  std::vector<std::vector<float>> storage;
+  /// [B, LEN] per state, swapped after every step.
+  std::vector<float *> dnext, dstate;
+  float *dout = nullptr;
+  int64_t doutStepAdvance = 0;
+  /// [T*B, LEN] per input: the caller's gradient or scratch; null when no
+  /// operation references it.
+  std::vector<float *> dinputs;
+  /// True where dinputs[i] is scratch that must be added to the caller's
+  /// array (reversed within lengths in reverse mode).
+  std::vector<bool> dinputScratch;
+};
+
+} // namespace
+
+struct cellrt::Tape::Storage {
+  bool recorded = false;
+  /// The plan that recorded it, printed.
+  std::string planText;
+  int64_t steps = 0, batch = 0;
+  std::map<std::string, int64_t> dims;
+  std::vector<int32_t> lengths;
+  bool reverse = false;
+  Workspace workspace;
+};
+
+Tape::Tape() = default;
+Tape::~Tape() = default;
+Tape::Tape(Tape &&) noexcept = default;
+Tape &Tape::operator=(Tape &&) noexcept = default;
+bool Tape::isRecorded() const { return storage && storage->recorded; }
+
+namespace {
+
+/// Runs the forward or backward operations of one call.
 class Execution {
 public:
   Execution(const Plan &plan, const std::vector<cellrt_kernel_fn> &kernels,
-            const ForwardArgs &args, const Sizes &sizes)
-      : plan(plan), kernels(kernels), args(args), sizes(sizes),
-        rowsPerStep(sizes.batch) {}
+            const ForwardArgs &args, const Sizes &sizes, Workspace &work,
+            bool training)
+      : plan(plan), kernels(kernels), args(args), sizes(sizes), work(work),
+        training(training), rowsPerStep(sizes.batch),
+        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)) {
+    for (const std::string &dim : plan.dims)
+      dimValues.push_back(sizes.dims.at(dim));
+  }
 
-  Status run();
+  /// Fills `work` and runs the pre and step operations.
+  Status forward();
+  /// Runs the backward operations over the arrays a training-mode forward
+  /// left in `work`.
+  Status backward(const BackwardArgs &gradients);
 
 private:
   void allocate();
   void reverseInputs();
   void stackWeights();
-  Status bindOperations();
+  void refreshCallerPointers();
+  Status bindOperations(bool backwardPhases);
   Expected<Operand> bindOperand(const Operation &op, const Ref &ref);
   Status checkColumns(const Operation &op, const Ref &ref, int64_t columns,
                       const char *role) const;
-  float *pointer(const Operand &operand, int64_t step) const;
+  Status bindGradients(BoundOperation &bound);
+  void setUpGradients(const BackwardArgs &gradients);
+  void zeroGradientBuffers();
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
-  void finish(int64_t maxLength);
+  void runScan(const BoundOperation &bound);
+  void finish();
+  void finishBackward(const BackwardArgs &gradients);
+  int64_t width(const VectorDecl &decl) const {
+    return sizes.eval(decl.length);
+  }
 
   const Plan &plan;
   const std::vector<cellrt_kernel_fn> &kernels;
   const ForwardArgs &args;
   const Sizes &sizes;
+  Workspace &work;
+  const bool training;
   const int64_t rowsPerStep;
+  /// Steps at or past the longest sequence would only carry states.
+  const int64_t maxLength;
   std::vector<int64_t> dimValues;
+  int64_t outputWidth = 0;
 
-  std::vector<std::vector<float>> storage;
-  std::vector<float *> inputs, buffers, currentStates, nextStates;
-  std::vector<const float *> weights;
-  float *outputBase = nullptr;
-  int64_t outputWidth = 0, outputStepAdvance = 0;
-  std::vector<BoundOperation> preOperations, stepOperations;
+  const BackwardArgs *gradientArgs = nullptr;
+  GradientSpace grads;
+
+  std::vector<BoundOperation> sequenceOperations, stepOperations, endOperations,
+      scanOperations;
   std::vector<float *> kernelPointers;
   std::vector<int64_t> kernelStrides;
 };
 
 } // namespace
-
-float *Execution::pointer(const Operand &operand, int64_t step) const {
-  switch (operand.source) {
-  case Operand::Source::CurrentState:
-    return currentStates[operand.stateIndex] + operand.column;
-  case Operand::Source::NextState:
-    return nextStates[operand.stateIndex] + operand.column;
-  case Operand::Source::Fixed:
-    break;
-  }
-  return operand.base + step * operand.stepAdvance;
-}
 
 static float *allocateIn(std::vector<std::vector<float>> &storage,
                          int64_t count) {
@@ -397,31 +484,34 @@ static float *allocateIn(std::vector<std::vector<float>> &storage,
 
 void Execution::allocate() {
   int64_t steps = sizes.steps, batch = sizes.batch;
-  for (const std::string &dim : plan.dims)
-    dimValues.push_back(sizes.dims.at(dim));
+  work = Workspace();
   for (const BufferDecl &buffer : plan.buffers) {
-    int64_t rows =
-        buffer.extent == BufferDecl::Extent::Sequence ? steps * batch : batch;
-    buffers.push_back(allocateIn(storage, rows * sizes.eval(buffer.length)));
+    int64_t rows = buffer.extent == BufferDecl::Extent::Sequence || training
+                       ? steps * batch
+                       : batch;
+    work.buffers.push_back(
+        allocateIn(work.storage, rows * sizes.eval(buffer.length)));
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
-    int64_t count = batch * sizes.eval(plan.states[i].length);
-    currentStates.push_back(allocateIn(storage, count));
-    nextStates.push_back(allocateIn(storage, count));
+    int64_t count = batch * width(plan.states[i]);
+    work.currentStates.push_back(
+        allocateIn(work.storage, training ? (steps + 1) * count : count));
+    work.nextStates.push_back(training ? nullptr
+                                       : allocateIn(work.storage, count));
     if (i < args.initialStates.size() && args.initialStates[i].data)
-      std::memcpy(currentStates.back(), args.initialStates[i].data,
+      std::memcpy(work.currentStates.back(), args.initialStates[i].data,
                   count * sizeof(float));
   }
   outputWidth = sizes.eval(plan.outputWidth);
   if (!args.output.data) {
     // Nobody reads the output: one step's worth of scratch is enough.
-    outputBase = allocateIn(storage, batch * outputWidth);
+    work.outputBase = allocateIn(work.storage, batch * outputWidth);
   } else if (args.reverse) {
-    outputBase = allocateIn(storage, steps * batch * outputWidth);
-    outputStepAdvance = batch * outputWidth;
+    work.outputBase = allocateIn(work.storage, steps * batch * outputWidth);
+    work.outputStepAdvance = batch * outputWidth;
   } else {
-    outputBase = args.output.data;
-    outputStepAdvance = batch * outputWidth;
+    work.outputBase = args.output.data;
+    work.outputStepAdvance = batch * outputWidth;
   }
 }
 
@@ -441,80 +531,136 @@ static void reverseWithinLengths(const float *source, float *target,
     }
 }
 
+/// Adds `source` [T, B, width] to `target`, reversing every sequence within
+/// its length (reverse = false: unchanged); padded steps are left alone.
+static void addWithinLengths(const float *source, float *target, int64_t steps,
+                             int64_t batch, int64_t width,
+                             const int32_t *lengths, bool reverse) {
+  for (int64_t t = 0; t < steps; ++t)
+    for (int64_t b = 0; b < batch; ++b) {
+      if (t >= lengths[b])
+        continue;
+      int64_t from = reverse ? lengths[b] - 1 - t : t;
+      const float *in = source + (from * batch + b) * width;
+      float *out = target + (t * batch + b) * width;
+      for (int64_t j = 0; j < width; ++j)
+        out[j] += in[j];
+    }
+}
+
 void Execution::reverseInputs() {
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     if (!args.reverse) {
       // Kernels take non-const pointers but never write inputs.
-      inputs.push_back(const_cast<float *>(args.inputs[i].data));
+      work.inputs.push_back(const_cast<float *>(args.inputs[i].data));
       continue;
     }
-    int64_t width = sizes.eval(plan.inputs[i].length);
-    float *copy = allocateIn(storage, sizes.steps * sizes.batch * width);
+    int64_t inputWidth = width(plan.inputs[i]);
+    float *copy =
+        allocateIn(work.storage, sizes.steps * sizes.batch * inputWidth);
     reverseWithinLengths(args.inputs[i].data, copy, sizes.steps, sizes.batch,
-                         width, args.lengths);
-    inputs.push_back(copy);
+                         inputWidth, args.lengths);
+    work.inputs.push_back(copy);
   }
 }
 
 void Execution::stackWeights() {
   for (const WeightDecl &weight : plan.weights) {
     if (weight.params.size() == 1) {
-      weights.push_back(args.params.at(weight.params[0]).data);
+      work.weights.push_back(args.params.at(weight.params[0]).data);
       continue;
     }
     int64_t cols = sizes.eval(plan.weightCols(weight));
     float *stacked =
-        allocateIn(storage, sizes.eval(plan.weightRows(weight)) * cols);
+        allocateIn(work.storage, sizes.eval(plan.weightRows(weight)) * cols);
     float *row = stacked;
     for (const std::string &name : weight.params) {
       int64_t count = sizes.eval(plan.findParam(name)->shape[0]) * cols;
       std::memcpy(row, args.params.at(name).data, count * sizeof(float));
       row += count;
     }
-    weights.push_back(stacked);
+    work.weights.push_back(stacked);
   }
+}
+
+/// backward() may get the same values at other addresses than forward did:
+/// point the workspace at the caller's arrays again.
+void Execution::refreshCallerPointers() {
+  if (!args.reverse)
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      work.inputs[i] = const_cast<float *>(args.inputs[i].data);
+  for (size_t i = 0; i < plan.weights.size(); ++i)
+    if (plan.weights[i].params.size() == 1)
+      work.weights[i] = args.params.at(plan.weights[i].params[0]).data;
 }
 
 Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
   Operand operand;
-  int64_t width = sizes.eval(plan.arrayWidth(ref));
+  int64_t arrayWidth = sizes.eval(plan.arrayWidth(ref));
   operand.column = sizes.eval(ref.column);
-  if (operand.column < 0 || operand.column > width)
+  if (operand.column < 0 || operand.column > arrayWidth)
     return Status::error(planError(
         op, "column offset of " + quote(ref.str()) + " is " +
                 std::to_string(operand.column) + ", outside its array of " +
-                std::to_string(width) + " columns"));
-  operand.stride = width;
-  bool perStep = op.phase == Phase::Step;
+                std::to_string(arrayWidth) + " columns"));
+  operand.stride = arrayWidth;
+  bool perStep = op.phase == Phase::Step || op.phase == Phase::BStep ||
+                 op.phase == Phase::Scan;
+  int64_t stepFloats = perStep ? rowsPerStep * arrayWidth : 0;
   switch (ref.kind) {
   case Ref::Kind::Input:
-    operand.base = inputs[plan.inputIndex(ref.name)];
-    operand.stepAdvance = perStep ? rowsPerStep * width : 0;
+    operand.base = work.inputs[plan.inputIndex(ref.name)];
+    operand.stepAdvance = stepFloats;
     break;
   case Ref::Kind::Seq:
-    operand.base = buffers[plan.bufferIndex(ref.name)];
-    operand.stepAdvance = perStep ? rowsPerStep * width : 0;
+    operand.base = work.buffers[plan.bufferIndex(ref.name)];
+    operand.stepAdvance = stepFloats;
     break;
   case Ref::Kind::Step:
-    operand.base = buffers[plan.bufferIndex(ref.name)];
+    operand.base = work.buffers[plan.bufferIndex(ref.name)];
+    // Training keeps every step's values (T-indexed).
+    operand.stepAdvance = training ? stepFloats : 0;
     break;
   case Ref::Kind::State:
-  case Ref::Kind::Next:
-    operand.source = ref.kind == Ref::Kind::State
-                         ? Operand::Source::CurrentState
-                         : Operand::Source::NextState;
-    operand.stateIndex = plan.stateIndex(ref.name);
-    return operand;
+  case Ref::Kind::Next: {
+    int64_t index = plan.stateIndex(ref.name);
+    bool next = ref.kind == Ref::Kind::Next;
+    if (!training) {
+      operand.slot =
+          next ? &work.nextStates[index] : &work.currentStates[index];
+      return operand;
+    }
+    // The history: block t before step t, block t+1 after it.
+    operand.base =
+        work.currentStates[index] + (next ? rowsPerStep * arrayWidth : 0);
+    operand.stepAdvance = stepFloats;
+    break;
+  }
   case Ref::Kind::Param: {
     const ParamDecl *param = plan.findParam(ref.name);
     operand.base = const_cast<float *>(args.params.at(ref.name).data);
     // A vector param is broadcast to every row.
-    operand.stride = param->isMatrix() ? width : 0;
+    operand.stride = param->isMatrix() ? arrayWidth : 0;
     break;
   }
   case Ref::Kind::Out:
-    operand.base = outputBase;
-    operand.stepAdvance = outputStepAdvance;
+    operand.base = work.outputBase;
+    operand.stepAdvance = work.outputStepAdvance;
+    break;
+  case Ref::Kind::Dnext:
+  case Ref::Kind::Dstate: {
+    int64_t index = plan.stateIndex(ref.name);
+    operand.slot = ref.kind == Ref::Kind::Dnext ? &grads.dnext[index]
+                                                : &grads.dstate[index];
+    return operand;
+  }
+  case Ref::Kind::Dout:
+    operand.base = grads.dout;
+    operand.stepAdvance = grads.doutStepAdvance;
+    break;
+  case Ref::Kind::Dinput:
+    operand.base = grads.dinputs[plan.inputIndex(ref.name)];
+    operand.stepAdvance = stepFloats;
     break;
   }
   operand.base += operand.column;
@@ -523,121 +669,511 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
 
 Status Execution::checkColumns(const Operation &op, const Ref &ref,
                                int64_t columns, const char *role) const {
-  int64_t width = sizes.eval(plan.arrayWidth(ref));
+  int64_t arrayWidth = sizes.eval(plan.arrayWidth(ref));
   int64_t first = sizes.eval(ref.column);
-  if (first + columns <= width)
+  if (first + columns <= arrayWidth)
     return Status::success();
-  return Status::error(
-      planError(op, std::string("gemm ") + role + " " + quote(ref.str()) +
-                        " needs " + "columns [" + std::to_string(first) + ", " +
-                        std::to_string(first + columns) +
-                        ") but its array has " + std::to_string(width)));
+  return Status::error(planError(
+      op, std::string(role) + " " + quote(ref.str()) + " needs " + "columns [" +
+              std::to_string(first) + ", " + std::to_string(first + columns) +
+              ") but its array has " + std::to_string(arrayWidth)));
 }
 
-Status Execution::bindOperations() {
+/// Wgrad and pgrad: where the caller wants the param gradients.
+Status Execution::bindGradients(BoundOperation &bound) {
+  const Operation &op = *bound.op;
+  auto wanted = [&](const std::string &name) -> float * {
+    auto it = gradientArgs->paramGradients.find(name);
+    return it == gradientArgs->paramGradients.end() ? nullptr : it->second.data;
+  };
+  if (op.kind == Operation::Kind::Pgrad) {
+    bound.gradient = wanted(op.param);
+    bound.length = sizes.eval(plan.findParam(op.param)->shape[0]);
+    return checkColumns(op, op.operands[0], bound.length, "pgrad operand");
+  }
+  const WeightDecl &weight = *plan.findWeight(op.weight);
+  int64_t row = 0;
+  for (const std::string &name : weight.params) {
+    int64_t rows = sizes.eval(plan.findParam(name)->shape[0]);
+    if (float *gradient = wanted(name))
+      bound.parts.push_back({gradient, row, rows});
+    row += rows;
+  }
+  Status status = checkColumns(op, op.wgradDy(), bound.weightRows, "wgrad DY");
+  if (!status.ok())
+    return status;
+  return checkColumns(op, op.wgradX(), bound.weightCols, "wgrad X");
+}
+
+Status Execution::bindOperations(bool backwardPhases) {
   size_t maxOperands = 0;
   for (const Operation &op : plan.operations) {
-    BoundOperation bound{&op, {}};
+    if (isBackward(op.phase) != backwardPhases)
+      continue;
+    BoundOperation bound;
+    bound.op = &op;
     for (const Ref &ref : op.operands) {
       Expected<Operand> operand = bindOperand(op, ref);
       if (!operand)
         return operand.getStatus();
       bound.operands.push_back(*operand);
     }
-    if (op.kind == Operation::Kind::Gemm) {
+    Status status;
+    if (op.kind == Operation::Kind::Kernel) {
+      if (op.kernel >= static_cast<int64_t>(kernels.size()))
+        return Status::error(planError(op, "kernel " +
+                                               std::to_string(op.kernel) +
+                                               " is not in the image"));
+    } else if (op.kind == Operation::Kind::Pgrad) {
+      if (!(status = bindGradients(bound)).ok())
+        return status;
+    } else {
       const WeightDecl &weight = *plan.findWeight(op.weight);
-      bound.weight = weights[plan.weightIndex(op.weight)];
+      bound.weight = work.weights[plan.weightIndex(op.weight)];
       bound.weightRows = sizes.eval(plan.weightRows(weight));
       bound.weightCols = sizes.eval(plan.weightCols(weight));
-      Status status;
-      if (!(status =
-                checkColumns(op, op.gemmOutput(), bound.weightRows, "output"))
-               .ok() ||
-          !(status =
-                checkColumns(op, op.gemmInput(), bound.weightCols, "input"))
-               .ok())
+      if (op.kind == Operation::Kind::Wgrad) {
+        status = bindGradients(bound);
+      } else {
+        // Forward: OUT[., R] = IN[., C] W^T; backward: OUT[., C] += IN[., R] W.
+        bool forwardGemm = !isBackward(op.phase);
+        int64_t outColumns = forwardGemm ? bound.weightRows : bound.weightCols;
+        int64_t inColumns = forwardGemm ? bound.weightCols : bound.weightRows;
+        if ((status =
+                 checkColumns(op, op.gemmOutput(), outColumns, "gemm output"))
+                .ok())
+          status = checkColumns(op, op.gemmInput(), inColumns, "gemm input");
+      }
+      if (!status.ok())
         return status;
-    } else if (op.kernel >= static_cast<int64_t>(kernels.size())) {
-      return Status::error(planError(op, "kernel " + std::to_string(op.kernel) +
-                                             " is not in the image"));
     }
     maxOperands = std::max(maxOperands, op.operands.size());
-    (op.phase == Phase::Pre ? preOperations : stepOperations)
-        .push_back(std::move(bound));
+    switch (op.phase) {
+    case Phase::Pre:
+    case Phase::BPre:
+      sequenceOperations.push_back(std::move(bound));
+      break;
+    case Phase::Step:
+    case Phase::BStep:
+      stepOperations.push_back(std::move(bound));
+      break;
+    case Phase::Scan:
+      // Training runs the step kernels: they record the state history.
+      if (!training)
+        scanOperations.push_back(std::move(bound));
+      break;
+    case Phase::End:
+      endOperations.push_back(std::move(bound));
+      break;
+    }
   }
   kernelPointers.resize(maxOperands);
-  kernelStrides.resize(maxOperands);
+  // Scan kernels take a second stride per argument (its per-step advance).
+  kernelStrides.resize(2 * maxOperands);
   return Status::success();
 }
 
 Status Execution::runOperation(const BoundOperation &bound, int64_t step,
                                int64_t rowBegin, int64_t rowEnd) {
   const Operation &op = *bound.op;
-  if (op.kind == Operation::Kind::Gemm) {
+  switch (op.kind) {
+  case Operation::Kind::Gemm: {
     const Operand &out = bound.operands[0], &in = bound.operands[1];
+    const float *inRows = in.at(step) + rowBegin * in.stride;
+    float *outRows = out.at(step) + rowBegin * out.stride;
+    if (isBackward(op.phase))
+      return detail::gemmAccumulate(
+          rowEnd - rowBegin, bound.weightCols, bound.weightRows, inRows,
+          in.stride, bound.weight, bound.weightCols, outRows, out.stride);
     return detail::gemmTransposedWeight(
-        rowEnd - rowBegin, bound.weightRows, bound.weightCols,
-        pointer(in, step) + rowBegin * in.stride, in.stride, bound.weight,
-        bound.weightCols, pointer(out, step) + rowBegin * out.stride,
-        out.stride);
+        rowEnd - rowBegin, bound.weightRows, bound.weightCols, inRows,
+        in.stride, bound.weight, bound.weightCols, outRows, out.stride);
+  }
+  case Operation::Kind::Wgrad: {
+    const Operand &dy = bound.operands[0], &x = bound.operands[1];
+    for (const GradientPart &part : bound.parts) {
+      Status status = detail::gemmAccumulateTransposedInput(
+          part.rows, bound.weightCols, rowEnd - rowBegin,
+          dy.at(0) + rowBegin * dy.stride + part.rowOffset, dy.stride,
+          x.at(0) + rowBegin * x.stride, x.stride, part.gradient,
+          bound.weightCols);
+      if (!status.ok())
+        return status;
+    }
+    return Status::success();
+  }
+  case Operation::Kind::Pgrad: {
+    if (!bound.gradient)
+      return Status::success();
+    const Operand &ref = bound.operands[0];
+    std::vector<double> sums(bound.length, 0.0);
+    for (int64_t row = rowBegin; row < rowEnd; ++row) {
+      const float *values = ref.at(0) + row * ref.stride;
+      for (int64_t j = 0; j < bound.length; ++j)
+        sums[j] += values[j];
+    }
+    for (int64_t j = 0; j < bound.length; ++j)
+      bound.gradient[j] += static_cast<float>(sums[j]);
+    return Status::success();
+  }
+  case Operation::Kind::Kernel:
+    break;
   }
   for (size_t i = 0; i < bound.operands.size(); ++i) {
-    kernelPointers[i] = pointer(bound.operands[i], step);
+    kernelPointers[i] = bound.operands[i].at(step);
     kernelStrides[i] = bound.operands[i].stride;
   }
-  bool perStep = op.phase == Phase::Step;
+  bool perStep = op.phase == Phase::Step || op.phase == Phase::BStep;
   kernels[op.kernel](rowBegin, rowEnd, perStep ? step : 0,
                      perStep ? args.lengths : nullptr, dimValues.data(),
                      kernelPointers.data(), kernelStrides.data());
   return Status::success();
 }
 
-void Execution::finish(int64_t maxLength) {
-  if (args.output.data) {
-    // Steps no sequence reaches were skipped; their outputs are zeros.
-    int64_t stepFloats = sizes.batch * outputWidth;
-    std::memset(outputBase + maxLength * stepFloats, 0,
-                (sizes.steps - maxLength) * stepFloats * sizeof(float));
-    if (args.reverse)
-      reverseWithinLengths(outputBase, args.output.data, sizes.steps,
-                           sizes.batch, outputWidth, args.lengths);
+/// A time-scan kernel runs every step of rows [0, B) in one call: `step`
+/// carries T, and each argument's per-step advance follows its row stride.
+void Execution::runScan(const BoundOperation &bound) {
+  size_t count = bound.operands.size();
+  for (size_t i = 0; i < count; ++i) {
+    kernelPointers[i] = bound.operands[i].at(0);
+    kernelStrides[i] = bound.operands[i].stride;
+    kernelStrides[count + i] = bound.operands[i].stepAdvance;
   }
-  for (size_t i = 0; i < args.finalStates.size(); ++i)
-    if (args.finalStates[i].data)
-      std::memcpy(args.finalStates[i].data, currentStates[i],
-                  sizes.batch * sizes.eval(plan.states[i].length) *
-                      sizeof(float));
+  kernels[bound.op->kernel](0, rowsPerStep, sizes.steps, args.lengths,
+                            dimValues.data(), kernelPointers.data(),
+                            kernelStrides.data());
 }
 
-Status Execution::run() {
+void Execution::finish() {
+  int64_t batch = sizes.batch;
+  if (args.output.data) {
+    // Steps no sequence reaches were skipped; their outputs are zeros.
+    int64_t stepFloats = batch * outputWidth;
+    std::memset(work.outputBase + maxLength * stepFloats, 0,
+                (sizes.steps - maxLength) * stepFloats * sizeof(float));
+    if (args.reverse)
+      reverseWithinLengths(work.outputBase, args.output.data, sizes.steps,
+                           batch, outputWidth, args.lengths);
+  }
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t count = batch * width(plan.states[i]);
+    const float *last = work.currentStates[i];
+    if (training) {
+      // The skipped steps carry the state: keep the history complete.
+      float *history = work.currentStates[i];
+      last = history + maxLength * count;
+      for (int64_t t = maxLength + 1; t <= sizes.steps; ++t)
+        std::memcpy(history + t * count, last, count * sizeof(float));
+    }
+    if (i < args.finalStates.size() && args.finalStates[i].data)
+      std::memcpy(args.finalStates[i].data, last, count * sizeof(float));
+  }
+}
+
+Status Execution::forward() {
   allocate();
   reverseInputs();
   stackWeights();
-  Status status = bindOperations();
+  Status status = bindOperations(/*backwardPhases=*/false);
   if (!status.ok())
     return status;
 
   int64_t allRows = sizes.steps * sizes.batch;
-  for (const BoundOperation &bound : preOperations)
+  for (const BoundOperation &bound : sequenceOperations)
     if (!(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;
-
-  // Steps at or past the longest sequence would only copy states.
-  int64_t maxLength =
-      *std::max_element(args.lengths, args.lengths + sizes.batch);
+  if (!scanOperations.empty()) {
+    for (const BoundOperation &bound : scanOperations)
+      runScan(bound);
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      std::swap(work.currentStates[i], work.nextStates[i]);
+    finish();
+    return Status::success();
+  }
   for (int64_t step = 0; step < maxLength; ++step) {
     for (const BoundOperation &bound : stepOperations)
       if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
         return status;
-    std::swap(currentStates, nextStates);
+    if (!training)
+      for (size_t i = 0; i < plan.states.size(); ++i)
+        std::swap(work.currentStates[i], work.nextStates[i]);
   }
-  finish(maxLength);
+  finish();
   return Status::success();
 }
+
+/// Gradient buffers are the buffers only backward operations reference.
+void Execution::zeroGradientBuffers() {
+  std::vector<bool> forwardUse(plan.buffers.size(), false),
+      backwardUse(plan.buffers.size(), false);
+  for (const Operation &op : plan.operations)
+    for (const Ref &ref : op.operands)
+      if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step)
+        (isBackward(op.phase) ? backwardUse
+                              : forwardUse)[plan.bufferIndex(ref.name)] = true;
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (backwardUse[i] && !forwardUse[i])
+      std::memset(work.buffers[i], 0,
+                  sizes.steps * sizes.batch *
+                      sizes.eval(plan.buffers[i].length) * sizeof(float));
+}
+
+void Execution::setUpGradients(const BackwardArgs &gradients) {
+  int64_t steps = sizes.steps, batch = sizes.batch;
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t count = batch * width(plan.states[i]);
+    grads.dnext.push_back(allocateIn(grads.storage, count));
+    grads.dstate.push_back(allocateIn(grads.storage, count));
+    if (i < gradients.finalStateGradients.size() &&
+        gradients.finalStateGradients[i].data)
+      std::memcpy(grads.dnext.back(), gradients.finalStateGradients[i].data,
+                  count * sizeof(float));
+  }
+  outputWidth = sizes.eval(plan.outputWidth);
+  if (!gradients.outputGradient.data) {
+    // Read only: one zero step serves every step.
+    grads.dout = allocateIn(grads.storage, batch * outputWidth);
+  } else if (args.reverse) {
+    grads.dout = allocateIn(grads.storage, steps * batch * outputWidth);
+    reverseWithinLengths(gradients.outputGradient.data, grads.dout, steps,
+                         batch, outputWidth, args.lengths);
+    grads.doutStepAdvance = batch * outputWidth;
+  } else {
+    // Kernels take non-const pointers but never write `dout`.
+    grads.dout = const_cast<float *>(gradients.outputGradient.data);
+    grads.doutStepAdvance = batch * outputWidth;
+  }
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    bool used = false;
+    for (const Operation &op : plan.operations)
+      for (const Ref &ref : op.operands)
+        used |=
+            ref.kind == Ref::Kind::Dinput && ref.name == plan.inputs[i].name;
+    float *callers = i < gradients.inputGradients.size()
+                         ? gradients.inputGradients[i].data
+                         : nullptr;
+    bool direct = used && callers && !args.reverse;
+    grads.dinputs.push_back(
+        !used ? nullptr
+        : direct
+            ? callers
+            : allocateIn(grads.storage, steps * batch * width(plan.inputs[i])));
+    grads.dinputScratch.push_back(used && callers && !direct);
+  }
+}
+
+void Execution::finishBackward(const BackwardArgs &gradients) {
+  // After the step loop `dnext` is the gradient of the initial state.
+  for (size_t i = 0; i < gradients.initialStateGradients.size(); ++i)
+    if (float *target = gradients.initialStateGradients[i].data) {
+      int64_t count = sizes.batch * width(plan.states[i]);
+      for (int64_t j = 0; j < count; ++j)
+        target[j] += grads.dnext[i][j];
+    }
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (grads.dinputScratch[i])
+      addWithinLengths(grads.dinputs[i], gradients.inputGradients[i].data,
+                       sizes.steps, sizes.batch, width(plan.inputs[i]),
+                       args.lengths, args.reverse);
+}
+
+Status Execution::backward(const BackwardArgs &gradients) {
+  gradientArgs = &gradients;
+  refreshCallerPointers();
+  zeroGradientBuffers();
+  setUpGradients(gradients);
+  Status status = bindOperations(/*backwardPhases=*/true);
+  if (!status.ok())
+    return status;
+
+  for (int64_t step = maxLength - 1; step >= 0; --step) {
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      std::memset(grads.dstate[i], 0,
+                  sizes.batch * width(plan.states[i]) * sizeof(float));
+    for (const BoundOperation &bound : stepOperations)
+      if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
+        return status;
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      std::swap(grads.dnext[i], grads.dstate[i]);
+  }
+  int64_t allRows = sizes.steps * sizes.batch;
+  for (const BoundOperation &bound : sequenceOperations)
+    if (!(status = runOperation(bound, 0, 0, allRows)).ok())
+      return status;
+  for (const BoundOperation &bound : endOperations)
+    if (!(status = runOperation(bound, 0, 0, allRows)).ok())
+      return status;
+  finishBackward(gradients);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The Cell entry points
+//===----------------------------------------------------------------------===//
 
 Status Cell::forward(const ForwardArgs &args) const {
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
   if (!sizes)
     return sizes.getStatus();
-  return Execution(plan, kernels, args, *sizes).run();
+  Workspace work;
+  return Execution(plan, kernels, args, *sizes, work, /*training=*/false)
+      .forward();
+}
+
+bool Cell::hasBackward() const { return plan.hasBackward(); }
+
+static Status noBackward(const Plan &plan) {
+  return Status::error("cell " + quote(plan.cellName) +
+                       " has no backward pass: its plan lists no bstep, bpre, "
+                       "wgrad or pgrad directives");
+}
+
+Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
+  if (!plan.hasBackward())
+    return noBackward(plan);
+  Expected<Sizes> sizes = DimBinder(plan, args).bind();
+  if (!sizes)
+    return sizes.getStatus();
+  if (!tape.storage)
+    tape.storage = std::make_unique<Tape::Storage>();
+  Tape::Storage &record = *tape.storage;
+  record.recorded = false;
+  Status status = Execution(plan, kernels, args, *sizes, record.workspace,
+                            /*training=*/true)
+                      .forward();
+  if (!status.ok())
+    return status;
+  record.planText = printPlan(plan);
+  record.steps = sizes->steps;
+  record.batch = sizes->batch;
+  record.dims = sizes->dims;
+  record.lengths.assign(args.lengths, args.lengths + sizes->batch);
+  record.reverse = args.reverse;
+  record.recorded = true;
+  return Status::success();
+}
+
+/// Checks the gradient arrays against the bound sizes.
+static Status checkGradients(const Plan &plan, const Sizes &sizes,
+                             const BackwardArgs &gradients) {
+  auto tooMany = [&](const char *what, size_t count, size_t limit,
+                     const char *kind) {
+    return Status::error("cell " + quote(plan.cellName) + " has " +
+                         std::to_string(limit) + " " + kind + ", got " +
+                         std::to_string(count) + " " + what);
+  };
+  if (gradients.finalStateGradients.size() > plan.states.size())
+    return tooMany("final state gradients",
+                   gradients.finalStateGradients.size(), plan.states.size(),
+                   "states");
+  if (gradients.initialStateGradients.size() > plan.states.size())
+    return tooMany("initial state gradients",
+                   gradients.initialStateGradients.size(), plan.states.size(),
+                   "states");
+  if (gradients.inputGradients.size() > plan.inputs.size())
+    return tooMany("input gradients", gradients.inputGradients.size(),
+                   plan.inputs.size(), "inputs");
+
+  std::vector<ShapeConstraint> constraints;
+  auto add = [&](const std::string &label, const DimExpr &length,
+                 const std::vector<int64_t> &actual, bool perStep) {
+    if (perStep)
+      constraints.push_back({label,
+                             {"T", "B", length.str()},
+                             {DimExpr::constant(sizes.steps),
+                              DimExpr::constant(sizes.batch), length},
+                             actual});
+    else
+      constraints.push_back({label,
+                             {"B", length.str()},
+                             {DimExpr::constant(sizes.batch), length},
+                             actual});
+  };
+  if (gradients.outputGradient.data)
+    add("the output gradient", plan.outputWidth, gradients.outputGradient.shape,
+        true);
+  for (size_t i = 0; i < gradients.finalStateGradients.size(); ++i)
+    if (gradients.finalStateGradients[i].data)
+      add("final state gradient " + quote(plan.states[i].name),
+          plan.states[i].length, gradients.finalStateGradients[i].shape, false);
+  for (size_t i = 0; i < gradients.initialStateGradients.size(); ++i)
+    if (gradients.initialStateGradients[i].data)
+      add("initial state gradient " + quote(plan.states[i].name),
+          plan.states[i].length, gradients.initialStateGradients[i].shape,
+          false);
+  for (size_t i = 0; i < gradients.inputGradients.size(); ++i)
+    if (gradients.inputGradients[i].data)
+      add("input gradient " + quote(plan.inputs[i].name), plan.inputs[i].length,
+          gradients.inputGradients[i].shape, true);
+  for (const auto &[name, array] : gradients.paramGradients) {
+    const ParamDecl *param = plan.findParam(name);
+    if (!param) {
+      std::string known;
+      for (const ParamDecl &decl : plan.params)
+        known += " " + decl.name;
+      return Status::error("gradient for unknown param " + quote(name) +
+                           " (cell " + quote(plan.cellName) +
+                           " has params:" + known + ")");
+    }
+    if (!array.data)
+      continue;
+    std::vector<std::string> text;
+    for (const DimExpr &extent : param->shape)
+      text.push_back(extent.str());
+    constraints.push_back(
+        {"gradient of param " + quote(name), text, param->shape, array.shape});
+  }
+  for (const ShapeConstraint &constraint : constraints) {
+    Status status = checkConstraint(constraint, sizes);
+    if (!status.ok())
+      return status;
+  }
+  return Status::success();
+}
+
+Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
+                      Tape &tape) const {
+  if (!plan.hasBackward())
+    return noBackward(plan);
+  if (!tape.isRecorded())
+    return Status::error("backward: the tape holds no recorded forward pass "
+                         "(call forward(args, tape) first)");
+  const Tape::Storage &record = *tape.storage;
+  if (record.planText != printPlan(plan))
+    return Status::error("backward: the tape was recorded by another cell");
+  Expected<Sizes> sizes = DimBinder(plan, args).bind();
+  if (!sizes)
+    return sizes.getStatus();
+  if (sizes->steps != record.steps || sizes->batch != record.batch ||
+      sizes->dims != record.dims) {
+    auto describe = [&](int64_t steps, int64_t batch,
+                        const std::map<std::string, int64_t> &dims) {
+      std::string text =
+          "T=" + std::to_string(steps) + " B=" + std::to_string(batch);
+      for (const std::string &dim : plan.dims)
+        text += " " + dim + "=" + std::to_string(dims.at(dim));
+      return text;
+    };
+    return Status::error("backward: the arguments bind " +
+                         describe(sizes->steps, sizes->batch, sizes->dims) +
+                         " but the tape was recorded with " +
+                         describe(record.steps, record.batch, record.dims));
+  }
+  for (int64_t b = 0; b < record.batch; ++b)
+    if (args.lengths[b] != record.lengths[b])
+      return Status::error("backward: lengths[" + std::to_string(b) +
+                           "] = " + std::to_string(args.lengths[b]) +
+                           " but the tape was recorded with " +
+                           std::to_string(record.lengths[b]));
+  if (args.reverse != record.reverse)
+    return Status::error(std::string("backward: args.reverse is ") +
+                         (args.reverse ? "true" : "false") +
+                         " but the tape was recorded with " +
+                         (record.reverse ? "true" : "false"));
+  Status status = checkGradients(plan, *sizes, gradients);
+  if (!status.ok())
+    return status;
+  return Execution(plan, kernels, args, *sizes, tape.storage->workspace,
+                   /*training=*/true)
+      .backward(gradients);
 }

@@ -31,3 +31,36 @@ Status detail::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
                          ", " + std::to_string(k) + "]^T product");
   return Status::success();
 }
+
+/// Calls dnnl_sgemm (row-major) with beta = 1 and turns failures into errors.
+static Status accumulate(char transA, char transB, int64_t m, int64_t n,
+                         int64_t k, const float *a, int64_t lda, const float *b,
+                         int64_t ldb, float *c, int64_t ldc) {
+  if (m == 0 || n == 0 || k == 0)
+    return Status::success();
+  dnnl_status_t status =
+      dnnl_sgemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+  if (status != dnnl_success)
+    return Status::error("dnnl_sgemm failed (status " +
+                         std::to_string(static_cast<int>(status)) + ") for a " +
+                         (transA == 'T' ? "transposed " : "") + "[" +
+                         std::to_string(m) + ", " + std::to_string(k) +
+                         "] x [" + std::to_string(k) + ", " +
+                         std::to_string(n) + "] product");
+  return Status::success();
+}
+
+Status detail::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
+                              const float *in, int64_t inStride,
+                              const float *weight, int64_t weightStride,
+                              float *out, int64_t outStride) {
+  return accumulate('N', 'N', rows, n, k, in, inStride, weight, weightStride,
+                    out, outStride);
+}
+
+Status detail::gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
+                                             const float *a, int64_t aStride,
+                                             const float *b, int64_t bStride,
+                                             float *out, int64_t outStride) {
+  return accumulate('T', 'N', m, n, k, a, aStride, b, bStride, out, outStride);
+}

@@ -1,7 +1,8 @@
 //===- Gemm.h - Matrix products for the executor ----------------*- C++ -*-===//
 //
-// The one GEMM shape a plan needs, behind a function so the backend (oneDNN
-// today) can change without touching the executor.
+// The GEMM shapes a plan needs (forward, backward and weight gradients), behind
+// a function so the backend (oneDNN today) can change without touching the
+// executor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,19 @@ Status gemmTransposedWeight(int64_t rows, int64_t n, int64_t k, const float *in,
                             int64_t inStride, const float *weight,
                             int64_t weightStride, float *out, int64_t outStride,
                             float beta = 0.0f);
+
+/// out[rows, n] += in[rows, k] · weight[k, n] (the backward direction of
+/// gemmTransposedWeight), all row-major with the given row strides.
+Status gemmAccumulate(int64_t rows, int64_t n, int64_t k, const float *in,
+                      int64_t inStride, const float *weight,
+                      int64_t weightStride, float *out, int64_t outStride);
+
+/// out[m, n] += a[k, m]ᵀ · b[k, n] (a weight gradient: k runs over the
+/// T*B rows), all row-major with the given row strides.
+Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
+                                     const float *a, int64_t aStride,
+                                     const float *b, int64_t bStride,
+                                     float *out, int64_t outStride);
 
 } // namespace detail
 } // namespace cellrt

@@ -29,12 +29,38 @@ static const char *refPrefix(Ref::Kind kind) {
     return "step";
   case Ref::Kind::Out:
     return "out";
+  case Ref::Kind::Dnext:
+    return "dnext";
+  case Ref::Kind::Dstate:
+    return "dstate";
+  case Ref::Kind::Dout:
+    return "dout";
+  case Ref::Kind::Dinput:
+    return "dinput";
   }
   return "?";
 }
 
+static bool isNameless(Ref::Kind kind) {
+  return kind == Ref::Kind::Out || kind == Ref::Kind::Dout;
+}
+
 static const char *phaseName(Phase phase) {
-  return phase == Phase::Pre ? "pre" : "step";
+  switch (phase) {
+  case Phase::Pre:
+    return "pre";
+  case Phase::Step:
+    return "step";
+  case Phase::Scan:
+    return "scan";
+  case Phase::BStep:
+    return "bstep";
+  case Phase::BPre:
+    return "bpre";
+  case Phase::End:
+    return "end";
+  }
+  return "?";
 }
 
 bool Ref::operator==(const Ref &other) const {
@@ -43,7 +69,7 @@ bool Ref::operator==(const Ref &other) const {
 
 std::string Ref::str() const {
   std::string text = refPrefix(kind);
-  if (kind != Kind::Out)
+  if (!isNameless(kind))
     text += ":" + name;
   if (column != DimExpr())
     text += "+" + column.str();
@@ -100,9 +126,12 @@ int64_t Plan::weightIndex(const std::string &name) const {
 DimExpr Plan::arrayWidth(const Ref &ref) const {
   switch (ref.kind) {
   case Ref::Kind::Input:
+  case Ref::Kind::Dinput:
     return findInput(ref.name)->length;
   case Ref::Kind::State:
   case Ref::Kind::Next:
+  case Ref::Kind::Dnext:
+  case Ref::Kind::Dstate:
     return findState(ref.name)->length;
   case Ref::Kind::Param:
     return findParam(ref.name)->shape.back();
@@ -110,6 +139,7 @@ DimExpr Plan::arrayWidth(const Ref &ref) const {
   case Ref::Kind::Step:
     return findBuffer(ref.name)->length;
   case Ref::Kind::Out:
+  case Ref::Kind::Dout:
     return outputWidth;
   }
   return DimExpr();
@@ -134,6 +164,11 @@ int64_t Plan::numKernelsUsed() const {
   return count;
 }
 
+bool Plan::hasBackward() const {
+  return std::any_of(operations.begin(), operations.end(),
+                     [](const Operation &op) { return isBackward(op.phase); });
+}
+
 //===----------------------------------------------------------------------===//
 // Parser
 //===----------------------------------------------------------------------===//
@@ -156,6 +191,9 @@ private:
   Status declare(int line, const std::string &space, const std::string &name);
   Status checkRef(int line, const Ref &ref);
   Status checkOperation(const Operation &op);
+  Status checkBackwardOperation(const Operation &op);
+  Status checkWidth(const Operation &op, const Ref &ref, const DimExpr &needed,
+                    const std::string &role);
   Status checkWeight(int line, const WeightDecl &weight);
   Status validate();
 
@@ -202,14 +240,20 @@ Status PlanParser::parseDim(int line, const std::string &token, DimExpr &expr) {
 
 Status PlanParser::parseRef(int line, const std::string &token, Ref &ref) {
   static const std::pair<const char *, Ref::Kind> prefixes[] = {
-      {"input", Ref::Kind::Input}, {"state", Ref::Kind::State},
-      {"next", Ref::Kind::Next},   {"param", Ref::Kind::Param},
-      {"seq", Ref::Kind::Seq},     {"step", Ref::Kind::Step}};
+      {"input", Ref::Kind::Input},  {"state", Ref::Kind::State},
+      {"next", Ref::Kind::Next},    {"param", Ref::Kind::Param},
+      {"seq", Ref::Kind::Seq},      {"step", Ref::Kind::Step},
+      {"dnext", Ref::Kind::Dnext},  {"dstate", Ref::Kind::Dstate},
+      {"dinput", Ref::Kind::Dinput}};
+  auto isBare = [&](const std::string &word) {
+    return token.rfind(word, 0) == 0 &&
+           (token.size() == word.size() || token[word.size()] == '+');
+  };
   size_t nameEnd;
-  if (token.rfind("out", 0) == 0 && (token.size() == 3 || token[3] == '+')) {
-    ref.kind = Ref::Kind::Out;
+  if (isBare("out") || isBare("dout")) {
+    ref.kind = token[0] == 'd' ? Ref::Kind::Dout : Ref::Kind::Out;
     ref.name.clear();
-    nameEnd = 3;
+    nameEnd = ref.kind == Ref::Kind::Out ? 3 : 4;
   } else {
     size_t colon = token.find(':');
     if (colon == std::string::npos)
@@ -370,9 +414,36 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
     return Status::success();
   }
 
-  if (directive == "pre" || directive == "step") {
+  if (directive == "wgrad" || directive == "pgrad") {
     Operation op;
-    op.phase = directive == "pre" ? Phase::Pre : Phase::Step;
+    op.phase = Phase::End;
+    op.line = line;
+    bool weight = directive == "wgrad";
+    op.kind = weight ? Operation::Kind::Wgrad : Operation::Kind::Pgrad;
+    if (!(status = expectArity(weight ? 3 : 2, weight ? "wgrad WEIGHT DY X"
+                                                      : "pgrad PARAM REF"))
+             .ok() ||
+        !(status = parseName(line, tokens[1], weight ? op.weight : op.param))
+             .ok())
+      return status;
+    op.operands.resize(tokens.size() - 2);
+    for (size_t i = 2; i < tokens.size(); ++i)
+      if (!(status = parseRef(line, tokens[i], op.operands[i - 2])).ok())
+        return status;
+    plan.operations.push_back(op);
+    return Status::success();
+  }
+
+  if (directive == "pre" || directive == "step" || directive == "bpre" ||
+      directive == "bstep" || directive == "scan") {
+    Operation op;
+    op.phase = directive == "pre"    ? Phase::Pre
+               : directive == "step" ? Phase::Step
+               : directive == "scan" ? Phase::Scan
+               : directive == "bpre" ? Phase::BPre
+                                     : Phase::BStep;
+    if (op.phase == Phase::Scan && (arity < 1 || tokens[1] != "kernel"))
+      return error(line, "'scan' takes only 'kernel K ARGS...'");
     op.line = line;
     if (arity < 1)
       return error(line, quote(directive) + " needs 'gemm' or 'kernel'");
@@ -417,11 +488,14 @@ Status PlanParser::checkRef(int line, const Ref &ref) {
   std::string what = quote(ref.str());
   switch (ref.kind) {
   case Ref::Kind::Input:
+  case Ref::Kind::Dinput:
     if (!plan.findInput(ref.name))
       return error(line, "unknown input " + quote(ref.name) + " in " + what);
     break;
   case Ref::Kind::State:
   case Ref::Kind::Next:
+  case Ref::Kind::Dnext:
+  case Ref::Kind::Dstate:
     if (!plan.findState(ref.name))
       return error(line, "unknown state " + quote(ref.name) + " in " + what);
     break;
@@ -444,8 +518,36 @@ Status PlanParser::checkRef(int line, const Ref &ref) {
   }
   case Ref::Kind::Out:
     break;
+  case Ref::Kind::Dout:
+    if (plan.outputWidth == DimExpr())
+      return error(line, "'dout' is used but the cell has no output "
+                         "('output 0')");
+    break;
   }
   return Status::success();
+}
+
+/// True when `expr` is negative for every positive value of its dims.
+static bool provablyNegative(const DimExpr &expr) {
+  // With all coefficients <= 0 the largest value is at every dim = 1.
+  int64_t largest = expr.getConstant();
+  for (const DimExpr::Term &term : expr.getTerms()) {
+    if (term.second > 0)
+      return false;
+    largest += term.second;
+  }
+  return largest < 0;
+}
+
+Status PlanParser::checkWidth(const Operation &op, const Ref &ref,
+                              const DimExpr &needed, const std::string &role) {
+  DimExpr width = plan.arrayWidth(ref);
+  if (!provablyNegative(width - ref.column - needed))
+    return Status::success();
+  return error(op.line, role + " " + quote(ref.str()) + " needs " +
+                            needed.str() + " columns from column " +
+                            ref.column.str() + " but its array has " +
+                            width.str());
 }
 
 Status PlanParser::checkOperation(const Operation &op) {
@@ -453,6 +555,8 @@ Status PlanParser::checkOperation(const Operation &op) {
   for (const Ref &ref : op.operands)
     if (!(status = checkRef(op.line, ref)).ok())
       return status;
+  if (isBackward(op.phase))
+    return checkBackwardOperation(op);
   using K = Ref::Kind;
   auto allowed = [&](const Ref &ref, std::initializer_list<K> kinds,
                      const std::string &role) {
@@ -467,27 +571,136 @@ Status PlanParser::checkOperation(const Operation &op) {
   };
   bool pre = op.phase == Phase::Pre;
   if (op.kind == Operation::Kind::Gemm) {
-    if (!plan.findWeight(op.weight))
+    const WeightDecl *weight = plan.findWeight(op.weight);
+    if (!weight)
       return error(op.line, "unknown weight " + quote(op.weight));
     if (pre) {
-      if (!(status = allowed(op.gemmOutput(), {K::Seq}, "gemm output")).ok())
-        return status;
-      return allowed(op.gemmInput(), {K::Input, K::Seq}, "gemm input");
-    }
-    if (!(status = allowed(op.gemmOutput(), {K::Seq, K::Step, K::Next, K::Out},
-                           "gemm output"))
-             .ok())
-      return status;
-    return allowed(op.gemmInput(),
-                   {K::Input, K::State, K::Next, K::Seq, K::Step},
-                   "gemm input");
-  }
-  if (pre)
-    for (const Ref &ref : op.operands)
-      if (!(status =
-                allowed(ref, {K::Input, K::Seq, K::Param}, "kernel argument"))
+      if (!(status = allowed(op.gemmOutput(), {K::Seq}, "gemm output")).ok() ||
+          !(status = allowed(op.gemmInput(), {K::Input, K::Seq}, "gemm input"))
                .ok())
         return status;
+    } else if (!(status =
+                     allowed(op.gemmOutput(),
+                             {K::Seq, K::Step, K::Next, K::Out}, "gemm output"))
+                    .ok() ||
+               !(status =
+                     allowed(op.gemmInput(),
+                             {K::Input, K::State, K::Next, K::Seq, K::Step},
+                             "gemm input"))
+                    .ok()) {
+      return status;
+    }
+    if (!(status = checkWidth(op, op.gemmOutput(), plan.weightRows(*weight),
+                              "gemm output"))
+             .ok())
+      return status;
+    return checkWidth(op, op.gemmInput(), plan.weightCols(*weight),
+                      "gemm input");
+  }
+  for (const Ref &ref : op.operands)
+    if (!(status = pre ? allowed(ref, {K::Input, K::Seq, K::Param},
+                                 "kernel argument")
+                       : allowed(ref,
+                                 {K::Input, K::State, K::Next, K::Param, K::Seq,
+                                  K::Step, K::Out},
+                                 "kernel argument"))
+             .ok())
+      return status;
+  return Status::success();
+}
+
+Status PlanParser::checkBackwardOperation(const Operation &op) {
+  Status status;
+  using K = Ref::Kind;
+  const char *directive = op.kind == Operation::Kind::Wgrad   ? "wgrad"
+                          : op.kind == Operation::Kind::Pgrad ? "pgrad"
+                                                              : nullptr;
+  auto allowed = [&](const Ref &ref, std::initializer_list<K> kinds,
+                     const std::string &role) {
+    if (std::find(kinds.begin(), kinds.end(), ref.kind) != kinds.end())
+      return Status::success();
+    std::string list;
+    for (K kind : kinds)
+      list += (list.empty() ? "" : ", ") + std::string(refPrefix(kind));
+    return error(op.line, (directive ? std::string(directive)
+                                     : std::string(phaseName(op.phase))) +
+                              " " + role + " cannot be " + quote(ref.str()) +
+                              " (allowed: " + list + ")");
+  };
+  // What every row of all T*B rows means (the state before each step).
+  std::initializer_list<K> allRows = {K::Input, K::State, K::Seq, K::Step};
+
+  switch (op.kind) {
+  case Operation::Kind::Wgrad: {
+    const WeightDecl *weight = plan.findWeight(op.weight);
+    if (!weight)
+      return error(op.line, "unknown weight " + quote(op.weight));
+    if (!(status = allowed(op.wgradDy(), allRows, "DY")).ok() ||
+        !(status = allowed(op.wgradX(), allRows, "X")).ok() ||
+        !(status = checkWidth(op, op.wgradDy(), plan.weightRows(*weight),
+                              "wgrad DY"))
+             .ok())
+      return status;
+    return checkWidth(op, op.wgradX(), plan.weightCols(*weight), "wgrad X");
+  }
+  case Operation::Kind::Pgrad: {
+    const ParamDecl *param = plan.findParam(op.param);
+    if (!param)
+      return error(op.line, "unknown param " + quote(op.param));
+    if (param->isMatrix())
+      return error(op.line, "pgrad takes a vector param, but " +
+                                quote(op.param) +
+                                " is a matrix (its gradient comes from wgrad)");
+    if (!(status = allowed(op.operands[0], allRows, "operand")).ok())
+      return status;
+    return checkWidth(op, op.operands[0], param->shape[0], "pgrad operand");
+  }
+  case Operation::Kind::Gemm: {
+    const WeightDecl *weight = plan.findWeight(op.weight);
+    if (!weight)
+      return error(op.line, "unknown weight " + quote(op.weight));
+    if (op.phase == Phase::BStep) {
+      if (!(status =
+                allowed(op.gemmOutput(),
+                        {K::Seq, K::Step, K::Dstate, K::Dinput}, "gemm output"))
+               .ok() ||
+          !(status = allowed(op.gemmInput(),
+                             {K::Input, K::State, K::Next, K::Seq, K::Step,
+                              K::Dnext, K::Dstate, K::Dout},
+                             "gemm input"))
+               .ok())
+        return status;
+    } else if (!(status = allowed(op.gemmOutput(), {K::Seq, K::Step, K::Dinput},
+                                  "gemm output"))
+                    .ok() ||
+               !(status = allowed(op.gemmInput(), allRows, "gemm input"))
+                    .ok()) {
+      return status;
+    }
+    // Backward products run the other way: OUT[., C] += IN[., R] * W[R, C].
+    if (!(status = checkWidth(op, op.gemmOutput(), plan.weightCols(*weight),
+                              "gemm output"))
+             .ok())
+      return status;
+    return checkWidth(op, op.gemmInput(), plan.weightRows(*weight),
+                      "gemm input");
+  }
+  case Operation::Kind::Kernel:
+    for (const Ref &ref : op.operands)
+      if (!(status = op.phase == Phase::BStep
+                         ? allowed(ref,
+                                   {K::Input, K::State, K::Next, K::Param,
+                                    K::Seq, K::Step, K::Dnext, K::Dstate,
+                                    K::Dout, K::Dinput},
+                                   "kernel argument")
+                         : allowed(ref,
+                                   {K::Input, K::State, K::Param, K::Seq,
+                                    K::Step, K::Dinput},
+                                   "kernel argument"))
+               .ok())
+        return status;
+    return Status::success();
+  }
   return Status::success();
 }
 
@@ -625,6 +838,15 @@ std::string cellrt::printPlan(const Plan &plan) {
     out += "\n";
   }
   for (const Operation &op : plan.operations) {
+    if (op.kind == Operation::Kind::Wgrad) {
+      out += "wgrad " + op.weight + " " + op.wgradDy().str() + " " +
+             op.wgradX().str() + "\n";
+      continue;
+    }
+    if (op.kind == Operation::Kind::Pgrad) {
+      out += "pgrad " + op.param + " " + op.operands[0].str() + "\n";
+      continue;
+    }
     out += phaseName(op.phase);
     if (op.kind == Operation::Kind::Gemm) {
       out += " gemm " + op.gemmOutput().str() + " " + op.weight + " " +

@@ -36,6 +36,20 @@ void runAtrCheck(const cellrt_image &image,
                  const std::vector<AtrSize> &sizes = defaultAtrSizes(),
                  double tolerance = 1e-5);
 
+/// Training mode: for every size, both directions, with and without an
+/// initial state, runs forward(args, tape) and backward() and expects the
+/// gradients of L = sum(out * dOut) + sum(finalState * dFinal) (random dOut,
+/// nonzero at padded steps too, and dFinal) with respect to x, h0, Wx and Wh
+/// within `tolerance` (max |a - b| / max |b|) of float64 LibTorch autograd
+/// through the same per-sequence reference. Also expects zero input
+/// gradients at padded steps, a training-mode forward that matches the
+/// reference, and a second backward() that doubles every gradient. The
+/// image's plan needs backward directives. Reports through GoogleTest and
+/// prints the largest error per array.
+void runAtrGradientCheck(const cellrt_image &image,
+                         const std::vector<AtrSize> &sizes = defaultAtrSizes(),
+                         double tolerance = 1e-4);
+
 } // namespace cellrt_test
 
 #endif // CELLRT_TEST_NUMERICS_ATRCHECK_H

@@ -32,3 +32,7 @@ TEST(CompiledAtr, ExportsOneStepKernelAndItsBackward) {
   EXPECT_NE(plan.find("step kernel 0"), std::string::npos) << plan;
   EXPECT_NE(plan.find("bstep kernel 1"), std::string::npos) << plan;
 }
+
+TEST(CompiledAtr, GradientsMatchLibTorch) {
+  cellrt_test::runAtrGradientCheck(cellc_atr_image());
+}

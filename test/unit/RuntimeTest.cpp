@@ -49,6 +49,61 @@ const char *const linearPlan =
     "step gemm step:q+H W1 state:h\n"
     "step kernel 0 seq:ab seq:ab+H param:b step:q+H state:h next:h out\n";
 
+/// linearPlan plus its backward pass: stacked weights, column offsets and a
+/// vector param's gradient (pgrad).
+const char *const linearTrainingPlan =
+    "cellc-plan 1\n"
+    "cell lin\n"
+    "dims H I\n"
+    "input x I\n"
+    "state h H\n"
+    "param A H I\n"
+    "param B H I\n"
+    "param U H H\n"
+    "param b H\n"
+    "output H\n"
+    "buffer seq ab 2*H\n"
+    "buffer step q 2*H+1\n"
+    "buffer seq dab 2*H\n"
+    "buffer step dq H\n"
+    "weight W0 A B\n"
+    "weight W1 U\n"
+    "pre gemm seq:ab W0 input:x\n"
+    "step gemm step:q+H W1 state:h\n"
+    "step kernel 0 seq:ab seq:ab+H param:b step:q+H state:h next:h out\n"
+    "bstep kernel 1 dnext:h dout dstate:h seq:dab seq:dab+H step:dq\n"
+    "bstep gemm dstate:h W1 step:dq\n"
+    "bpre gemm dinput:x W0 seq:dab\n"
+    "wgrad W0 seq:dab input:x\n"
+    "wgrad W1 step:dq state:h\n"
+    "pgrad b seq:dab\n";
+
+/// The ATR training plan of docs/plan-format.md's backward section.
+const char *const atrTrainingPlan =
+    "cellc-plan 1\n"
+    "cell atr\n"
+    "dims H I\n"
+    "input x I\n"
+    "state h H\n"
+    "param Wx H I\n"
+    "param Wh H H\n"
+    "output H\n"
+    "buffer seq v0 H\n"
+    "buffer step v1 H\n"
+    "buffer seq dv0 H\n"
+    "buffer step dv1 H\n"
+    "weight W0 Wx\n"
+    "weight W1 Wh\n"
+    "pre gemm seq:v0 W0 input:x\n"
+    "step gemm step:v1 W1 state:h\n"
+    "step kernel 0 state:h seq:v0 step:v1 next:h out\n"
+    "bstep kernel 1 state:h seq:v0 step:v1 dnext:h dout dstate:h seq:dv0 "
+    "step:dv1\n"
+    "bstep gemm dstate:h W1 step:dv1\n"
+    "bpre gemm dinput:x W0 seq:dv0\n"
+    "wgrad W1 step:dv1 state:h\n"
+    "wgrad W0 seq:dv0 input:x\n";
+
 std::string replaceOnce(std::string text, const std::string &from,
                         const std::string &to) {
   size_t pos = text.find(from);
@@ -209,6 +264,114 @@ TEST(PlanErrorTest, References) {
             "seq, step, next, out)");
 }
 
+TEST(PlanTest, ParsesAndPrintsTrainingPlans) {
+  for (const char *text : {atrTrainingPlan, linearTrainingPlan}) {
+    Expected<Plan> plan = parsePlan(text);
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    EXPECT_TRUE(plan->hasBackward());
+    EXPECT_EQ(printPlan(*plan), text);
+    Expected<Plan> again = parsePlan(printPlan(*plan));
+    ASSERT_TRUE(again.ok()) << again.error();
+    EXPECT_EQ(printPlan(*again), text);
+  }
+  Expected<Plan> forwardOnly = parsePlan(atrPlan);
+  ASSERT_TRUE(forwardOnly.ok());
+  EXPECT_FALSE(forwardOnly->hasBackward());
+
+  Expected<Plan> plan = parsePlan(atrTrainingPlan);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  ASSERT_EQ(plan->operations.size(), 8u);
+  EXPECT_EQ(plan->numKernelsUsed(), 2);
+  const Operation &kernel = plan->operations[3];
+  EXPECT_EQ(kernel.phase, Phase::BStep);
+  EXPECT_EQ(kernel.kernel, 1);
+  ASSERT_EQ(kernel.operands.size(), 8u);
+  EXPECT_EQ(kernel.operands[3].kind, Ref::Kind::Dnext);
+  EXPECT_EQ(kernel.operands[4].kind, Ref::Kind::Dout);
+  EXPECT_EQ(kernel.operands[4].str(), "dout");
+  EXPECT_EQ(kernel.operands[5].kind, Ref::Kind::Dstate);
+  EXPECT_EQ(plan->arrayWidth(kernel.operands[4]).str(), "H");
+  const Operation &bpre = plan->operations[5];
+  EXPECT_EQ(bpre.phase, Phase::BPre);
+  EXPECT_EQ(bpre.kind, Operation::Kind::Gemm);
+  EXPECT_EQ(bpre.gemmOutput().kind, Ref::Kind::Dinput);
+  EXPECT_EQ(plan->arrayWidth(bpre.gemmOutput()).str(), "I");
+  const Operation &wgrad = plan->operations[6];
+  EXPECT_EQ(wgrad.phase, Phase::End);
+  EXPECT_EQ(wgrad.kind, Operation::Kind::Wgrad);
+  EXPECT_EQ(wgrad.weight, "W1");
+  EXPECT_EQ(wgrad.wgradDy().str(), "step:dv1");
+  EXPECT_EQ(wgrad.wgradX().str(), "state:h");
+  EXPECT_EQ(wgrad.line, 21);
+
+  Expected<Plan> linear = parsePlan(linearTrainingPlan);
+  ASSERT_TRUE(linear.ok()) << linear.error();
+  const Operation &pgrad = linear->operations.back();
+  EXPECT_EQ(pgrad.kind, Operation::Kind::Pgrad);
+  EXPECT_EQ(pgrad.param, "b");
+  EXPECT_EQ(pgrad.operands[0].str(), "seq:dab");
+}
+
+TEST(PlanErrorTest, BackwardDirectives) {
+  const std::string plan = atrTrainingPlan;
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "wgrad W1 step:dv1")),
+            "plan line 21: 'wgrad' takes 3 operands (wgrad WEIGHT DY X), got "
+            "'wgrad W1 step:dv1'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "wgrad W2 step:dv1 state:h")),
+            "plan line 21: unknown weight 'W2'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "wgrad W1 dout state:h")),
+            "plan line 21: wgrad DY cannot be 'dout' (allowed: input, state, "
+            "seq, step)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "wgrad W1 step:dv1+H state:h")),
+            "plan line 21: wgrad DY 'step:dv1+H' needs H columns from column "
+            "H but its array has H");
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "pgrad Wh step:dv1")),
+            "plan line 21: pgrad takes a vector param, but 'Wh' is a matrix "
+            "(its gradient comes from wgrad)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "wgrad W1 step:dv1 state:h",
+                                   "pgrad Wq step:dv1")),
+            "plan line 21: unknown param 'Wq'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "dnext:h dout", "dnext:c dout")),
+            "plan line 18: unknown state 'c' in 'dnext:c'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "dnext:h dout", "dnext:h out")),
+            "plan line 18: bstep kernel argument cannot be 'out' (allowed: "
+            "input, state, next, param, seq, step, dnext, dstate, dout, "
+            "dinput)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "bpre gemm dinput:x W0 seq:dv0",
+                                   "bpre gemm dinput:y W0 seq:dv0")),
+            "plan line 20: unknown input 'y' in 'dinput:y'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "bpre gemm dinput:x W0 seq:dv0",
+                                   "bpre gemm dinput:x W0 dstate:h")),
+            "plan line 20: bpre gemm input cannot be 'dstate:h' (allowed: "
+            "input, state, seq, step)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "bstep gemm dstate:h W1 step:dv1",
+                                   "bstep gemm dnext:h W1 step:dv1")),
+            "plan line 19: bstep gemm output cannot be 'dnext:h' (allowed: "
+            "seq, step, dstate, dinput)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "bstep gemm dstate:h W1 step:dv1",
+                                   "bstep gemm dstate:h W1")),
+            "plan line 19: gemm takes OUT WEIGHT IN, got 'bstep gemm "
+            "dstate:h W1'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "bstep kernel 1", "bstep kernal 1")),
+            "plan line 18: expected 'gemm' or 'kernel' after 'bstep', got "
+            "'kernal'");
+  EXPECT_EQ(parseError(replaceOnce(plan, "next:h out\n", "next:h out dout\n")),
+            "plan line 17: step kernel argument cannot be 'dout' (allowed: "
+            "input, state, next, param, seq, step, out)");
+  EXPECT_EQ(parseError(replaceOnce(plan, "pre gemm seq:v0 W0 input:x",
+                                   "pre gemm seq:v0 W0 dinput:x")),
+            "plan line 15: pre gemm input cannot be 'dinput:x' (allowed: "
+            "input, seq)");
+  std::string noOutput = replaceOnce(plan, "output H", "output 0");
+  EXPECT_EQ(parseError(noOutput), "plan line 18: 'dout' is used but the cell "
+                                  "has no output ('output 0')");
+}
+
 //===----------------------------------------------------------------------===//
 // Executing
 //===----------------------------------------------------------------------===//
@@ -234,8 +397,33 @@ void linearKernel(int64_t rowBegin, int64_t rowEnd, int64_t step,
   }
 }
 
-const cellrt_kernel_fn linearKernels[] = {linearKernel};
-const char *const linearKernelNames[] = {"lin_step"};
+/// The backward of linearKernel: with g = dnext + dout, d(ab) += [g, -g],
+/// dq += 0.5 g; an inactive row carried the state, so dstate += dnext.
+/// Arguments: dnext:h dout dstate:h seq:dab seq:dab+H step:dq.
+void linearBackwardKernel(int64_t rowBegin, int64_t rowEnd, int64_t step,
+                          const int32_t *lengths, const int64_t *dims,
+                          float *const *ptrs, const int64_t *strides) {
+  int64_t hidden = dims[0];
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    auto row = [&](int i) { return ptrs[i] + r * strides[i]; };
+    const float *dnext = row(0), *dout = row(1);
+    float *dstate = row(2), *da = row(3), *db = row(4), *dq = row(5);
+    bool active = step < lengths[r];
+    for (int64_t j = 0; j < hidden; ++j) {
+      if (!active) {
+        dstate[j] += dnext[j];
+        continue;
+      }
+      float g = dnext[j] + dout[j];
+      da[j] += g;
+      db[j] -= g;
+      dq[j] += 0.5f * g;
+    }
+  }
+}
+
+const cellrt_kernel_fn linearKernels[] = {linearKernel, linearBackwardKernel};
+const char *const linearKernelNames[] = {"lin_step", "lin_step_backward"};
 
 cellrt_image imageFor(const char *plan, int64_t numKernels = 1) {
   return {plan, linearKernels, linearKernelNames, numKernels};
@@ -287,8 +475,29 @@ struct LinearProblem {
   /// Straightforward per-sequence evaluation in double precision.
   void reference(bool reverse, std::vector<float> &out,
                  std::vector<float> &finalState) const {
-    out.assign(steps * batch * hidden, 0.0f);
-    finalState.assign(batch * hidden, 0.0f);
+    std::vector<double> out64, final64;
+    reference(reverse, out64, final64);
+    out.assign(out64.begin(), out64.end());
+    finalState.assign(final64.begin(), final64.end());
+  }
+
+  /// L = sum(out * dout) + sum(finalState * dfinal), in double precision.
+  double loss(bool reverse, const std::vector<float> &dout,
+              const std::vector<float> &dfinal) const {
+    std::vector<double> out, finalState;
+    reference(reverse, out, finalState);
+    double sum = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      sum += out[i] * dout[i];
+    for (size_t i = 0; i < finalState.size(); ++i)
+      sum += finalState[i] * dfinal[i];
+    return sum;
+  }
+
+  void reference(bool reverse, std::vector<double> &out,
+                 std::vector<double> &finalState) const {
+    out.assign(steps * batch * hidden, 0.0);
+    finalState.assign(batch * hidden, 0.0);
     for (int64_t s = 0; s < batch; ++s) {
       std::vector<double> h(h0.begin() + s * hidden,
                             h0.begin() + (s + 1) * hidden);
@@ -466,4 +675,254 @@ TEST(ExecutorErrorTest, NoValueOfADimensionMatches) {
   EXPECT_EQ(status.message(), "input 'x' has shape [2, 3, 7] but the plan "
                               "expects [T, B, 2*H], which no positive value "
                               "of H matches");
+}
+
+//===----------------------------------------------------------------------===//
+// Training mode and backward
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Gradients of LinearProblem::loss, accumulated by cellrt.
+struct LinearGradients {
+  std::vector<float> dx, dh0, da, db, du, dbias;
+
+  explicit LinearGradients(const LinearProblem &p)
+      : dx(p.steps * p.batch * p.inputSize), dh0(p.batch * p.hidden),
+        da(p.hidden * p.inputSize), db(p.hidden * p.inputSize),
+        du(p.hidden * p.hidden), dbias(p.hidden) {}
+
+  BackwardArgs args(const LinearProblem &p, const std::vector<float> &dout,
+                    const std::vector<float> &dfinal) {
+    BackwardArgs args;
+    args.outputGradient = {dout.data(), {p.steps, p.batch, p.hidden}};
+    args.finalStateGradients = {{dfinal.data(), {p.batch, p.hidden}}};
+    args.inputGradients = {{dx.data(), {p.steps, p.batch, p.inputSize}}};
+    args.initialStateGradients = {{dh0.data(), {p.batch, p.hidden}}};
+    args.paramGradients = {{"A", {da.data(), {p.hidden, p.inputSize}}},
+                           {"B", {db.data(), {p.hidden, p.inputSize}}},
+                           {"U", {du.data(), {p.hidden, p.hidden}}},
+                           {"b", {dbias.data(), {p.hidden}}}};
+    return args;
+  }
+};
+
+/// Checks <gradient, v> against a central difference of the loss along a
+/// random direction v of `values`.
+void expectDirectionalDerivative(LinearProblem &problem,
+                                 std::vector<float> &values,
+                                 const std::vector<float> &gradient,
+                                 bool reverse, const std::vector<float> &dout,
+                                 const std::vector<float> &dfinal,
+                                 const char *what) {
+  std::mt19937 rng(values.size());
+  std::vector<float> direction = randomVector(rng, values.size());
+  std::vector<float> saved = values;
+  const double epsilon = 1e-2;
+  auto lossAt = [&](double scale) {
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = saved[i] + static_cast<float>(scale * direction[i]);
+    return problem.loss(reverse, dout, dfinal);
+  };
+  double numeric = (lossAt(epsilon) - lossAt(-epsilon)) / (2 * epsilon);
+  values = saved;
+  double analytic = 0, magnitude = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    analytic += static_cast<double>(gradient[i]) * direction[i];
+    magnitude += std::fabs(static_cast<double>(gradient[i]) * direction[i]);
+  }
+  EXPECT_NEAR(analytic, numeric, 1e-3 * (magnitude + 1e-6)) << what;
+}
+
+} // namespace
+
+TEST(BackwardTest, StackedWeightsOffsetsVectorParamsBothDirections) {
+  Expected<Cell> cell = Cell::load(imageFor(linearTrainingPlan, 2));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  EXPECT_TRUE(cell->hasBackward());
+  for (auto [steps, batch, inputSize, hidden] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+        {4, 3, 5, 2},
+        {9, 6, 7, 11}}) {
+    LinearProblem problem(steps, batch, inputSize, hidden, 11 + steps);
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE("T=" + std::to_string(steps) +
+                   " reverse=" + std::to_string(reverse));
+      std::mt19937 rng(5 + steps);
+      std::vector<float> dout = randomVector(rng, steps * batch * hidden),
+                         dfinal = randomVector(rng, batch * hidden);
+      std::vector<float> out(steps * batch * hidden, -7.0f),
+          finalState(batch * hidden, -7.0f), expectedOut, expectedFinal;
+      ForwardArgs args = problem.args(out.data(), finalState.data(), reverse);
+      Tape tape;
+      EXPECT_FALSE(tape.isRecorded());
+      Status status = cell->forward(args, tape);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_TRUE(tape.isRecorded());
+      problem.reference(reverse, expectedOut, expectedFinal);
+      expectClose(out, expectedOut, "out");
+      expectClose(finalState, expectedFinal, "final state");
+
+      LinearGradients grads(problem);
+      status = cell->backward(args, grads.args(problem, dout, dfinal), tape);
+      ASSERT_TRUE(status.ok()) << status.message();
+      expectDirectionalDerivative(problem, problem.x, grads.dx, reverse, dout,
+                                  dfinal, "dx");
+      expectDirectionalDerivative(problem, problem.h0, grads.dh0, reverse, dout,
+                                  dfinal, "dh0");
+      expectDirectionalDerivative(problem, problem.a, grads.da, reverse, dout,
+                                  dfinal, "dA");
+      expectDirectionalDerivative(problem, problem.b, grads.db, reverse, dout,
+                                  dfinal, "dB");
+      expectDirectionalDerivative(problem, problem.u, grads.du, reverse, dout,
+                                  dfinal, "dU");
+      expectDirectionalDerivative(problem, problem.bias, grads.dbias, reverse,
+                                  dout, dfinal, "db");
+      for (int64_t t = 0; t < steps; ++t)
+        for (int64_t s = 0; s < batch; ++s)
+          for (int64_t k = 0; k < inputSize; ++k)
+            if (t >= problem.lengths[s])
+              ASSERT_EQ(grads.dx[(t * batch + s) * inputSize + k], 0.0f)
+                  << "padded step " << t << " of sequence " << s;
+    }
+  }
+}
+
+TEST(BackwardTest, UnwantedGradientsAndNoOutputGradient) {
+  Expected<Cell> cell = Cell::load(imageFor(linearTrainingPlan, 2));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  LinearProblem problem(5, 3, 4, 6, 3);
+  std::vector<float> dout(5 * 3 * 6, 0.0f), dfinal(3 * 6, 1.0f);
+  for (bool reverse : {false, true}) {
+    ForwardArgs args = problem.args(nullptr, nullptr, reverse);
+    Tape tape;
+    ASSERT_TRUE(cell->forward(args, tape).ok());
+    // Everything wanted, with an explicit zero output gradient...
+    LinearGradients all(problem);
+    Status status = cell->backward(args, all.args(problem, dout, dfinal), tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+    // ... equals only some wanted, with a null output gradient.
+    LinearGradients some(problem);
+    BackwardArgs gradients = some.args(problem, dout, dfinal);
+    gradients.outputGradient = {};
+    gradients.inputGradients.clear();
+    gradients.paramGradients.erase("A");
+    gradients.paramGradients["U"].data = nullptr;
+    status = cell->backward(args, gradients, tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(some.dh0, all.dh0);
+    EXPECT_EQ(some.db, all.db);
+    EXPECT_EQ(some.dbias, all.dbias);
+    EXPECT_EQ(some.da, std::vector<float>(some.da.size(), 0.0f));
+    EXPECT_EQ(some.du, std::vector<float>(some.du.size(), 0.0f));
+    EXPECT_EQ(some.dx, std::vector<float>(some.dx.size(), 0.0f));
+  }
+}
+
+TEST(BackwardErrorTest, TapeAndPlan) {
+  LinearProblem problem(2, 3, 4, 5, 1);
+  ForwardArgs args = problem.args(nullptr, nullptr, false);
+  LinearGradients grads(problem);
+  std::vector<float> dout(2 * 3 * 5), dfinal(3 * 5);
+  BackwardArgs gradients = grads.args(problem, dout, dfinal);
+
+  Expected<Cell> inference = Cell::load(imageFor(linearPlan));
+  ASSERT_TRUE(inference.ok()) << inference.error();
+  EXPECT_FALSE(inference->hasBackward());
+  Tape tape;
+  const char *noBackward = "cell 'lin' has no backward pass: its plan lists "
+                           "no bstep, bpre, wgrad or pgrad directives";
+  EXPECT_EQ(inference->forward(args, tape).message(), noBackward);
+  EXPECT_EQ(inference->backward(args, gradients, tape).message(), noBackward);
+
+  Expected<Cell> cell = Cell::load(imageFor(linearTrainingPlan, 2));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  EXPECT_EQ(cell->backward(args, gradients, tape).message(),
+            "backward: the tape holds no recorded forward pass (call "
+            "forward(args, tape) first)");
+  // A training plan still runs inference, which records nothing.
+  EXPECT_TRUE(cell->forward(args).ok());
+  EXPECT_FALSE(tape.isRecorded());
+
+  ASSERT_TRUE(cell->forward(args, tape).ok());
+  ForwardArgs reversed = args;
+  reversed.reverse = true;
+  EXPECT_EQ(cell->backward(reversed, gradients, tape).message(),
+            "backward: args.reverse is true but the tape was recorded with "
+            "false");
+  std::vector<int32_t> otherLengths = problem.lengths;
+  otherLengths[1] = otherLengths[1] == 1 ? 2 : 1;
+  ForwardArgs shorter = args;
+  shorter.lengths = otherLengths.data();
+  EXPECT_EQ(cell->backward(shorter, gradients, tape).message(),
+            "backward: lengths[1] = " + std::to_string(otherLengths[1]) +
+                " but the tape was recorded with " +
+                std::to_string(problem.lengths[1]));
+  LinearProblem bigger(2, 3, 4, 6, 1);
+  EXPECT_EQ(
+      cell->backward(bigger.args(nullptr, nullptr, false), gradients, tape)
+          .message(),
+      "backward: the arguments bind T=2 B=3 H=6 I=4 but the tape was "
+      "recorded with T=2 B=3 H=5 I=4");
+  Expected<Cell> atr =
+      Cell::load({atrTrainingPlan, linearKernels, linearKernelNames, 2});
+  ASSERT_TRUE(atr.ok()) << atr.error();
+  ForwardArgs atrArgs;
+  atrArgs.inputs = args.inputs;
+  atrArgs.lengths = args.lengths;
+  atrArgs.params = {{"Wx", args.params["A"]}, {"Wh", args.params["U"]}};
+  EXPECT_EQ(atr->backward(atrArgs, {}, tape).message(),
+            "backward: the tape was recorded by another cell");
+}
+
+TEST(BackwardErrorTest, MisShapedGradients) {
+  Expected<Cell> cell = Cell::load(imageFor(linearTrainingPlan, 2));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  LinearProblem problem(2, 3, 4, 5, 1);
+  ForwardArgs args = problem.args(nullptr, nullptr, false);
+  Tape tape;
+  ASSERT_TRUE(cell->forward(args, tape).ok());
+  std::vector<float> dout(2 * 3 * 5), dfinal(3 * 5);
+  auto errorFor = [&](const std::function<void(BackwardArgs &)> &change) {
+    LinearGradients grads(problem);
+    BackwardArgs gradients = grads.args(problem, dout, dfinal);
+    change(gradients);
+    Status status = cell->backward(args, gradients, tape);
+    EXPECT_FALSE(status.ok());
+    // Nothing was accumulated.
+    EXPECT_EQ(grads.dbias, std::vector<float>(grads.dbias.size(), 0.0f));
+    return status.message();
+  };
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.paramGradients["U"].shape = {5, 4};
+            }),
+            "gradient of param 'U' has shape [5, 4] but the plan expects "
+            "[H, H] = [5, 5]");
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.inputGradients[0].shape = {2, 3, 5};
+            }),
+            "input gradient 'x' has shape [2, 3, 5] but the plan expects "
+            "[T, B, I] = [2, 3, 4]");
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.outputGradient.shape = {3, 3, 5};
+            }),
+            "the output gradient has shape [3, 3, 5] but the plan expects "
+            "[T, B, H] = [2, 3, 5]");
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.finalStateGradients[0].shape = {3, 4};
+            }),
+            "final state gradient 'h' has shape [3, 4] but the plan expects "
+            "[B, H] = [3, 5]");
+  EXPECT_EQ(
+      errorFor([](BackwardArgs &g) { g.initialStateGradients[0].shape = {5}; }),
+      "initial state gradient 'h' has shape [5] but the plan expects "
+      "[B, H] = [3, 5]");
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.paramGradients["Q"] = g.paramGradients["U"];
+            }),
+            "gradient for unknown param 'Q' (cell 'lin' has params: A B U b)");
+  EXPECT_EQ(errorFor([](BackwardArgs &g) {
+              g.inputGradients.push_back(g.inputGradients[0]);
+            }),
+            "cell 'lin' has 1 inputs, got 2 input gradients");
 }

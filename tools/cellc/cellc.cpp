@@ -143,9 +143,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
   } else if (emitAction == Emit::Header) {
     std::vector<cellc::CompiledCellInfo> cells;
     for (auto cell : module.getOps<cell::CellOp>()) {
-      int64_t numKernels = 0;
-      cell.walk([&](cell::FusedOp) { ++numKernels; });
-      cells.push_back({cell.getSymName().str(), numKernels});
+      cells.push_back({cell.getSymName().str(), cellc::countKernels(cell)});
     }
     cellc::emitHeader(cells, llvm::sys::path::filename(inputFilename),
                       output->os());

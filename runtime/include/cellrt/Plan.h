@@ -66,13 +66,30 @@ private:
 using cellc::DimExpr;
 
 /// A kernel argument or GEMM operand: `input:x`, `state:h`, `next:h`,
-/// `param:b`, `seq:p`, `step:q` or `out`, optionally with a column offset
-/// (`seq:p+2*H`).
+/// `param:b`, `seq:p`, `step:q` or `out`, and in backward operations the
+/// gradient references `dnext:h`, `dstate:h`, `dout` and `dinput:x`;
+/// optionally with a column offset (`seq:p+2*H`).
 struct Ref {
-  enum class Kind { Input, State, Next, Param, Seq, Step, Out };
+  enum class Kind {
+    Input,
+    State,
+    Next,
+    Param,
+    Seq,
+    Step,
+    Out,
+    /// Gradient flowing into the state after this step (backward only).
+    Dnext,
+    /// Gradient of the state before this step (backward only).
+    Dstate,
+    /// The caller's output gradient at this step (backward only).
+    Dout,
+    /// The caller's input gradient (backward only).
+    Dinput,
+  };
 
   Kind kind = Kind::Out;
-  /// The declared name it refers to; empty for `out`.
+  /// The declared name it refers to; empty for `out` and `dout`.
   std::string name;
   /// The first column of the argument within its array; zero if none.
   DimExpr column;
@@ -113,31 +130,52 @@ struct WeightDecl {
   std::vector<std::string> params;
 };
 
-/// When an operation runs. The backward pass will add its own phases here.
+/// When an operation runs.
 enum class Phase {
   /// Once per call over all T*B rows, before the time loop.
   Pre,
   /// Every time step over the B rows of that step.
   Step,
+  /// Inference only: one kernel that runs all steps itself (time-scan);
+  /// replaces the `step` operations when the plan has one.
+  Scan,
+  /// Backward: every step from T-1 down to 0, over the B rows of that step.
+  BStep,
+  /// Backward: once over all T*B rows, after the backward step loop.
+  BPre,
+  /// Backward: `wgrad` and `pgrad`, at the very end.
+  End,
 };
 
-/// `pre|step gemm OUT WEIGHT IN` or `pre|step kernel K ARGS...`.
+/// True for the phases of the backward pass.
+inline bool isBackward(Phase phase) {
+  return phase == Phase::BStep || phase == Phase::BPre || phase == Phase::End;
+}
+
+/// `pre|step|bpre|bstep gemm OUT WEIGHT IN`,
+/// `pre|step|scan|bpre|bstep kernel K ARGS...`, `wgrad WEIGHT DY X` or
+/// `pgrad PARAM REF` (the last two in Phase::End).
 struct Operation {
-  enum class Kind { Gemm, Kernel };
+  enum class Kind { Gemm, Kernel, Wgrad, Pgrad };
 
   Phase phase = Phase::Step;
   Kind kind = Kind::Kernel;
-  /// Gemm: the stacked weight's name.
+  /// Gemm, Wgrad: the stacked weight's name.
   std::string weight;
+  /// Pgrad: the vector param's name.
+  std::string param;
   /// Kernel: its index in the image's kernel table.
   int64_t kernel = -1;
-  /// Gemm: {OUT, IN}. Kernel: its arguments in order.
+  /// Gemm: {OUT, IN}. Kernel: its arguments in order. Wgrad: {DY, X}.
+  /// Pgrad: {REF}.
   std::vector<Ref> operands;
   /// 1-based line of the plan text it came from; 0 if built in memory.
   int line = 0;
 
   const Ref &gemmOutput() const { return operands[0]; }
   const Ref &gemmInput() const { return operands[1]; }
+  const Ref &wgradDy() const { return operands[0]; }
+  const Ref &wgradX() const { return operands[1]; }
 };
 
 /// A parsed, validated plan. Every reference names a declaration of the right
@@ -172,7 +210,8 @@ struct Plan {
 
   /// The row width of the array a reference points into (ignoring its column
   /// offset): the LEN of its input/state/buffer, the COLS of a matrix param,
-  /// the LEN of a vector param, the output width for `out`.
+  /// the LEN of a vector param, the output width for `out`; a gradient
+  /// reference has the width of what it is the gradient of.
   DimExpr arrayWidth(const Ref &ref) const;
   /// The number of rows of a stacked weight (sum of its params' ROWS).
   DimExpr weightRows(const WeightDecl &weight) const;
@@ -180,6 +219,8 @@ struct Plan {
   DimExpr weightCols(const WeightDecl &weight) const;
   /// One past the largest kernel index the operations use.
   int64_t numKernelsUsed() const;
+  /// True when the plan lists a backward pass (bstep, bpre, wgrad, pgrad).
+  bool hasBackward() const;
 };
 
 /// Parses and validates plan text. Errors read `plan line N: message`.

@@ -40,7 +40,9 @@ std::string emitPlan(mlir::cell::CellOp cell);
 
 /// Adds the cell-level passes (hoist, stack, fuse and, for training,
 /// derive-backward).
-void addCellOptimizationPasses(mlir::PassManager &pm, bool withBackward);
+/// `saveActivations`: see derive-backward's option of that name.
+void addCellOptimizationPasses(mlir::PassManager &pm, bool withBackward,
+                               bool saveActivations = false);
 /// Adds everything from the optimised cell dialect to the LLVM dialect.
 void addLoweringToLLVMPasses(mlir::PassManager &pm);
 

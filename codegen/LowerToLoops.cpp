@@ -419,10 +419,15 @@ void KernelEmitter::emitInactiveRow() {
   if (isBackward() && !isFinal())
     return;
   unsigned numResults = isBackward() ? numStates : fused.getNumResults();
-  unsigned sourceBase =
-      isBackward()
-          ? fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt()
-          : 0;
+  // Backward: the gradient of the next state follows the forward operands
+  // and any saved activations.
+  unsigned sourceBase = 0;
+  if (isBackward()) {
+    sourceBase =
+        fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
+    if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
+      sourceBase += saved.getInt();
+  }
   for (unsigned index = 0; index < numResults; ++index) {
     Value destination = rowPointers[fused.getNumOperands() + index];
     Value source =

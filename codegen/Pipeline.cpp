@@ -20,7 +20,8 @@ using namespace mlir;
 
 void cellc::registerCodegenPasses() { cell::registerCellCodegenPasses(); }
 
-void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward) {
+void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward,
+                                      bool saveActivations) {
   OpPassManager &cellPM = pm.nest<cell::CellOp>();
   // Input-only work runs once over all T*B rows, before the recurrence.
   cellPM.addPass(cell::createHoistInputProjections());
@@ -32,7 +33,8 @@ void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward) {
   cellPM.addPass(cell::createTimeScan());
   // Each kernel gets its reverse-mode twin for training.
   if (withBackward)
-    cellPM.addPass(cell::createDeriveBackward());
+    cellPM.addPass(cell::createDeriveBackward(
+        cell::DeriveBackwardOptions{saveActivations}));
   // The front end and the derivation repeat sub-expressions (sigmoid(g)
   // twice, 1 - z in several gradients); kernels compute each once.
   cellPM.addPass(createCSEPass());

@@ -169,6 +169,11 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       continue;
     if (fused->hasAttr(kFinalKernelAttr)) {
       for (auto [index, result] : llvm::enumerate(fused.getResults())) {
+        // Results after the output are activations saved for backward.
+        if (index > cell.getNumStates()) {
+          allocate(result, bufferKind);
+          continue;
+        }
         bool isState = index < cell.getNumStates();
         std::string state =
             isState ? nameOf(cell.getStateNames(), index) : std::string();
@@ -215,11 +220,14 @@ void PlanWriter::writeBackward(Block &block, StringRef phase,
       continue;
     int64_t numForward =
         fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
+    int64_t numSaved = 0;
+    if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
+      numSaved = saved.getInt();
     os << phase << " kernel "
        << fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
-    for (Value operand : fused.getOperands().take_front(numForward))
+    for (Value operand : fused.getOperands().take_front(numForward + numSaved))
       os << " " << refOf(operand);
-    for (Value operand : fused.getOperands().drop_front(numForward))
+    for (Value operand : fused.getOperands().drop_front(numForward + numSaved))
       os << " "
          << gradientRefOf(operand.getDefiningOp<CotangentOp>().getValue(),
                           bufferKind);

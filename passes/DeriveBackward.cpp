@@ -48,7 +48,9 @@ public:
     return constant(value.getType(), 0.0);
   }
 
-  void propagate(Operation *op);
+  /// Adds the adjoints of `op`'s operands; `result` stands for the op's
+  /// result when the forward kernel saved it.
+  void propagate(Operation *op, Value result = Value());
 
 private:
   template <typename OpTy, typename... Args>
@@ -69,7 +71,7 @@ private:
   DenseMap<Value, Value> adjoints;
 };
 
-void AdjointBuilder::propagate(Operation *op) {
+void AdjointBuilder::propagate(Operation *op, Value result) {
   if (auto split = dyn_cast<SplitOp>(op)) {
     if (llvm::none_of(split.getResults(),
                       [&](Value r) { return adjoints.count(r); }))
@@ -84,7 +86,7 @@ void AdjointBuilder::propagate(Operation *op) {
   }
   if (op->getNumResults() != 1)
     return;
-  Value y = op->getResult(0);
+  Value y = result ? result : op->getResult(0);
   Value dy = adjoints.lookup(y);
   if (!dy)
     return;
@@ -139,20 +141,64 @@ void AdjointBuilder::propagate(Operation *op) {
       .Default([](Operation *) {});
 }
 
+/// Expensive element-wise results worth saving rather than recomputing.
+bool isSaveable(Operation *op) {
+  return isa<SigmoidOp, TanhOp, ExpOp, LogOp, SoftplusOp>(op);
+}
+
+/// Rebuilds `forward` so that it also yields `saved` (values of its region)
+/// after its own results. Returns the new kernel.
+FusedOp yieldSavedValues(FusedOp forward, ArrayRef<Value> saved) {
+  OpBuilder builder(forward);
+  SmallVector<Type> types(forward.getResultTypes());
+  for (Value value : saved)
+    types.push_back(value.getType());
+  auto widened = builder.create<FusedOp>(forward.getLoc(), types,
+                                         forward.getOperands());
+  widened->setAttrs(forward->getAttrs());
+  widened.getBody().takeBody(forward.getBody());
+  Operation *yield = widened.getBody().front().getTerminator();
+  SmallVector<Value> yielded(yield->getOperands());
+  yielded.append(saved.begin(), saved.end());
+  yield->setOperands(yielded);
+  forward.replaceAllUsesWith(
+      widened.getResults().take_front(forward.getNumResults()));
+  forward.erase();
+  return widened;
+}
+
 /// Builds the backward kernel of `forward` right after it.
-void deriveKernel(FusedOp forward) {
+void deriveKernel(FusedOp forward, bool saveActivations) {
+  unsigned numResults = forward.getNumResults();
+  unsigned numForward = forward.getNumOperands();
+  SmallVector<Operation *> savedOps;
+  if (saveActivations) {
+    SmallVector<Value> saved;
+    for (Operation &op : forward.getBody().front().without_terminator())
+      if (isSaveable(&op)) {
+        savedOps.push_back(&op);
+        saved.push_back(op.getResult(0));
+      }
+    if (!saved.empty())
+      forward = yieldSavedValues(forward, saved);
+  }
+  unsigned numSaved = savedOps.size();
+
   OpBuilder builder(forward->getContext());
   builder.setInsertionPointAfter(forward);
   Location loc = forward.getLoc();
-
   SmallVector<Value> operands(forward.getOperands());
-  for (Value result : forward.getResults())
+  for (Value result : forward.getResults().drop_front(numResults))
+    operands.push_back(result);
+  for (Value result : forward.getResults().take_front(numResults))
     operands.push_back(builder.create<CotangentOp>(loc, result));
   SmallVector<Type> resultTypes(forward.getOperandTypes());
   auto backward = builder.create<FusedOp>(loc, resultTypes, operands);
   backward->setAttr(kBackwardKernelAttr, builder.getUnitAttr());
   backward->setAttr(kNumForwardOperandsAttr,
-                    builder.getI64IntegerAttr(forward.getNumOperands()));
+                    builder.getI64IntegerAttr(numForward));
+  if (numSaved)
+    backward->setAttr(kNumSavedAttr, builder.getI64IntegerAttr(numSaved));
   if (forward->hasAttr(kFinalKernelAttr))
     backward->setAttr(kFinalKernelAttr, builder.getUnitAttr());
 
@@ -162,10 +208,11 @@ void deriveKernel(FusedOp forward) {
     argTypes.push_back(operand.getType());
     argLocs.push_back(loc);
   }
-  Block *block = builder.createBlock(&backward.getBody(), {}, argTypes, argLocs);
-  unsigned numForward = forward.getNumOperands();
+  Block *block =
+      builder.createBlock(&backward.getBody(), {}, argTypes, argLocs);
 
-  // Recompute the forward values.
+  // Recompute the forward values; saved ones are read instead: their clones
+  // stay only as anchors for the derivative rules and are dead.
   IRMapping mapping;
   Block &forwardBlock = forward.getBody().front();
   mapping.map(forwardBlock.getArguments(),
@@ -173,24 +220,44 @@ void deriveKernel(FusedOp forward) {
   SmallVector<Operation *> cloned;
   for (Operation &op : forwardBlock.without_terminator())
     cloned.push_back(builder.clone(op, mapping));
+  DenseMap<Operation *, Value> savedValueOf;
+  for (auto [index, op] : llvm::enumerate(savedOps)) {
+    Operation *copy = mapping.lookup(op->getResult(0)).getDefiningOp();
+    Value savedArg = block->getArgument(numForward + index);
+    copy->getResult(0).replaceAllUsesWith(savedArg);
+    savedValueOf[copy] = savedArg;
+  }
 
   // Seed with the results' gradients and walk back.
   AdjointBuilder adjoints(builder, loc);
-  for (auto [index, yielded] :
-       llvm::enumerate(forwardBlock.getTerminator()->getOperands()))
-    adjoints.accumulate(mapping.lookupOrDefault(yielded),
-                        block->getArgument(numForward + index));
+  unsigned cotangentBase = numForward + numSaved;
+  for (unsigned index = 0; index < numResults; ++index) {
+    Value yielded = forwardBlock.getTerminator()->getOperand(index);
+    Value inBackward = mapping.lookupOrDefault(yielded);
+    if (Operation *def = inBackward.getDefiningOp())
+      if (Value saved = savedValueOf.lookup(def))
+        inBackward = saved;
+    adjoints.accumulate(inBackward, block->getArgument(cotangentBase + index));
+  }
   for (Operation *op : llvm::reverse(cloned))
-    adjoints.propagate(op);
+    adjoints.propagate(op, savedValueOf.lookup(op));
 
   SmallVector<Value> gradients;
   for (BlockArgument arg : block->getArguments().take_front(numForward))
     gradients.push_back(adjoints.adjointOrZero(arg));
   builder.create<YieldOp>(loc, gradients);
+
+  // Forward values the gradients do not need (and saved values' anchors).
+  SmallVector<Operation *> ops = llvm::to_vector(
+      llvm::make_pointer_range(block->without_terminator()));
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty())
+      op->erase();
 }
 
 struct DeriveBackwardPass
     : cell::impl::DeriveBackwardBase<DeriveBackwardPass> {
+  using DeriveBackwardBase::DeriveBackwardBase;
   void runOnOperation() override {
     CellOp cell = getOperation();
     SmallVector<FusedOp> forwardKernels;
@@ -204,7 +271,7 @@ struct DeriveBackwardPass
     if (alreadyDerived)
       return;
     for (FusedOp forward : forwardKernels)
-      deriveKernel(forward);
+      deriveKernel(forward, saveActivations);
   }
 };
 

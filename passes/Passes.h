@@ -30,6 +30,10 @@ inline constexpr llvm::StringLiteral kNumForwardOperandsAttr =
 /// it also gets a kernel that runs all steps (cell-time-scan).
 inline constexpr llvm::StringLiteral kScanKernelAttr = "scan";
 
+/// On a backward kernel: how many operands after the forward operands are
+/// activations its forward kernel saved (derive-backward save-activations).
+inline constexpr llvm::StringLiteral kNumSavedAttr = "num_saved";
+
 /// True for the operations that fuse-elementwise groups into kernels.
 bool isElementwise(Operation *op);
 

@@ -66,7 +66,18 @@ def DeriveBackward : Pass<"cell-derive-backward", "::mlir::cell::CellOp"> {
     %g:3 = cell.fused(%h, %p, %q, %dn, %do) {backward, final,
                                               num_forward_operands = 3} ...
     ```
+
+    With `save-activations`, the forward kernel also writes the results of
+    its transcendental functions (sigmoid, tanh, exp, log, softplus) to
+    per-step buffers, and the backward kernel reads them (operands after the
+    forward operands, counted by `num_saved`) instead of recomputing them:
+    less arithmetic in backward, more memory and traffic in forward.
   }];
+  let options = [
+    Option<"saveActivations", "save-activations", "bool", "false",
+           "save transcendental results in forward instead of recomputing "
+           "them in backward">
+  ];
 }
 
 def TimeScan : Pass<"cell-time-scan", "::mlir::cell::CellOp"> {

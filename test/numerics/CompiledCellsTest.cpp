@@ -54,11 +54,17 @@ void gradients(const cellrt_image &image, const Reference &reference) {
 
 } // namespace
 
+// The same tests run on the cells compiled with different options
+// (test/numerics/CMakeLists.txt sets the suite's name).
+#ifndef CELLC_TEST_SUITE
+#define CELLC_TEST_SUITE CompiledCells
+#endif
+
 #define CELL_TESTS(Name, name)                                                 \
-  TEST(CompiledCells, Name##Forward) {                                         \
+  TEST(CELLC_TEST_SUITE, Name##Forward) {                                      \
     forward(cellc_##name##_image(), name##Reference());                        \
   }                                                                            \
-  TEST(CompiledCells, Name##Gradients) {                                       \
+  TEST(CELLC_TEST_SUITE, Name##Gradients) {                                    \
     gradients(cellc_##name##_image(), name##Reference());                      \
   }
 

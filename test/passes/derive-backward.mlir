@@ -1,4 +1,16 @@
 // RUN: cell-opt %s -split-input-file --pass-pipeline='builtin.module(cell.cell(cell-derive-backward))' | FileCheck %s
+// RUN: cell-opt %s -split-input-file --pass-pipeline='builtin.module(cell.cell(cell-derive-backward{save-activations=true}))' | FileCheck %s --check-prefix=SAVE
+
+// With save-activations ATR's forward kernel also yields its two sigmoids;
+// the backward kernel reads them (num_saved = 2) and computes no sigmoid.
+// SAVE-LABEL: cell.cell @atr
+// SAVE:         %[[F:.*]]:4 = cell.fused(%[[H:[^,]*]], %[[P:[^,]*]], %[[Q:[^)]*]]) {final}
+// SAVE:           cell.yield %[[N:.*]], %[[N]], %{{.*}}, %{{.*}} : !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">
+// SAVE:         %[[DN:.*]] = cell.cotangent %[[F]]#0
+// SAVE-NEXT:    %[[DO:.*]] = cell.cotangent %[[F]]#1
+// SAVE-NEXT:    cell.fused(%[[H]], %[[P]], %[[Q]], %[[F]]#2, %[[F]]#3, %[[DN]], %[[DO]]) {backward, final, num_forward_operands = 3 : i64, num_saved = 2 : i64}
+// SAVE-NOT:       cell.sigmoid
+// SAVE:         cell.yield %[[F]]#0, %[[F]]#1
 
 // ATR's fused step: the backward kernel follows it, takes the forward
 // operands then the gradients of (next h, output), and returns the gradients

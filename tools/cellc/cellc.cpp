@@ -2,12 +2,15 @@
 //
 // cellc FILE.cell [-o OUT] [-emit=ast|mlir|mlir-opt|plan|llvm|obj|header]
 //       [--cell NAME] [--dim N=V]... [-x=cell|mlir] [--mcpu=CPU]
+// cellc run FILE.cell --dir D ...     (RunCommand.cpp)
+// cellc check FILE.cell ...           (runs cellc-check)
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
+#include "tools/cellc/Subcommands.h"
 #include "tools/common/Registration.h"
 
 #include "mlir/IR/AsmState.h"
@@ -63,6 +66,13 @@ cl::list<std::string> dimBindings(
 cl::opt<bool> inferenceOnly(
     "inference-only",
     cl::desc("Omit the backward kernels and the training plan"),
+    cl::init(false), cl::cat(cellcCategory));
+cl::opt<bool> saveActivations(
+    "save-activations",
+    cl::desc("Training: keep gate activations (sigmoid, tanh, exp, log, "
+             "softplus) from forward instead of recomputing them in "
+             "backward. Default: recompute; forward keeps only GEMM outputs, "
+             "kernel operands and states"),
     cl::init(false), cl::cat(cellcCategory));
 cl::opt<std::string> targetCPU("mcpu",
                                cl::desc("Target CPU (default: this host)"),
@@ -134,7 +144,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
 
   PassManager pm(&context);
   applyPassManagerCLOptions(pm);
-  cellc::addCellOptimizationPasses(pm, !inferenceOnly);
+  cellc::addCellOptimizationPasses(pm, !inferenceOnly, saveActivations);
   if (failed(pm.run(module)))
     return failure();
 
@@ -173,6 +183,11 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // `cellc run ...` and `cellc check ...` are subcommands (Subcommands.h).
+  if (argc > 1 && llvm::StringRef(argv[1]) == "run")
+    return cellc::runCommand(argc - 1, argv + 1);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "check")
+    return cellc::checkCommand(argc - 1, argv + 1, argv[0]);
   llvm::InitLLVM initLLVM(argc, argv);
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -183,7 +198,9 @@ int main(int argc, char **argv) {
       "kernels\n\n"
       "  cellc cells/atr.cell -o atr_kernel.o   object with kernels + plan\n"
       "  cellc cells/atr.cell -emit=header      the C header for that object\n"
-      "  cellc cells/gru.cell -emit=mlir-opt    IR after hoisting/fusion\n");
+      "  cellc cells/gru.cell -emit=mlir-opt    IR after hoisting/fusion\n"
+      "  cellc run cells/atr.cell --dir D       run on .npy arrays in D\n"
+      "  cellc check cells/atr.cell             check against LibTorch\n");
 
   DialectRegistry registry;
   cellc::registerAllCellDialects(registry);

@@ -96,6 +96,24 @@ struct BackwardArgs {
   std::map<std::string, MutableArray> paramGradients;
 };
 
+/// One step of a batch of states, for decoders and beam search.
+struct StepArgs {
+  /// One per plan input, [B, LEN]: this step's input (the input projection
+  /// runs inside, fused with the step's own GEMMs).
+  std::vector<ConstArray> inputs;
+  /// One per plan state, [B, LEN]; empty, or null data, means zeros.
+  std::vector<ConstArray> states;
+  /// Beam search: when set, row b of every state is read from row
+  /// sourceRows[b] of `states` (the surviving hypotheses' parents).
+  const int32_t *sourceRows = nullptr;
+  std::map<std::string, ConstArray> params;
+  /// [B, output width]; null data: not written.
+  MutableArray output;
+  /// One per plan state, [B, LEN]: the states after this step. May not
+  /// alias `states`.
+  std::vector<MutableArray> nextStates;
+};
+
 /// A compiled cell ready to run. Loading parses the plan once; running is
 /// const and keeps no state between calls, so one Cell may serve several
 /// threads.
@@ -125,6 +143,9 @@ public:
 
   /// True when the plan has backward directives.
   bool hasBackward() const;
+
+  /// Advances B states by one step with the cell's fused kernels.
+  Status step(const StepArgs &args) const;
 
   /// The values the plan's dims take for these arguments (plan order), or
   /// the error forward() would report for their shapes.

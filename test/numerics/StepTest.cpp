@@ -1,0 +1,192 @@
+//===- StepTest.cpp - Stepping a compiled cell equals running the sequence -===//
+//
+// Decoders call Cell::step once per position; a loop of T steps must give
+// what one call over the whole sequence gives (same plan, same kernels), and
+// beam reordering must equal stepping the reordered states.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cellrt/Runtime.h"
+
+#include "atr.h"
+#include "gru.h"
+#include "lstm.h"
+#include "sru.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+struct Problem {
+  cellrt::Cell cell;
+  int64_t steps = 6, batch = 5;
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, std::vector<float>> params;
+  std::vector<std::vector<float>> inputs, states;
+  std::mt19937 rng{3};
+
+  explicit Problem(cellrt::Cell cell, std::map<std::string, int64_t> dims)
+      : cell(std::move(cell)), dims(std::move(dims)) {
+    const cellrt::Plan &plan = this->cell.getPlan();
+    for (const cellrt::ParamDecl &param : plan.params) {
+      int64_t count = 1;
+      for (const cellrt::DimExpr &dim : param.shape)
+        count *= *dim.evaluate(this->dims);
+      params[param.name] = random(count);
+    }
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      inputs.push_back(random(steps * batch * width(input)));
+    for (const cellrt::VectorDecl &state : plan.states)
+      states.push_back(random(batch * width(state)));
+  }
+
+  int64_t width(const cellrt::VectorDecl &decl) const {
+    return *decl.length.evaluate(dims);
+  }
+  int64_t outputWidth() const {
+    return *cell.getPlan().outputWidth.evaluate(dims);
+  }
+  std::vector<float> random(int64_t count) {
+    std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+    std::vector<float> values(count);
+    for (float &v : values)
+      v = uniform(rng);
+    return values;
+  }
+  std::map<std::string, cellrt::ConstArray> paramArrays() const {
+    std::map<std::string, cellrt::ConstArray> arrays;
+    for (const cellrt::ParamDecl &param : cell.getPlan().params) {
+      std::vector<int64_t> shape;
+      for (const cellrt::DimExpr &dim : param.shape)
+        shape.push_back(*dim.evaluate(dims));
+      arrays[param.name] = {params.at(param.name).data(), shape};
+    }
+    return arrays;
+  }
+};
+
+void expectClose(const std::vector<float> &a, const std::vector<float> &b,
+                 const char *what) {
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  EXPECT_LE(worst / scale, 1e-6) << what;
+}
+
+/// T calls of step() against one forward() over the sequence.
+void checkStepping(const cellrt_image &image,
+                   std::map<std::string, int64_t> dims) {
+  auto loaded = cellrt::Cell::load(image);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  Problem p(std::move(*loaded), std::move(dims));
+  const cellrt::Plan &plan = p.cell.getPlan();
+  int64_t out = p.outputWidth();
+
+  cellrt::ForwardArgs sequence;
+  std::vector<int32_t> lengths(p.batch, p.steps);
+  sequence.lengths = lengths.data();
+  sequence.params = p.paramArrays();
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    sequence.inputs.push_back(
+        {p.inputs[i].data(), {p.steps, p.batch, p.width(plan.inputs[i])}});
+  std::vector<std::vector<float>> finals;
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t w = p.width(plan.states[i]);
+    sequence.initialStates.push_back({p.states[i].data(), {p.batch, w}});
+    finals.emplace_back(p.batch * w);
+  }
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    sequence.finalStates.push_back(
+        {finals[i].data(), {p.batch, p.width(plan.states[i])}});
+  std::vector<float> sequenceOut(p.steps * p.batch * out);
+  sequence.output = {sequenceOut.data(), {p.steps, p.batch, out}};
+  cellrt::Status status = p.cell.forward(sequence);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  std::vector<std::vector<float>> current = p.states, next = p.states;
+  std::vector<float> steppedOut(p.steps * p.batch * out);
+  for (int64_t t = 0; t < p.steps; ++t) {
+    cellrt::StepArgs step;
+    step.params = p.paramArrays();
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      int64_t w = p.width(plan.inputs[i]);
+      step.inputs.push_back(
+          {p.inputs[i].data() + t * p.batch * w, {p.batch, w}});
+    }
+    for (size_t i = 0; i < plan.states.size(); ++i) {
+      int64_t w = p.width(plan.states[i]);
+      step.states.push_back({current[i].data(), {p.batch, w}});
+      step.nextStates.push_back({next[i].data(), {p.batch, w}});
+    }
+    step.output = {steppedOut.data() + t * p.batch * out, {p.batch, out}};
+    status = p.cell.step(step);
+    ASSERT_TRUE(status.ok()) << status.message();
+    std::swap(current, next);
+  }
+  expectClose(steppedOut, sequenceOut, "outputs");
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    expectClose(current[i], finals[i], "final states");
+}
+
+/// Reordering rows by sourceRows equals stepping permuted states.
+void checkBeamReorder(const cellrt_image &image,
+                      std::map<std::string, int64_t> dims) {
+  auto loaded = cellrt::Cell::load(image);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  Problem p(std::move(*loaded), std::move(dims));
+  const cellrt::Plan &plan = p.cell.getPlan();
+  std::vector<int32_t> parents = {2, 2, 0, 4, 1};
+  auto run = [&](bool gatherInside) {
+    cellrt::StepArgs step;
+    step.params = p.paramArrays();
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      step.inputs.push_back(
+          {p.inputs[i].data(), {p.batch, p.width(plan.inputs[i])}});
+    std::vector<std::vector<float>> permuted(plan.states.size()),
+        next(plan.states.size());
+    for (size_t i = 0; i < plan.states.size(); ++i) {
+      int64_t w = p.width(plan.states[i]);
+      permuted[i].resize(p.batch * w);
+      for (int64_t b = 0; b < p.batch; ++b)
+        std::copy_n(&p.states[i][parents[b] * w], w, &permuted[i][b * w]);
+      step.states.push_back(
+          {gatherInside ? p.states[i].data() : permuted[i].data(),
+           {p.batch, w}});
+      next[i].resize(p.batch * w);
+      step.nextStates.push_back({next[i].data(), {p.batch, w}});
+    }
+    if (gatherInside)
+      step.sourceRows = parents.data();
+    cellrt::Status status = p.cell.step(step);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return next;
+  };
+  auto inside = run(true), outside = run(false);
+  for (size_t i = 0; i < inside.size(); ++i)
+    EXPECT_EQ(inside[i], outside[i]);
+}
+
+} // namespace
+
+TEST(CellStep, AtrSteppingEqualsSequence) {
+  checkStepping(cellc_atr_image(), {{"H", 12}, {"I", 7}});
+}
+TEST(CellStep, GruSteppingEqualsSequence) {
+  checkStepping(cellc_gru_image(), {{"H", 9}, {"I", 5}});
+}
+TEST(CellStep, LstmSteppingEqualsSequence) {
+  checkStepping(cellc_lstm_image(), {{"H", 10}, {"I", 6}});
+}
+TEST(CellStep, SruScanEqualsSteps) {
+  // The sequence runs as one time-scan kernel, the steps as step kernels.
+  checkStepping(cellc_sru_image(), {{"H", 11}});
+}
+TEST(CellStep, BeamReorderGathersParents) {
+  checkBeamReorder(cellc_gru_image(), {{"H", 9}, {"I", 5}});
+}

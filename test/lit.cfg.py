@@ -11,7 +11,7 @@ config.suffixes = [".mlir", ".cell", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cellc_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "unit", "numerics", "Inputs"]
+                   "unit", "numerics", "Inputs", "install"]
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.substitutions.append(("%cells", os.path.join(config.cellc_src_root, "cells")))
@@ -22,6 +22,10 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.cellc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["cellc", "cell-opt"], [config.cellc_tools_dir])
+
+# `cellc check` runs cellc-check, built only where LibTorch is installed.
+if os.path.exists(os.path.join(config.cellc_tools_dir, "cellc-check")):
+    config.available_features.add("cellc-check")
 
 # PTX validation needs ptxas (CUDA toolkit); tests say REQUIRES: ptxas.
 ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"

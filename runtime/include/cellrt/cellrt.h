@@ -1,0 +1,108 @@
+/*===- cellrt/cellrt.h - The C API of the cellc runtime -------------------===*\
+|*                                                                            *|
+|* Runs cells compiled by cellc from C (or any language with a C FFI):        *|
+|*                                                                            *|
+|*   #include "atr.h"          // cellc cells/atr.cell -emit=header -o atr.h  *|
+|*   cellrt_cell *cell = cellrt_cell_load(cellc_atr_image());                 *|
+|*   int64_t dims[] = {512, 256};   // values of cellrt_cell_dim_name(cell,i) *|
+|*   cellrt_param params[] = {{"Wx", wx}, {"Wh", wh}};                        *|
+|*   cellrt_run_args args = {T, B, dims, inputs, lengths, NULL, params, 2};   *|
+|*   args.output = out;                                                       *|
+|*   if (cellrt_forward(cell, &args, NULL) != 0)                              *|
+|*     fprintf(stderr, "%s\n", cellrt_last_error());                          *|
+|*                                                                            *|
+|* Every array is dense, row-major float32; shapes follow from the plan and  *|
+|* `dims`: inputs [T, B, LEN], states [B, LEN], output [T, B, OUT], params    *|
+|* as declared in the cell. Functions return 0 on success and nonzero on     *|
+|* error, with the message in cellrt_last_error() (per thread).              *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef CELLRT_CELLRT_H
+#define CELLRT_CELLRT_H
+
+#include "cellrt/Kernel.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cellrt_cell cellrt_cell;
+typedef struct cellrt_tape cellrt_tape;
+
+/// A parameter (or its gradient) by the name the cell declares.
+typedef struct cellrt_param {
+  const char *name;
+  float *data;
+} cellrt_param;
+
+/// One run over a padded batch of sequences.
+typedef struct cellrt_run_args {
+  int64_t steps, batch;
+  /// Values of the cell's symbolic dimensions, in cellrt_cell_dim_name order.
+  const int64_t *dims;
+  /// One per input, [T, B, LEN].
+  const float *const *inputs;
+  /// B lengths, 1 <= length <= T; NULL: every sequence has T steps.
+  const int32_t *lengths;
+  /// One per state, [B, LEN]; NULL (or a NULL entry): zeros.
+  const float *const *initial_states;
+  const cellrt_param *params;
+  int64_t num_params;
+  /// Nonzero: each sequence runs from its last step down to its first.
+  int reverse;
+  /// [T, B, OUT], zeros at padded steps; NULL: not written.
+  float *output;
+  /// One per state, [B, LEN]; NULL (or a NULL entry): not written.
+  float *const *final_states;
+} cellrt_run_args;
+
+/// Gradients for cellrt_backward; it ADDS to every gradient array.
+typedef struct cellrt_gradients {
+  /// dL/d(output) [T, B, OUT]; NULL: zero.
+  const float *output_gradient;
+  /// One per state, dL/d(final state) [B, LEN]; NULL: zero.
+  const float *const *final_state_gradients;
+  /// One per input [T, B, LEN]; NULL (or NULL entry): not wanted.
+  float *const *input_gradients;
+  /// One per state [B, LEN]; NULL (or NULL entry): not wanted.
+  float *const *initial_state_gradients;
+  /// Param gradients by name; params not listed are not computed.
+  const cellrt_param *param_gradients;
+  int64_t num_param_gradients;
+} cellrt_gradients;
+
+/// Loads a compiled cell (cellc_<cell>_image()); NULL on error.
+cellrt_cell *cellrt_cell_load(cellrt_image image);
+void cellrt_cell_free(cellrt_cell *cell);
+
+int64_t cellrt_cell_num_dims(const cellrt_cell *cell);
+const char *cellrt_cell_dim_name(const cellrt_cell *cell, int64_t index);
+int64_t cellrt_cell_num_inputs(const cellrt_cell *cell);
+int64_t cellrt_cell_num_states(const cellrt_cell *cell);
+/// Nonzero when the cell was compiled with its backward pass.
+int cellrt_cell_has_backward(const cellrt_cell *cell);
+
+cellrt_tape *cellrt_tape_new(void);
+void cellrt_tape_free(cellrt_tape *tape);
+
+/// Inference, or (with a tape) training-mode forward for cellrt_backward.
+int cellrt_forward(const cellrt_cell *cell, const cellrt_run_args *args,
+                   cellrt_tape *tape);
+/// Backpropagates the forward recorded in `tape`; `args` must be the same.
+int cellrt_backward(const cellrt_cell *cell, const cellrt_run_args *args,
+                    const cellrt_gradients *gradients, cellrt_tape *tape);
+/// One step for B rows (decoders): like a run with T = 1; `source_rows`
+/// (may be NULL) gathers each row's state from that row (beam search).
+int cellrt_step(const cellrt_cell *cell, const cellrt_run_args *args,
+                const int32_t *source_rows);
+
+/// The last error of this thread ("" if none).
+const char *cellrt_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CELLRT_CELLRT_H */

@@ -1,0 +1,60 @@
+//===- Npy.h - Read and write NumPy .npy arrays -----------------*- C++ -*-===//
+//
+// A small reader/writer for the arrays `cellc run` exchanges with its
+// callers: format versions 1.0, 2.0 and 3.0, little-endian float32 ('<f4')
+// and int32/int64 ('<i4', '<i8'), C order only. No LLVM, MLIR or runtime
+// dependency; errors are returned as text, nothing throws or prints.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_JIT_NPY_H
+#define CELLC_JIT_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cellc::npy {
+
+/// The element type of an array as stored.
+enum class DType { Float32, Int32, Int64 };
+
+/// A dense C-order array. Float arrays fill `floats`; integer arrays fill
+/// `ints` (int32 and int64 alike, widened).
+struct Array {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+
+  int64_t numElements() const;
+};
+
+/// `[2, 3, 4]`, `[]` for a scalar.
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// Reads `path`. Returns "" on success, else an error starting with the
+/// path.
+std::string readFile(const std::string &path, Array &array);
+
+/// Parses the bytes of a .npy file; `name` prefixes errors.
+std::string parse(const std::string &bytes, const std::string &name,
+                  Array &array);
+
+/// Writes a float32 array (version 1.0 header). Returns "" on success.
+std::string writeFile(const std::string &path,
+                      const std::vector<int64_t> &shape, const float *data);
+
+/// Writes an int32 array (version 1.0 header). Returns "" on success.
+std::string writeFile(const std::string &path,
+                      const std::vector<int64_t> &shape, const int32_t *data);
+
+/// The bytes of a .npy file holding `shape` elements of `descr` ('<f4',
+/// '<i4' or '<i8') copied from `data`.
+std::string serialize(const std::string &descr,
+                      const std::vector<int64_t> &shape, const void *data,
+                      size_t elementSize);
+
+} // namespace cellc::npy
+
+#endif // CELLC_JIT_NPY_H

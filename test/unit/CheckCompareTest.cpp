@@ -1,0 +1,63 @@
+//===- CheckCompareTest.cpp - cellc-check's error measures and verdicts ---===//
+
+#include "tools/cellc-check/Compare.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace cellc::check;
+
+namespace {
+
+TEST(CheckCompare, IdenticalArraysPass) {
+  Comparison row =
+      compareArrays("out", {1, -2, 3}, {1, -2, 3}, kForwardTolerance);
+  EXPECT_TRUE(row.pass);
+  EXPECT_EQ(row.maxAbsError, 0);
+  EXPECT_EQ(row.maxRelError, 0);
+}
+
+TEST(CheckCompare, RelativeErrorIsMaxAbsOverMaxExpected) {
+  Comparison row = compareArrays("g", {1.0, 2.001, -4.0}, {1.0, 2.0, -4.0},
+                                 kGradientTolerance);
+  EXPECT_NEAR(row.maxAbsError, 1e-3, 1e-12);
+  EXPECT_NEAR(row.maxRelError, 1e-3 / 4, 1e-12);
+  EXPECT_TRUE(row.pass);
+}
+
+TEST(CheckCompare, MismatchFails) {
+  // A forward output off by 1e-3 relative is a failure at 1e-4.
+  Comparison row =
+      compareArrays("out", {1.001, 0.5}, {1.0, 0.5}, kForwardTolerance);
+  EXPECT_FALSE(row.pass);
+  EXPECT_NE(formatRow(row).find("FAIL"), std::string::npos);
+  EXPECT_NE(
+      formatRow(compareArrays("out", {1}, {1}, kForwardTolerance)).find("PASS"),
+      std::string::npos);
+}
+
+TEST(CheckCompare, NaNAndSizeMismatchFail) {
+  EXPECT_FALSE(compareArrays("x", {NAN}, {1.0}, 1e-3).pass);
+  Comparison sizes = compareArrays("x", {1, 2}, {1}, 1e-3);
+  EXPECT_FALSE(sizes.pass);
+  EXPECT_NE(sizes.note.find("sizes differ"), std::string::npos);
+  EXPECT_FALSE(verdict(NAN, 1.0));
+  EXPECT_TRUE(verdict(1e-5, 1e-4));
+  EXPECT_FALSE(verdict(2e-4, 1e-4));
+}
+
+TEST(CheckCompare, ZeroReferenceUsesAbsoluteError) {
+  EXPECT_TRUE(compareArrays("g", {0, 0}, {0, 0}, 1e-3).pass);
+  EXPECT_FALSE(compareArrays("g", {0.01, 0}, {0, 0}, 1e-3).pass);
+}
+
+TEST(CheckCompare, ScaleReplacesTheDenominator) {
+  // Finite differences at a few coordinates against the gradient's scale.
+  Comparison row = compareArrays("fd", {1e-3 + 1e-9}, {1e-3},
+                                 kFiniteDifferenceTolerance, /*scale=*/1.0);
+  EXPECT_TRUE(row.pass);
+  EXPECT_NEAR(row.maxRelError, 1e-9, 1e-15);
+}
+
+} // namespace

@@ -1,0 +1,526 @@
+//===- CheckMain.cpp - cellc-check: a compiled cell against a reference ---===//
+//
+// cellc-check FILE.cell [--cell NAME] [--dim N=V]... [--seed N] [--no-cache]
+//             [--inference-only] [--fd-points N]
+// (usually run as `cellc check ...`)
+//
+// JIT-compiles the cell, runs it through cellrt on random batches (two size
+// sets, both time directions, ragged lengths) forward and backward, and
+// compares outputs, final states and the gradients of
+//   L = sum(out * dout) + sum_s sum(final_s * dfinal_s)
+// with respect to every input, initial state and param against a float64
+// LibTorch interpreter of the cell's AST (Reference.h). Central finite
+// differences of that interpreter check its autograd at a few coordinates
+// of every array. Prints a table; exits 1 if anything is out of tolerance.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cellrt/Runtime.h"
+#include "frontend/AST.h"
+#include "frontend/Frontend.h"
+#include "jit/Jit.h"
+#include "tools/cellc-check/Compare.h"
+#include "tools/cellc-check/Reference.h"
+#include "tools/common/Registration.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+using namespace cellc;
+using namespace cellc::check;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .cell>"),
+                                   cl::Required);
+cl::opt<std::string> cellName("cell", cl::desc("The cell to check"),
+                              cl::value_desc("name"));
+cl::list<std::string> dimBindings("dim", cl::desc("Fix a symbolic dimension"),
+                                  cl::value_desc("N=V"));
+cl::opt<unsigned> seed("seed", cl::desc("Random seed"), cl::init(1));
+cl::opt<bool> noCache("no-cache", cl::desc("Do not use the JIT's disk cache"),
+                      cl::init(false));
+cl::opt<bool> inferenceOnly(
+    "inference-only",
+    cl::desc("Compile without the backward pass and check forward only"),
+    cl::init(false));
+cl::opt<int>
+    finiteDifferencePoints("fd-points",
+                           cl::desc("Finite-difference coordinates per array"),
+                           cl::init(3));
+
+/// One random batch configuration.
+struct RunConfig {
+  std::string name;
+  int64_t minDim, maxDim;
+  int64_t T, B;
+  bool reverse;
+};
+
+/// The outcome of all runs.
+struct Summary {
+  int comparisons = 0;
+  int failures = 0;
+  bool backwardChecked = true;
+  std::string backwardUnavailable;
+};
+
+std::vector<float> randomFloats(std::mt19937 &rng, int64_t count) {
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = uniform(rng);
+  return values;
+}
+
+std::vector<double> toDouble(const std::vector<float> &values) {
+  return std::vector<double>(values.begin(), values.end());
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+/// Distinct values in [lo, hi] for every plan dim (repeating only when
+/// there are more dims than values).
+std::map<std::string, int64_t> chooseSizes(const cellrt::Plan &plan, int64_t lo,
+                                           int64_t hi, std::mt19937 &rng) {
+  std::vector<int64_t> pool(hi - lo + 1);
+  std::iota(pool.begin(), pool.end(), lo);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::map<std::string, int64_t> sizes;
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    sizes[plan.dims[i]] = pool[i % pool.size()];
+  return sizes;
+}
+
+/// Ragged lengths: the first is T, the second 1, the rest random.
+std::vector<int32_t> chooseLengths(int64_t T, int64_t B, std::mt19937 &rng) {
+  std::uniform_int_distribution<int32_t> uniform(1, static_cast<int32_t>(T));
+  std::vector<int32_t> lengths(B);
+  for (int64_t b = 0; b < B; ++b)
+    lengths[b] = b == 0 ? T : b == 1 ? 1 : uniform(rng);
+  return lengths;
+}
+
+int64_t evaluate(const cellc::DimExpr &dim,
+                 const std::map<std::string, int64_t> &sizes) {
+  return dim.evaluate(sizes).value_or(-1);
+}
+
+/// Everything one run feeds cellrt and the reference, and what cellrt gives.
+struct RunData {
+  Batch batch;
+  std::map<std::string, std::vector<float>> inputs, initialStates, params;
+  std::vector<float> outputGradient;
+  std::map<std::string, std::vector<float>> finalStateGradients;
+  std::map<std::string, std::vector<int64_t>> paramShapes;
+  int64_t outputWidth = 0;
+};
+
+/// cellrt's results, widened to float64.
+struct RuntimeResult {
+  std::vector<double> output;
+  std::map<std::string, std::vector<double>> finalStates, inputGradients,
+      initialStateGradients, paramGradients;
+};
+
+RunData makeData(const cellrt::Plan &plan,
+                 const std::map<std::string, int64_t> &sizes,
+                 const RunConfig &config, std::mt19937 &rng) {
+  RunData data;
+  Batch &batch = data.batch;
+  batch.T = config.T;
+  batch.B = config.B;
+  batch.reverse = config.reverse;
+  batch.lengths = chooseLengths(config.T, config.B, rng);
+  const int64_t T = config.T, B = config.B;
+  for (const cellrt::VectorDecl &input : plan.inputs) {
+    data.inputs[input.name] =
+        randomFloats(rng, T * B * evaluate(input.length, sizes));
+    batch.inputs[input.name] = toDouble(data.inputs[input.name]);
+  }
+  for (const cellrt::VectorDecl &state : plan.states) {
+    int64_t length = evaluate(state.length, sizes);
+    data.initialStates[state.name] = randomFloats(rng, B * length);
+    batch.initialStates[state.name] = toDouble(data.initialStates[state.name]);
+    data.finalStateGradients[state.name] = randomFloats(rng, B * length);
+    batch.finalStateGradients[state.name] =
+        toDouble(data.finalStateGradients[state.name]);
+  }
+  for (const cellrt::ParamDecl &param : plan.params) {
+    std::vector<int64_t> shape;
+    for (const cellc::DimExpr &dim : param.shape)
+      shape.push_back(evaluate(dim, sizes));
+    data.paramShapes[param.name] = shape;
+    data.params[param.name] = randomFloats(rng, product(shape));
+    batch.params[param.name] = toDouble(data.params[param.name]);
+  }
+  data.outputWidth = evaluate(plan.outputWidth, sizes);
+  data.outputGradient = randomFloats(rng, T * B * data.outputWidth);
+  batch.outputGradient = toDouble(data.outputGradient);
+  return data;
+}
+
+/// Runs cellrt forward (and backward when `backward` is set; it is cleared
+/// with the reason in `unavailable` if the runtime cannot).
+cellrt::Status runRuntime(const cellrt::Cell &cell, RunData &data,
+                          bool &backward, std::string &unavailable,
+                          RuntimeResult &result) {
+  const cellrt::Plan &plan = cell.getPlan();
+  const int64_t T = data.batch.T, B = data.batch.B;
+  cellrt::ForwardArgs args;
+  args.lengths = data.batch.lengths.data();
+  args.reverse = data.batch.reverse;
+  std::map<std::string, std::vector<float>> finals;
+  for (const cellrt::VectorDecl &input : plan.inputs) {
+    const auto &values = data.inputs[input.name];
+    args.inputs.push_back(
+        {values.data(), {T, B, static_cast<int64_t>(values.size()) / (T * B)}});
+  }
+  for (const cellrt::VectorDecl &state : plan.states) {
+    const auto &values = data.initialStates[state.name];
+    int64_t length = static_cast<int64_t>(values.size()) / B;
+    args.initialStates.push_back({values.data(), {B, length}});
+    finals[state.name].assign(B * length, 0.0f);
+    args.finalStates.push_back({finals[state.name].data(), {B, length}});
+  }
+  for (const cellrt::ParamDecl &param : plan.params)
+    args.params[param.name] = {data.params[param.name].data(),
+                               data.paramShapes[param.name]};
+  std::vector<float> output(T * B * data.outputWidth, 0.0f);
+  args.output = {output.data(), {T, B, data.outputWidth}};
+
+  cellrt::Tape tape;
+  cellrt::Status status =
+      backward ? cell.forward(args, tape) : cell.forward(args);
+  if (!status.ok() && backward) {
+    // Training-mode forward failed: say why and fall back to inference.
+    backward = false;
+    unavailable = status.message();
+    status = cell.forward(args);
+  }
+  if (!status.ok())
+    return status;
+  result.output = toDouble(output);
+  for (auto &[name, values] : finals)
+    result.finalStates[name] = toDouble(values);
+  if (!backward)
+    return cellrt::Status::success();
+
+  cellrt::BackwardArgs grads;
+  std::map<std::string, std::vector<float>> dInputs, dInits, dParams;
+  grads.outputGradient = {data.outputGradient.data(), {T, B, data.outputWidth}};
+  for (const cellrt::VectorDecl &state : plan.states) {
+    const auto &dfinal = data.finalStateGradients[state.name];
+    int64_t length = static_cast<int64_t>(dfinal.size()) / B;
+    grads.finalStateGradients.push_back({dfinal.data(), {B, length}});
+    dInits[state.name].assign(B * length, 0.0f);
+    grads.initialStateGradients.push_back(
+        {dInits[state.name].data(), {B, length}});
+  }
+  for (const cellrt::VectorDecl &input : plan.inputs) {
+    dInputs[input.name].assign(data.inputs[input.name].size(), 0.0f);
+    grads.inputGradients.push_back(
+        {dInputs[input.name].data(),
+         args.inputs[grads.inputGradients.size()].shape});
+  }
+  for (const cellrt::ParamDecl &param : plan.params) {
+    dParams[param.name].assign(data.params[param.name].size(), 0.0f);
+    grads.paramGradients[param.name] = {dParams[param.name].data(),
+                                        data.paramShapes[param.name]};
+  }
+  status = cell.backward(args, grads, tape);
+  if (!status.ok()) {
+    backward = false;
+    unavailable = status.message();
+    return cellrt::Status::success();
+  }
+  for (auto &[name, values] : dInputs)
+    result.inputGradients[name] = toDouble(values);
+  for (auto &[name, values] : dInits)
+    result.initialStateGradients[name] = toDouble(values);
+  for (auto &[name, values] : dParams)
+    result.paramGradients[name] = toDouble(values);
+  return cellrt::Status::success();
+}
+
+/// Central differences of the reference's loss at a few coordinates of
+/// `array` (one of the batch's maps), compared with its autograd gradient.
+Comparison
+finiteDifferences(const ast::Cell &cell,
+                  const std::map<std::string, int64_t> &sizes,
+                  const Batch &batch, const std::string &label,
+                  std::map<std::string, std::vector<double>> Batch::*arrays,
+                  const std::string &name, const std::vector<double> &autograd,
+                  bool isInput, std::mt19937 &rng) {
+  Batch perturbed = batch;
+  std::vector<double> &values = (perturbed.*arrays)[name];
+  // Inputs: only coordinates at active steps carry a gradient worth checking.
+  std::vector<size_t> candidates;
+  int64_t width = isInput ? values.size() / (batch.T * batch.B) : 1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (isInput) {
+      int64_t t = i / (batch.B * width), b = (i / width) % batch.B;
+      if (t >= batch.lengths[b])
+        continue;
+    }
+    candidates.push_back(i);
+  }
+  std::shuffle(candidates.begin(), candidates.end(), rng);
+  candidates.resize(
+      std::min<size_t>(candidates.size(), finiteDifferencePoints));
+
+  const double h = 1e-6;
+  std::vector<double> numeric, analytic;
+  double scale = 0;
+  for (double g : autograd)
+    scale = std::max(scale, std::fabs(g));
+  for (size_t index : candidates) {
+    double saved = values[index];
+    Evaluation plus, minus;
+    values[index] = saved + h;
+    std::string e1 = evaluateReference(cell, sizes, perturbed, false, plus);
+    values[index] = saved - h;
+    std::string e2 = evaluateReference(cell, sizes, perturbed, false, minus);
+    values[index] = saved;
+    if (!e1.empty() || !e2.empty()) {
+      Comparison failed;
+      failed.array = label;
+      failed.note = e1.empty() ? e2 : e1;
+      return failed;
+    }
+    numeric.push_back((plus.loss - minus.loss) / (2 * h));
+    analytic.push_back(autograd.at(index));
+  }
+  return compareArrays(label, numeric, analytic, kFiniteDifferenceTolerance,
+                       scale > 0 ? scale : 1);
+}
+
+/// One configuration: data, cellrt, reference, finite differences, table.
+bool runConfig(const ast::Cell &cell, const cellrt::Cell &compiled,
+               const RunConfig &config, std::mt19937 &rng, Summary &summary) {
+  const cellrt::Plan &plan = compiled.getPlan();
+  std::map<std::string, int64_t> sizes =
+      chooseSizes(plan, config.minDim, config.maxDim, rng);
+  RunData data = makeData(plan, sizes, config, rng);
+
+  llvm::outs() << "[" << config.name << "]";
+  for (const auto &[dim, value] : sizes)
+    llvm::outs() << " " << dim << "=" << value;
+  llvm::outs() << " T=" << config.T << " B=" << config.B << " lengths=";
+  for (size_t b = 0; b < data.batch.lengths.size(); ++b)
+    llvm::outs() << (b ? "," : "") << data.batch.lengths[b];
+  llvm::outs() << (config.reverse ? " reverse" : " forward") << "\n";
+
+  std::vector<Comparison> rows;
+  auto fail = [&](const std::string &what, const std::string &message) {
+    Comparison row;
+    row.array = what;
+    row.maxAbsError = row.maxRelError = INFINITY;
+    row.note = message;
+    rows.push_back(row);
+  };
+  // The plan and the AST must agree on every declaration's shape.
+  for (const cellrt::ParamDecl &param : plan.params)
+    if (declaredShape(cell, param.name, sizes) != data.paramShapes[param.name])
+      fail("param_" + param.name, "plan and AST disagree on its shape");
+
+  bool backward = summary.backwardChecked;
+  RuntimeResult runtime;
+  std::string unavailable;
+  cellrt::Status status =
+      runRuntime(compiled, data, backward, unavailable, runtime);
+  if (!backward && summary.backwardChecked) {
+    summary.backwardChecked = false;
+    summary.backwardUnavailable = unavailable;
+  }
+  Evaluation reference;
+  std::string referenceError =
+      evaluateReference(cell, sizes, data.batch, true, reference);
+  if (!status.ok())
+    fail("cellrt", status.message());
+  if (!referenceError.empty())
+    fail("reference", referenceError);
+
+  if (status.ok() && referenceError.empty()) {
+    rows.push_back(compareArrays("out", runtime.output, reference.output,
+                                 kForwardTolerance));
+    for (const cellrt::VectorDecl &state : plan.states)
+      rows.push_back(
+          compareArrays("final_" + state.name, runtime.finalStates[state.name],
+                        reference.finalStates[state.name], kForwardTolerance));
+    if (backward) {
+      for (const cellrt::VectorDecl &input : plan.inputs)
+        rows.push_back(compareArrays(
+            "grad_x_" + input.name, runtime.inputGradients[input.name],
+            reference.inputGradients[input.name], kGradientTolerance));
+      for (const cellrt::VectorDecl &state : plan.states)
+        rows.push_back(compareArrays(
+            "grad_init_" + state.name,
+            runtime.initialStateGradients[state.name],
+            reference.initialStateGradients[state.name], kGradientTolerance));
+      for (const cellrt::ParamDecl &param : plan.params)
+        rows.push_back(compareArrays(
+            "grad_param_" + param.name, runtime.paramGradients[param.name],
+            reference.paramGradients[param.name], kGradientTolerance));
+    }
+    // The reference's autograd against its own finite differences.
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      rows.push_back(finiteDifferences(
+          cell, sizes, data.batch, "fd:grad_x_" + input.name, &Batch::inputs,
+          input.name, reference.inputGradients[input.name], true, rng));
+    for (const cellrt::VectorDecl &state : plan.states)
+      rows.push_back(finiteDifferences(
+          cell, sizes, data.batch, "fd:grad_init_" + state.name,
+          &Batch::initialStates, state.name,
+          reference.initialStateGradients[state.name], false, rng));
+    for (const cellrt::ParamDecl &param : plan.params)
+      rows.push_back(finiteDifferences(
+          cell, sizes, data.batch, "fd:grad_param_" + param.name,
+          &Batch::params, param.name, reference.paramGradients[param.name],
+          false, rng));
+  }
+
+  llvm::outs() << formatHeader() << "\n";
+  bool allPass = true;
+  for (const Comparison &row : rows) {
+    llvm::outs() << formatRow(row) << "\n";
+    ++summary.comparisons;
+    if (!row.pass) {
+      ++summary.failures;
+      allPass = false;
+    }
+  }
+  return allPass;
+}
+
+/// The checked AST of the compiled cell; diagnostics go to `errors`.
+const ast::Cell *loadAST(const std::string &path,
+                         const std::map<std::string, int64_t> &dims,
+                         const std::string &name, mlir::MLIRContext &context,
+                         std::unique_ptr<ParsedFile> &file,
+                         std::string &errors) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    errors = path + ": cannot read";
+    return nullptr;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  llvm::raw_string_ostream stream(errors);
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, stream);
+  file = parseCellFile(sourceMgr, context);
+  if (!file || !checkCellFile(*file, context, dims))
+    return nullptr;
+  for (const ast::Cell &cell : file->module->cells)
+    if (cell.name == name)
+      return &cell;
+  errors = "no cell named " + name;
+  return nullptr;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "cellc-check: compare a compiled cell (forward and backward) with a "
+      "float64 LibTorch interpreter of its equations\n");
+
+  jit::CompileOptions options;
+  options.cellName = cellName;
+  for (const std::string &binding : dimBindings) {
+    auto [name, value] = llvm::StringRef(binding).split('=');
+    int64_t number;
+    if (name.empty() || value.getAsInteger(10, number) || number <= 0) {
+      llvm::errs() << "cellc check: error: --dim expects "
+                      "NAME=POSITIVE_INTEGER, got '"
+                   << binding << "'\n";
+      return 1;
+    }
+    options.fixedDims[name.str()] = number;
+  }
+  if (noCache)
+    options.cacheDir = "";
+  options.withBackward = !inferenceOnly;
+
+  auto compiled = jit::compileFile(inputFilename, options);
+  if (!compiled) {
+    llvm::errs() << compiled.error();
+    if (!llvm::StringRef(compiled.error()).endswith("\n"))
+      llvm::errs() << "\n";
+    llvm::outs() << "FAIL: " << inputFilename << " does not compile\n";
+    return 1;
+  }
+  auto cell = cellrt::Cell::load(compiled->image());
+  if (!cell) {
+    llvm::errs() << "cellc check: error: " << cell.error() << "\n";
+    return 1;
+  }
+
+  mlir::DialectRegistry registry;
+  registerAllCellDialects(registry);
+  mlir::MLIRContext context(registry);
+  std::unique_ptr<ParsedFile> file;
+  std::string astErrors;
+  const ast::Cell *ast =
+      loadAST(inputFilename, options.fixedDims, compiled->cellName(), context,
+              file, astErrors);
+  if (!ast) {
+    llvm::errs() << "cellc check: error: " << astErrors << "\n";
+    return 1;
+  }
+
+  llvm::outs() << "cellc check: cell " << compiled->cellName() << " ("
+               << inputFilename << "), JIT "
+               << llvm::format("%.3f", compiled->compileSeconds()) << " s"
+               << (compiled->fromCache() ? " (cache hit)" : " (compiled)")
+               << "\n";
+
+  std::mt19937 rng(seed);
+  const RunConfig configs[] = {
+      {"small", 3, 7, 5, 3, false},
+      {"small", 3, 7, 5, 3, true},
+      {"medium", 16, 32, 9, 4, false},
+      {"medium", 16, 32, 9, 4, true},
+  };
+  Summary summary;
+  summary.backwardChecked = cell->hasBackward();
+  if (!summary.backwardChecked)
+    summary.backwardUnavailable =
+        "the plan has no backward directives (compiled without training)";
+  for (const RunConfig &config : configs)
+    runConfig(*ast, *cell, config, rng, summary);
+
+  if (!summary.backwardChecked)
+    llvm::outs() << "NOTE: backward unavailable: "
+                 << summary.backwardUnavailable
+                 << "; checked the forward pass only\n";
+  if (summary.failures == 0) {
+    llvm::outs() << "PASS: " << compiled->cellName() << ": "
+                 << summary.comparisons << " comparisons within tolerance ("
+                 << (summary.backwardChecked ? "forward and backward"
+                                             : "forward only")
+                 << ")\n";
+    return 0;
+  }
+  llvm::outs() << "FAIL: " << compiled->cellName() << ": " << summary.failures
+               << " of " << summary.comparisons
+               << " comparisons out of tolerance\n";
+  return 1;
+}

@@ -1,0 +1,63 @@
+//===- Compare.cpp - Error measures and verdicts of cellc-check -----------===//
+
+#include "tools/cellc-check/Compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace cellc::check;
+
+bool cellc::check::verdict(double maxRelError, double tolerance) {
+  // NaN compares false, so a NaN error fails.
+  return maxRelError <= tolerance;
+}
+
+Comparison cellc::check::compareArrays(const std::string &array,
+                                       const std::vector<double> &actual,
+                                       const std::vector<double> &expected,
+                                       double tolerance, double scale) {
+  Comparison row;
+  row.array = array;
+  row.tolerance = tolerance;
+  if (actual.size() != expected.size()) {
+    row.maxAbsError = row.maxRelError = INFINITY;
+    row.note = "sizes differ: " + std::to_string(actual.size()) + " vs " +
+               std::to_string(expected.size());
+    return row;
+  }
+  double maxExpected = 0;
+  bool nan = false;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double difference = std::fabs(actual[i] - expected[i]);
+    if (std::isnan(difference))
+      nan = true;
+    else
+      row.maxAbsError = std::max(row.maxAbsError, difference);
+    maxExpected = std::max(maxExpected, std::fabs(expected[i]));
+  }
+  double denominator = scale > 0 ? scale : maxExpected > 0 ? maxExpected : 1;
+  row.maxRelError = nan ? NAN : row.maxAbsError / denominator;
+  if (nan)
+    row.note = "NaN";
+  row.pass = verdict(row.maxRelError, tolerance);
+  return row;
+}
+
+std::string cellc::check::formatHeader() {
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-28s %12s %12s %10s  %s", "array",
+                "max abs err", "max rel err", "tolerance", "verdict");
+  return line;
+}
+
+std::string cellc::check::formatRow(const Comparison &row) {
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-28s %12.3e %12.3e %10.0e  %s",
+                row.array.c_str(), row.maxAbsError, row.maxRelError,
+                row.tolerance, row.pass ? "PASS" : "FAIL");
+  std::string text = line;
+  if (!row.note.empty())
+    text += " (" + row.note + ")";
+  return text;
+}

@@ -1,0 +1,48 @@
+//===- Compare.h - Error measures and verdicts of cellc-check ---*- C++ -*-===//
+
+#ifndef CELLC_TOOLS_CELLC_CHECK_COMPARE_H
+#define CELLC_TOOLS_CELLC_CHECK_COMPARE_H
+
+#include <string>
+#include <vector>
+
+namespace cellc::check {
+
+/// Tolerances on the relative error max|a-b| / max|b|: cellrt computes in
+/// float32, the reference in float64.
+inline constexpr double kForwardTolerance = 1e-4;
+inline constexpr double kGradientTolerance = 1e-3;
+/// Central differences against autograd, both float64.
+inline constexpr double kFiniteDifferenceTolerance = 1e-5;
+
+/// One row of cellc-check's table.
+struct Comparison {
+  std::string array;
+  double maxAbsError = 0;
+  /// max|actual - expected| / max|expected| (the denominator is 1 when the
+  /// expected array is all zeros, so an all-zero pair is exact).
+  double maxRelError = 0;
+  double tolerance = 0;
+  bool pass = false;
+  /// Why it failed beyond the numbers (size mismatch, NaN).
+  std::string note;
+};
+
+/// Compares `actual` against `expected`; `scale`, if positive, replaces
+/// max|expected| as the denominator (finite differences at a few
+/// coordinates are measured against the whole gradient's magnitude).
+Comparison compareArrays(const std::string &array,
+                         const std::vector<double> &actual,
+                         const std::vector<double> &expected, double tolerance,
+                         double scale = 0);
+
+/// The verdict of a row: relative error within tolerance and no NaN.
+bool verdict(double maxRelError, double tolerance);
+
+/// `array  max abs  max rel  PASS|FAIL` with aligned columns.
+std::string formatRow(const Comparison &row);
+std::string formatHeader();
+
+} // namespace cellc::check
+
+#endif // CELLC_TOOLS_CELLC_CHECK_COMPARE_H

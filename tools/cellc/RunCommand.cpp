@@ -1,0 +1,516 @@
+//===- RunCommand.cpp - `cellc run`: a cell on .npy arrays ----------------===//
+//
+// cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D [--reverse]
+//
+// Reads from D (float32 unless noted):
+//   x_<input>.npy [T, B, LEN]      one per input (required)
+//   param_<name>.npy [ROWS, COLS] or [LEN]   (required)
+//   init_<state>.npy [B, LEN]      (optional: zeros)
+//   lengths.npy int32/int64 [B]    (optional: every sequence has T steps)
+//   dout.npy [T, B, OUT]           (optional)
+//   dfinal_<state>.npy [B, LEN]    (optional)
+// Writes out.npy and final_<state>.npy, and when dout or a dfinal is given
+// the gradients of sum(out*dout) + sum_s sum(final_s*dfinal_s):
+// grad_x_<input>.npy, grad_param_<name>.npy, grad_init_<state>.npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/cellc/Subcommands.h"
+
+#include "cellrt/Runtime.h"
+#include "jit/Jit.h"
+#include "jit/Npy.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace cellc;
+using npy::shapeString;
+
+namespace {
+
+const char kUsage[] =
+    "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
+    "[--reverse] [--no-cache]";
+
+std::string pathIn(const std::string &dir, const std::string &file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+/// The arrays of one run, read from and written to the directory.
+struct RunArrays {
+  const cellrt::Plan &plan;
+  std::string dir;
+  int64_t T = 0, B = 0;
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, npy::Array> inputs, params, initialStates,
+      finalStateGradients;
+  std::optional<npy::Array> outputGradient;
+  std::vector<int32_t> lengths;
+
+  explicit RunArrays(const cellrt::Plan &plan) : plan(plan) {}
+
+  /// Reads `file`; `required` false: a missing file is not an error.
+  std::string read(const std::string &file, bool required,
+                   std::optional<npy::Array> &array) {
+    std::string path = pathIn(dir, file);
+    if (!llvm::sys::fs::exists(path)) {
+      if (required)
+        return "missing array " + file + " in " + dir;
+      return "";
+    }
+    array.emplace();
+    std::string error = npy::readFile(path, *array);
+    if (!error.empty())
+      return error;
+    return "";
+  }
+
+  std::string readFloat(const std::string &file, bool required,
+                        std::map<std::string, npy::Array> &into,
+                        const std::string &name) {
+    std::optional<npy::Array> array;
+    if (std::string error = read(file, required, array); !error.empty())
+      return error;
+    if (!array)
+      return "";
+    if (array->dtype != npy::DType::Float32)
+      return file + ": expected float32 ('<f4') data";
+    into[name] = std::move(*array);
+    return "";
+  }
+
+  /// Binds a dimension expression's one unbound symbol from an extent.
+  void bind(const cellc::DimExpr &expr, int64_t extent) {
+    const auto &terms = expr.getTerms();
+    std::vector<std::pair<std::string, int64_t>> unbound;
+    int64_t known = expr.getConstant();
+    for (const auto &[symbol, coefficient] : terms) {
+      auto it = dims.find(symbol);
+      if (it == dims.end())
+        unbound.push_back({symbol, coefficient});
+      else
+        known += coefficient * it->second;
+    }
+    if (unbound.size() == 1 && (extent - known) % unbound[0].second == 0 &&
+        (extent - known) / unbound[0].second > 0)
+      dims[unbound[0].first] = (extent - known) / unbound[0].second;
+  }
+
+  std::vector<int64_t> evaluate(const std::vector<cellc::DimExpr> &exprs) {
+    std::vector<int64_t> extents;
+    for (const cellc::DimExpr &expr : exprs)
+      extents.push_back(expr.evaluate(dims).value_or(-1));
+    return extents;
+  }
+
+  static std::string symbolic(const std::vector<cellc::DimExpr> &exprs) {
+    std::string text = "[";
+    for (size_t i = 0; i < exprs.size(); ++i)
+      text += (i ? ", " : "") + exprs[i].str();
+    return text + "]";
+  }
+
+  /// An error unless `array` has `expected` (shown as `symbolicText`).
+  static std::string checkShape(const std::string &file,
+                                const std::string &what,
+                                const npy::Array &array,
+                                const std::vector<int64_t> &expected,
+                                const std::string &symbolicText) {
+    if (array.shape == expected)
+      return "";
+    return file + ": shape " + shapeString(array.shape) + " does not match " +
+           what + " " + symbolicText + " = " + shapeString(expected);
+  }
+
+  std::string readAll() {
+    // Inputs give T and B; every array then binds the dims it mentions.
+    if (plan.inputs.empty())
+      return "cell '" + plan.cellName + "' has no inputs";
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      if (auto e =
+              readFloat("x_" + input.name + ".npy", true, inputs, input.name);
+          !e.empty())
+        return e;
+    for (const cellrt::ParamDecl &param : plan.params)
+      if (auto e = readFloat("param_" + param.name + ".npy", true, params,
+                             param.name);
+          !e.empty())
+        return e;
+    for (const cellrt::VectorDecl &state : plan.states) {
+      if (auto e = readFloat("init_" + state.name + ".npy", false,
+                             initialStates, state.name);
+          !e.empty())
+        return e;
+      if (auto e = readFloat("dfinal_" + state.name + ".npy", false,
+                             finalStateGradients, state.name);
+          !e.empty())
+        return e;
+    }
+    std::optional<npy::Array> dout;
+    if (auto e = read("dout.npy", false, dout); !e.empty())
+      return e;
+    if (dout && dout->dtype != npy::DType::Float32)
+      return "dout.npy: expected float32 ('<f4') data";
+    outputGradient = std::move(dout);
+
+    const npy::Array &first = inputs[plan.inputs[0].name];
+    std::string firstFile = "x_" + plan.inputs[0].name + ".npy";
+    if (first.shape.size() != 3)
+      return firstFile + ": shape " + shapeString(first.shape) +
+             " does not match input " + plan.inputs[0].name + " [T, B, " +
+             plan.inputs[0].length.str() + "]";
+    T = first.shape[0];
+    B = first.shape[1];
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      if (inputs[input.name].shape.size() == 3)
+        bind(input.length, inputs[input.name].shape[2]);
+    for (const cellrt::ParamDecl &param : plan.params)
+      if (params[param.name].shape.size() == param.shape.size())
+        for (size_t i = 0; i < param.shape.size(); ++i)
+          bind(param.shape[i], params[param.name].shape[i]);
+    for (const cellrt::VectorDecl &state : plan.states)
+      if (auto it = initialStates.find(state.name);
+          it != initialStates.end() && it->second.shape.size() == 2)
+        bind(state.length, it->second.shape[1]);
+
+    // A leading [T, B] or [B] in front of a vector's length.
+    auto withTB = [&](const cellc::DimExpr &length) {
+      return std::vector<int64_t>{T, B, length.evaluate(dims).value_or(-1)};
+    };
+    auto withB = [&](const cellc::DimExpr &length) {
+      return std::vector<int64_t>{B, length.evaluate(dims).value_or(-1)};
+    };
+    auto textTB = [](const cellc::DimExpr &length) {
+      return "[T, B, " + length.str() + "]";
+    };
+    auto textB = [](const cellc::DimExpr &length) {
+      return "[B, " + length.str() + "]";
+    };
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      if (auto e = checkShape("x_" + input.name + ".npy", "input " + input.name,
+                              inputs[input.name], withTB(input.length),
+                              textTB(input.length));
+          !e.empty())
+        return e;
+    for (const cellrt::ParamDecl &param : plan.params)
+      if (auto e = checkShape("param_" + param.name + ".npy",
+                              "param " + param.name, params[param.name],
+                              evaluate(param.shape), symbolic(param.shape));
+          !e.empty())
+        return e;
+    for (const cellrt::VectorDecl &state : plan.states) {
+      if (auto it = initialStates.find(state.name); it != initialStates.end())
+        if (auto e = checkShape("init_" + state.name + ".npy",
+                                "initial state " + state.name, it->second,
+                                withB(state.length), textB(state.length));
+            !e.empty())
+          return e;
+      if (auto it = finalStateGradients.find(state.name);
+          it != finalStateGradients.end())
+        if (auto e =
+                checkShape("dfinal_" + state.name + ".npy",
+                           "final state gradient " + state.name, it->second,
+                           withB(state.length), textB(state.length));
+            !e.empty())
+          return e;
+    }
+    if (outputGradient)
+      if (auto e =
+              checkShape("dout.npy", "output gradient", *outputGradient,
+                         withTB(plan.outputWidth), textTB(plan.outputWidth));
+          !e.empty())
+        return e;
+    for (const std::string &dim : plan.dims)
+      if (!dims.count(dim))
+        return "cannot tell the size of dimension " + dim +
+               " from the arrays in " + dir;
+    return readLengths();
+  }
+
+  std::string readLengths() {
+    std::optional<npy::Array> array;
+    if (auto e = read("lengths.npy", false, array); !e.empty())
+      return e;
+    if (!array) {
+      lengths.assign(B, static_cast<int32_t>(T));
+      return "";
+    }
+    if (array->dtype == npy::DType::Float32)
+      return "lengths.npy: expected int32 ('<i4') or int64 ('<i8') data";
+    if (array->shape != std::vector<int64_t>{B})
+      return "lengths.npy: shape " + shapeString(array->shape) +
+             " does not match lengths [B] = " + shapeString({B});
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t length = array->ints[b];
+      if (length < 1 || length > T)
+        return "lengths.npy: lengths[" + std::to_string(b) +
+               "] = " + std::to_string(length) + " is outside 1.." +
+               std::to_string(T);
+      lengths.push_back(static_cast<int32_t>(length));
+    }
+    return "";
+  }
+
+  /// Scans the directory for x_/param_/init_/dfinal_ files the cell does not
+  /// declare: a misspelt optional array would otherwise be ignored.
+  std::string checkUnknownFiles() {
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef file = llvm::sys::path::filename(it->path());
+      if (!file.endswith(".npy"))
+        continue;
+      llvm::StringRef stem = file.drop_back(4);
+      auto unknown = [&](llvm::StringRef prefix, auto find) {
+        return stem.startswith(prefix) &&
+               !find(stem.drop_front(prefix.size()).str());
+      };
+      auto isInput = [&](const std::string &n) { return plan.findInput(n); };
+      auto isParam = [&](const std::string &n) { return plan.findParam(n); };
+      auto isState = [&](const std::string &n) { return plan.findState(n); };
+      if (unknown("x_", isInput) || unknown("param_", isParam) ||
+          unknown("init_", isState) || unknown("dfinal_", isState))
+        return file.str() + ": cell '" + plan.cellName +
+               "' has no such input, param or state";
+    }
+    return "";
+  }
+};
+
+std::string writeArray(const std::string &dir, const std::string &file,
+                       const std::vector<int64_t> &shape,
+                       const std::vector<float> &data, llvm::raw_ostream &log) {
+  std::string path = pathIn(dir, file);
+  std::string error = npy::writeFile(path, shape, data.data());
+  if (error.empty())
+    log << "wrote " << path << " " << shapeString(shape) << "\n";
+  return error;
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count *= extent;
+  return count;
+}
+
+} // namespace
+
+std::string cellc::parseRunArguments(int argc, char **argv,
+                                     RunOptions &options) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    // `--opt VALUE` and `--opt=VALUE` (one or two dashes) alike.
+    auto value = [&](llvm::StringRef name, std::string &into) {
+      for (llvm::StringRef dashes : {"--", "-"}) {
+        std::string flag = (dashes + name).str();
+        if (arg == flag) {
+          if (i + 1 >= argc)
+            return std::string("missing value after ") + flag;
+          into = argv[++i];
+          return std::string("ok");
+        }
+        if (arg.startswith(flag + "=")) {
+          into = arg.drop_front(flag.size() + 1).str();
+          return std::string("ok");
+        }
+      }
+      return std::string();
+    };
+    std::string text;
+    std::string result;
+    if (!(result = value("cell", options.cellName)).empty() ||
+        !(result = value("dir", options.dir)).empty()) {
+      if (result != "ok")
+        return result;
+      continue;
+    }
+    if (!(result = value("dim", text)).empty()) {
+      if (result != "ok")
+        return result;
+      auto [name, number] = llvm::StringRef(text).split('=');
+      int64_t dimValue;
+      if (name.empty() || number.getAsInteger(10, dimValue) || dimValue <= 0)
+        return "--dim expects NAME=POSITIVE_INTEGER, got '" + text + "'";
+      options.fixedDims[name.str()] = dimValue;
+      continue;
+    }
+    if (arg == "--reverse" || arg == "-reverse") {
+      options.reverse = true;
+    } else if (arg == "--no-cache" || arg == "-no-cache") {
+      options.cacheDir = "";
+    } else if (arg.startswith("-")) {
+      return "unknown option '" + arg.str() + "'";
+    } else if (options.cellFile.empty()) {
+      options.cellFile = arg.str();
+    } else {
+      return "more than one input file ('" + options.cellFile + "', '" +
+             arg.str() + "')";
+    }
+  }
+  if (options.cellFile.empty())
+    return "no input .cell file";
+  if (options.dir.empty())
+    return "--dir D is required";
+  return "";
+}
+
+std::string cellc::runOnDirectory(const RunOptions &options,
+                                  llvm::raw_ostream &log) {
+  jit::CompileOptions compileOptions;
+  compileOptions.cellName = options.cellName;
+  compileOptions.fixedDims = options.fixedDims;
+  compileOptions.cacheDir = options.cacheDir;
+  if (!llvm::sys::fs::is_directory(options.dir))
+    return options.dir + ": not a directory";
+  auto compiled = jit::compileFile(options.cellFile, compileOptions);
+  if (!compiled)
+    return compiled.error();
+  auto cell = cellrt::Cell::load(compiled->image());
+  if (!cell)
+    return cell.error();
+  const cellrt::Plan &plan = cell->getPlan();
+
+  RunArrays arrays(plan);
+  arrays.dir = options.dir;
+  if (std::string e = arrays.checkUnknownFiles(); !e.empty())
+    return e;
+  if (std::string e = arrays.readAll(); !e.empty())
+    return e;
+  const int64_t T = arrays.T, B = arrays.B;
+  auto extent = [&](const cellc::DimExpr &expr) {
+    return *expr.evaluate(arrays.dims);
+  };
+
+  cellrt::ForwardArgs args;
+  args.lengths = arrays.lengths.data();
+  args.reverse = options.reverse;
+  for (const cellrt::VectorDecl &input : plan.inputs) {
+    const npy::Array &array = arrays.inputs[input.name];
+    args.inputs.push_back({array.floats.data(), array.shape});
+  }
+  for (const cellrt::ParamDecl &param : plan.params) {
+    const npy::Array &array = arrays.params[param.name];
+    args.params[param.name] = {array.floats.data(), array.shape};
+  }
+  std::map<std::string, std::vector<float>> finals;
+  for (const cellrt::VectorDecl &state : plan.states) {
+    auto it = arrays.initialStates.find(state.name);
+    args.initialStates.push_back(
+        it == arrays.initialStates.end()
+            ? cellrt::ConstArray{}
+            : cellrt::ConstArray{it->second.floats.data(), it->second.shape});
+    std::vector<float> &final = finals[state.name];
+    final.assign(B * extent(state.length), 0.0f);
+    args.finalStates.push_back({final.data(), {B, extent(state.length)}});
+  }
+  std::vector<int64_t> outShape = {T, B, extent(plan.outputWidth)};
+  std::vector<float> out(product(outShape), 0.0f);
+  args.output = {out.data(), outShape};
+
+  bool training =
+      arrays.outputGradient.has_value() || !arrays.finalStateGradients.empty();
+  std::map<std::string, std::vector<float>> inputGrads, paramGrads, initGrads;
+  if (!training) {
+    if (cellrt::Status status = cell->forward(args); !status.ok())
+      return status.message();
+  } else {
+    if (!cell->hasBackward())
+      return "backward is unavailable: the plan of cell '" + plan.cellName +
+             "' has no backward directives";
+    cellrt::Tape tape;
+    if (cellrt::Status status = cell->forward(args, tape); !status.ok())
+      return status.message();
+    cellrt::BackwardArgs grads;
+    if (arrays.outputGradient)
+      grads.outputGradient = {arrays.outputGradient->floats.data(),
+                              arrays.outputGradient->shape};
+    for (const cellrt::VectorDecl &state : plan.states) {
+      auto it = arrays.finalStateGradients.find(state.name);
+      grads.finalStateGradients.push_back(
+          it == arrays.finalStateGradients.end()
+              ? cellrt::ConstArray{}
+              : cellrt::ConstArray{it->second.floats.data(), it->second.shape});
+      std::vector<float> &grad = initGrads[state.name];
+      grad.assign(B * extent(state.length), 0.0f);
+      grads.initialStateGradients.push_back(
+          {grad.data(), {B, extent(state.length)}});
+    }
+    for (const cellrt::VectorDecl &input : plan.inputs) {
+      std::vector<float> &grad = inputGrads[input.name];
+      grad.assign(T * B * extent(input.length), 0.0f);
+      grads.inputGradients.push_back(
+          {grad.data(), {T, B, extent(input.length)}});
+    }
+    for (const cellrt::ParamDecl &param : plan.params) {
+      const npy::Array &value = arrays.params[param.name];
+      std::vector<float> &grad = paramGrads[param.name];
+      grad.assign(value.floats.size(), 0.0f);
+      grads.paramGradients[param.name] = {grad.data(), value.shape};
+    }
+    if (cellrt::Status status = cell->backward(args, grads, tape); !status.ok())
+      return status.message();
+  }
+
+  if (std::string e = writeArray(options.dir, "out.npy", outShape, out, log);
+      !e.empty())
+    return e;
+  for (const cellrt::VectorDecl &state : plan.states)
+    if (std::string e =
+            writeArray(options.dir, "final_" + state.name + ".npy",
+                       {B, extent(state.length)}, finals[state.name], log);
+        !e.empty())
+      return e;
+  if (!training)
+    return "";
+  for (const cellrt::VectorDecl &input : plan.inputs)
+    if (std::string e = writeArray(options.dir, "grad_x_" + input.name + ".npy",
+                                   {T, B, extent(input.length)},
+                                   inputGrads[input.name], log);
+        !e.empty())
+      return e;
+  for (const cellrt::ParamDecl &param : plan.params)
+    if (std::string e = writeArray(
+            options.dir, "grad_param_" + param.name + ".npy",
+            arrays.params[param.name].shape, paramGrads[param.name], log);
+        !e.empty())
+      return e;
+  for (const cellrt::VectorDecl &state : plan.states)
+    if (std::string e =
+            writeArray(options.dir, "grad_init_" + state.name + ".npy",
+                       {B, extent(state.length)}, initGrads[state.name], log);
+        !e.empty())
+      return e;
+  return "";
+}
+
+int cellc::runCommand(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "--help" ||
+        llvm::StringRef(argv[i]) == "-h") {
+      llvm::outs() << kUsage << "\n";
+      return 0;
+    }
+  RunOptions options;
+  if (std::string error = parseRunArguments(argc, argv, options);
+      !error.empty()) {
+    llvm::errs() << "cellc run: error: " << error << "\n" << kUsage << "\n";
+    return 1;
+  }
+  std::string error = runOnDirectory(options, llvm::outs());
+  if (error.empty())
+    return 0;
+  // Front-end diagnostics already read `file:line:col: error: ...`.
+  if (llvm::StringRef(error).contains(": error: "))
+    llvm::errs() << error;
+  else
+    llvm::errs() << "cellc run: error: " << error << "\n";
+  if (!error.empty() && error.back() != '\n' &&
+      llvm::StringRef(error).contains(": error: "))
+    llvm::errs() << "\n";
+  return 1;
+}

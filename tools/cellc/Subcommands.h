@@ -1,0 +1,51 @@
+//===- Subcommands.h - `cellc run` and `cellc check` ------------*- C++ -*-===//
+//
+// `cellc run FILE.cell --dir D` JIT-compiles a cell and runs it on .npy
+// arrays from D (RunCommand.cpp). `cellc check FILE.cell` runs the separate
+// `cellc-check` tool installed next to cellc (it links LibTorch, which cellc
+// does not).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_TOOLS_CELLC_SUBCOMMANDS_H
+#define CELLC_TOOLS_CELLC_SUBCOMMANDS_H
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace cellc {
+
+/// What `cellc run` was asked to do.
+struct RunOptions {
+  std::string cellFile;
+  std::string cellName;
+  std::map<std::string, int64_t> fixedDims;
+  std::string dir;
+  bool reverse = false;
+  /// std::nullopt: the JIT's default cache; "": no cache.
+  std::optional<std::string> cacheDir;
+};
+
+/// Parses `run`'s arguments (argv[0] is "run"). Returns "" or an error.
+std::string parseRunArguments(int argc, char **argv, RunOptions &options);
+
+/// Compiles and runs the cell on the arrays in `options.dir` and writes the
+/// results there. Returns "" on success, else the error (diagnostics of a
+/// bad cell, or the array that is missing or mis-shaped). `log` gets one
+/// line per file written.
+std::string runOnDirectory(const RunOptions &options, llvm::raw_ostream &log);
+
+/// `cellc run ...`: argv[0] is "run". Returns the exit code.
+int runCommand(int argc, char **argv);
+
+/// `cellc check ...`: runs `cellc-check` from cellc's own folder with the
+/// remaining arguments (argv[0] is "check"). Returns its exit code.
+int checkCommand(int argc, char **argv, const char *cellcArgv0);
+
+} // namespace cellc
+
+#endif // CELLC_TOOLS_CELLC_SUBCOMMANDS_H

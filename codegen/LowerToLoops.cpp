@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -43,12 +44,14 @@ bool isWholeVector(Operation *op) {
 /// Emits the body of one kernel function for one fused region.
 class KernelEmitter {
 public:
-  /// `scan`: emit the whole-sequence form of a `scan` kernel.
+  /// `scan`: emit the whole-sequence form of a `scan` kernel. `gpu`: one
+  /// thread per row instead of a loop over rows.
   KernelEmitter(FusedOp fused, func::FuncOp func,
                 const std::vector<std::string> &dims, unsigned numStates,
-                bool scan)
+                bool scan, bool gpu)
       : fused(fused), func(func), dims(dims), numStates(numStates),
-        scan(scan), builder(func.getContext()), loc(fused.getLoc()) {}
+        scan(scan), gpu(gpu), builder(func.getContext()),
+        loc(fused.getLoc()) {}
 
   void emit();
 
@@ -106,6 +109,7 @@ private:
   std::pair<Value, Value> rowStatistics(Value input, Value length);
   void emitRow(Value row);
   void emitScanRow(Value row);
+  void bindScratch(Value row);
   void copyRow(Value source, Value destination, Type type);
   void emitActiveRow();
   void emitInactiveRow();
@@ -119,12 +123,15 @@ private:
   func::FuncOp func;
   const std::vector<std::string> &dims;
   unsigned numStates;
-  bool scan;
+  bool scan, gpu;
   OpBuilder builder;
   Location loc;
 
   std::map<std::string, Value> dimValues;
   SmallVector<Value> argBase, argStride, argStepStride;
+  /// Per scratch slot (cellc::collectScratch order): the call's allocation
+  /// (CPU) or the launcher's buffer and its row stride (GPU).
+  SmallVector<Value> scratchBase, scratchStride;
   /// Scan kernels: the current and next value of each state, row-local.
   SmallVector<Value> currentState, nextState;
   /// Row pointers of the kernel arguments for the current row.
@@ -148,26 +155,46 @@ void KernelEmitter::loadEntryValues() {
     if (scan)
       argStepStride.push_back(loadAt(strides, i64Constant(numArgs() + i)));
   }
-  // Scratch is allocated once per call, not per row, so the stack stays flat.
+  // CPU: scratch is allocated once per call, not per row, so the stack stays
+  // flat. GPU: the launcher passes one [rows, LEN] buffer per slot after the
+  // arguments (NVPTX has no dynamic stack allocation); emitRow offsets it.
   auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
-  if (scan)
-    for (unsigned i = 0; i < numStates; ++i) {
-      Value length = lengthOf(fused.getOperand(i).getType());
-      currentState.push_back(
-          builder.create<LLVM::AllocaOp>(loc, f32Ptr, length, 64));
-      nextState.push_back(
-          builder.create<LLVM::AllocaOp>(loc, f32Ptr, length, 64));
+  unsigned strideBase = scan ? 2 * numArgs() : numArgs();
+  for (auto [index, slot] : llvm::enumerate(cellc::collectScratch(fused, scan,
+                                                                  numStates))) {
+    if (gpu) {
+      scratchBase.push_back(loadAt(ptrs, i64Constant(numArgs() + index)));
+      scratchStride.push_back(
+          loadAt(strides, i64Constant(strideBase + index)));
+      continue;
     }
-  region().walk([&](Operation *op) {
-    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op))
-      scratch[op->getResult(0)] = builder.create<LLVM::AllocaOp>(
-          loc, f32Ptr, lengthOf(op->getResult(0).getType()), 64);
-    if (isWholeVector(op))
-      for (Value operand : op->getOperands())
-        if (!operand.isa<BlockArgument>() && !scratch.count(operand))
-          scratch[operand] = builder.create<LLVM::AllocaOp>(
-              loc, f32Ptr, lengthOf(operand.getType()), 64);
-  });
+    scratchBase.push_back(builder.create<LLVM::AllocaOp>(
+        loc, f32Ptr, lengthOf(slot.type), 64));
+  }
+  bindScratch(Value());
+}
+
+/// Points every scratch slot at this row's part (GPU) or the call's own
+/// allocation (CPU, `row` unused).
+void KernelEmitter::bindScratch(Value row) {
+  SmallVector<cellc::ScratchSlot> slots =
+      cellc::collectScratch(fused, scan, numStates);
+  if (gpu && !row)
+    return;
+  currentState.clear();
+  nextState.clear();
+  for (auto [index, slot] : llvm::enumerate(slots)) {
+    Value pointer = scratchBase[index];
+    if (gpu)
+      pointer = offsetPointer(
+          pointer, builder.create<arith::MulIOp>(loc, row, scratchStride[index]));
+    if (slot.kind == cellc::ScratchSlot::CurrentState)
+      currentState.push_back(pointer);
+    else if (slot.kind == cellc::ScratchSlot::NextState)
+      nextState.push_back(pointer);
+    else
+      scratch[slot.value] = pointer;
+  }
 }
 
 Value KernelEmitter::lengthOf(Type vecType) {
@@ -442,6 +469,7 @@ void KernelEmitter::emitInactiveRow() {
 }
 
 void KernelEmitter::emitRow(Value row) {
+  bindScratch(row);
   rowPointers.clear();
   storage.clear();
   for (unsigned i = 0; i < numArgs(); ++i)
@@ -479,6 +507,7 @@ void KernelEmitter::copyRow(Value source, Value destination, Type type) {
 /// steps past the example's length only get zero outputs, and the final
 /// state is written once at the end.
 void KernelEmitter::emitScanRow(Value row) {
+  bindScratch(row);
   Block &entry = func.getBody().front();
   Value steps = entry.getArgument(2);
   Value length = builder.create<LLVM::SExtOp>(
@@ -536,6 +565,34 @@ void KernelEmitter::emit() {
   Block &entry = func.getBody().front();
   builder.setInsertionPointToStart(&entry);
   loadEntryValues();
+  if (gpu) {
+    // The same row body, one thread per row.
+    auto toI64FromI32 = [&](Value v) {
+      return builder.create<arith::ExtUIOp>(loc, builder.getI64Type(), v);
+    };
+    Type i32 = builder.getI32Type();
+    Value block = toI64FromI32(builder.create<NVVM::BlockIdXOp>(loc, i32));
+    Value width = toI64FromI32(builder.create<NVVM::BlockDimXOp>(loc, i32));
+    Value thread = toI64FromI32(builder.create<NVVM::ThreadIdXOp>(loc, i32));
+    Value row = builder.create<arith::AddIOp>(
+        loc, entry.getArgument(0),
+        builder.create<arith::AddIOp>(
+            loc, builder.create<arith::MulIOp>(loc, block, width), thread));
+    Value inRange = builder.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::slt, row, entry.getArgument(1));
+    auto guard = builder.create<scf::IfOp>(loc, TypeRange{}, inRange,
+                                           /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard insertion(builder);
+      builder.setInsertionPoint(guard.thenBlock()->getTerminator());
+      if (scan)
+        emitScanRow(row);
+      else
+        emitRow(row);
+    }
+    builder.create<func::ReturnOp>(loc);
+    return;
+  }
   Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
   builder.create<scf::ParallelOp>(
       loc, ValueRange{toIndex(entry.getArgument(0))},
@@ -569,6 +626,7 @@ func::FuncOp createKernelFunction(ModuleOp module, StringRef name) {
 }
 
 struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
+  using LowerToLoopsBase::LowerToLoopsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
@@ -577,7 +635,11 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
       auto addKernel = [&](FusedOp fused, bool scan) {
         func::FuncOp func = createKernelFunction(
             module, cellc::kernelSymbol(cell.getSymName(), index));
-        KernelEmitter(fused, func, dims, cell.getNumStates(), scan).emit();
+        if (gpu)
+          func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
+                        UnitAttr::get(&getContext()));
+        KernelEmitter(fused, func, dims, cell.getNumStates(), scan, gpu)
+            .emit();
         return OpBuilder(fused).getI64IntegerAttr(index++);
       };
       cell.walk([&](FusedOp fused) {
@@ -612,6 +674,29 @@ std::vector<std::string> cellc::collectDims(CellOp cell) {
       addType(type);
   });
   return {names.begin(), names.end()};
+}
+
+SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
+                                                     unsigned numStates) {
+  SmallVector<ScratchSlot> slots;
+  if (scan)
+    for (unsigned i = 0; i < numStates; ++i) {
+      Type type = fused.getOperand(i).getType();
+      slots.push_back({ScratchSlot::CurrentState, Value(), type});
+      slots.push_back({ScratchSlot::NextState, Value(), type});
+    }
+  llvm::DenseSet<Value> seen;
+  fused.getBody().walk([&](Operation *op) {
+    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op) &&
+        seen.insert(op->getResult(0)).second)
+      slots.push_back(
+          {ScratchSlot::Value, op->getResult(0), op->getResult(0).getType()});
+    if (isWholeVector(op))
+      for (Value operand : op->getOperands())
+        if (!operand.isa<BlockArgument>() && seen.insert(operand).second)
+          slots.push_back({ScratchSlot::Value, operand, operand.getType()});
+  });
+  return slots;
 }
 
 int64_t cellc::countKernels(CellOp cell) {

@@ -21,7 +21,13 @@ def LowerToLoops : Pass<"cell-lower-to-loops", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+  let options = [
+    Option<"gpu", "gpu", "bool", "false",
+           "emit GPU kernels: one thread per row (blockIdx.x * blockDim.x + "
+           "threadIdx.x), scratch from the launcher">
+  ];
 }
 
 def EmitRuntimeImage : Pass<"cell-emit-runtime-image", "::mlir::ModuleOp"> {

@@ -68,7 +68,9 @@ private:
   DenseMap<Value, Slot> slots;
   DenseMap<Operation *, std::string> weightOf;
   llvm::StringSet<> declaredGradients;
-  std::string header, buffers, weights, operations, reductions;
+  /// `scratch K LEN...` for the GPU launcher.
+  void noteScratch(FusedOp fused, int64_t kernel, bool scan);
+  std::string header, buffers, weights, operations, reductions, scratchLines;
   unsigned numBuffers = 0, numWeights = 0;
 };
 
@@ -152,6 +154,17 @@ std::string PlanWriter::weightFor(Operation *product, ValueRange matrices) {
   return name;
 }
 
+void PlanWriter::noteScratch(FusedOp fused, int64_t kernel, bool scan) {
+  SmallVector<cellc::ScratchSlot> slots =
+      cellc::collectScratch(fused, scan, cell.getNumStates());
+  if (slots.empty())
+    return;
+  scratchLines += "scratch " + std::to_string(kernel);
+  for (const cellc::ScratchSlot &slot : slots)
+    scratchLines += " " + getLengthText(slot.type);
+  scratchLines += "\n";
+}
+
 void PlanWriter::writeForward(Block &block, StringRef phase,
                               StringRef bufferKind) {
   llvm::raw_string_ostream os(operations);
@@ -189,12 +202,15 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       args += " " + refOf(operand);
     for (Value result : fused.getResults())
       args += " " + refOf(result);
-    os << phase << " kernel "
-       << fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt()
-       << args << "\n";
+    int64_t kernel =
+        fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
+    os << phase << " kernel " << kernel << args << "\n";
+    noteScratch(fused, kernel, /*scan=*/false);
     if (auto scan =
-            fused->getAttrOfType<IntegerAttr>(cellc::kScanKernelIndexAttr))
+            fused->getAttrOfType<IntegerAttr>(cellc::kScanKernelIndexAttr)) {
       os << "scan kernel " << scan.getInt() << args << "\n";
+      noteScratch(fused, scan.getInt(), /*scan=*/true);
+    }
   }
 }
 
@@ -223,8 +239,10 @@ void PlanWriter::writeBackward(Block &block, StringRef phase,
     int64_t numSaved = 0;
     if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
       numSaved = saved.getInt();
-    os << phase << " kernel "
-       << fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
+    int64_t kernel =
+        fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
+    noteScratch(fused, kernel, /*scan=*/false);
+    os << phase << " kernel " << kernel;
     for (Value operand : fused.getOperands().take_front(numForward + numSaved))
       os << " " << refOf(operand);
     for (Value operand : fused.getOperands().drop_front(numForward + numSaved))
@@ -266,7 +284,7 @@ std::string PlanWriter::write() {
     if (prologue)
       writeBackward(*prologue, "bpre", "seq");
   }
-  return header + buffers + weights + operations + reductions;
+  return header + buffers + weights + operations + reductions + scratchLines;
 }
 
 } // namespace

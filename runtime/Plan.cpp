@@ -414,6 +414,26 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
     return Status::success();
   }
 
+  if (directive == "scratch") {
+    // GPU kernels get their row-local scratch from the launcher.
+    if (arity < 2)
+      return error(line, "'scratch' takes a kernel index and lengths, got " +
+                             quote(joinTokens(tokens)));
+    const std::string &index = tokens[1];
+    if (index.empty() || index.size() > 9 ||
+        !std::all_of(index.begin(), index.end(),
+                     [](char c) { return std::isdigit(c); }))
+      return error(line, "scratch kernel index must be a non-negative "
+                         "integer, got " + quote(index));
+    std::vector<DimExpr> &lengths = plan.scratch[std::stoll(index)];
+    for (size_t i = 2; i < tokens.size(); ++i) {
+      lengths.emplace_back();
+      if (!(status = parseDim(line, tokens[i], lengths.back())).ok())
+        return status;
+    }
+    return Status::success();
+  }
+
   if (directive == "wgrad" || directive == "pgrad") {
     Operation op;
     op.phase = Phase::End;
@@ -856,6 +876,12 @@ std::string cellrt::printPlan(const Plan &plan) {
       for (const Ref &ref : op.operands)
         out += " " + ref.str();
     }
+    out += "\n";
+  }
+  for (const auto &[kernel, lengths] : plan.scratch) {
+    out += "scratch " + std::to_string(kernel);
+    for (const DimExpr &length : lengths)
+      out += " " + length.str();
     out += "\n";
   }
   return out;

@@ -15,6 +15,7 @@
 #include <cassert>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -195,6 +196,9 @@ struct Plan {
   std::vector<WeightDecl> weights;
   /// All operations in execution order within each phase.
   std::vector<Operation> operations;
+  /// `scratch K LEN...`: the row-local scratch kernel K needs, which a GPU
+  /// launcher passes after its arguments (CPU kernels allocate their own).
+  std::map<int64_t, std::vector<DimExpr>> scratch;
 
   const VectorDecl *findInput(const std::string &name) const;
   const VectorDecl *findState(const std::string &name) const;

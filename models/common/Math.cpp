@@ -1,0 +1,279 @@
+//===- models/common/Math.cpp - Arrays, GEMM, RNG and layers -------------===//
+
+#include "models/common/Math.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace nmt {
+
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+          float alpha, const float *A, int64_t lda, const float *B,
+          int64_t ldb, float beta, float *C, int64_t ldc) {
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  dnnl_status_t status =
+      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A,
+                 lda, B, ldb, beta, C, ldc);
+  if (status != dnnl_success) {
+    std::fprintf(stderr, "nmt: dnnl_sgemm failed (status %d)\n", int(status));
+    std::abort();
+  }
+}
+
+void linear(const float *X, int64_t rows, int64_t in, const float *W,
+            int64_t out, float *Y, bool accumulate) {
+  gemm(false, true, rows, out, in, 1.f, X, in, W, in, accumulate ? 1.f : 0.f,
+       Y, out);
+}
+
+void linearBackward(const float *X, int64_t rows, int64_t in, const float *W,
+                    int64_t out, const float *dY, float *dW, float *dX,
+                    bool accumulateDx) {
+  if (dW)
+    gemm(true, false, out, in, rows, 1.f, dY, out, X, in, 1.f, dW, in);
+  if (dX)
+    gemm(false, false, rows, in, out, 1.f, dY, out, W, in,
+         accumulateDx ? 1.f : 0.f, dX, in);
+}
+
+void addBias(float *Y, int64_t rows, int64_t n, const float *b) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      Y[r * n + j] += b[j];
+}
+
+void biasBackward(const float *dY, int64_t rows, int64_t n, float *db) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      db[j] += dY[r * n + j];
+}
+
+static uint64_t splitmix(uint64_t &x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void Rng::reseed(uint64_t seed) {
+  for (uint64_t &word : s)
+    word = splitmix(seed);
+}
+
+uint64_t Rng::next() {
+  auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+void uniformInit(std::vector<float> &values, float scale, Rng &rng) {
+  for (float &value : values)
+    value = float((rng.uniform() * 2 - 1) * scale);
+}
+
+void embeddingForward(const float *table, int64_t D, const int32_t *ids,
+                      int64_t n, float *rows) {
+  for (int64_t i = 0; i < n; ++i)
+    std::copy(table + int64_t(ids[i]) * D, table + int64_t(ids[i] + 1) * D,
+              rows + i * D);
+}
+
+void embeddingBackward(float *dTable, int64_t D, const int32_t *ids,
+                       int64_t n, const float *dRows) {
+  for (int64_t i = 0; i < n; ++i) {
+    float *row = dTable + int64_t(ids[i]) * D;
+    for (int64_t d = 0; d < D; ++d)
+      row[d] += dRows[i * D + d];
+  }
+}
+
+void attentionForward(const AttentionShape &s, const float *ann,
+                      const float *UH, const int32_t *lengths,
+                      const int32_t *row2seq, const float *Q, const float *v,
+                      float *alpha, float *context) {
+  std::vector<float> e(s.T);
+  for (int64_t r = 0; r < s.R; ++r) {
+    int64_t b = row2seq ? row2seq[r] : r;
+    int64_t L = lengths[b];
+    const float *q = Q + r * s.A;
+    float best = -std::numeric_limits<float>::infinity();
+    for (int64_t t = 0; t < L; ++t) {
+      const float *k = UH + (t * s.B + b) * s.A;
+      float sum = 0;
+      for (int64_t a = 0; a < s.A; ++a)
+        sum += v[a] * std::tanh(q[a] + k[a]);
+      e[t] = sum;
+      best = std::max(best, sum);
+    }
+    double total = 0;
+    for (int64_t t = 0; t < L; ++t) {
+      e[t] = std::exp(e[t] - best);
+      total += e[t];
+    }
+    float *c = context + r * s.C;
+    std::fill(c, c + s.C, 0.f);
+    for (int64_t t = 0; t < s.T; ++t) {
+      float a = t < L ? float(e[t] / total) : 0.f;
+      alpha[t * s.R + r] = a;
+      if (t >= L)
+        continue;
+      const float *h = ann + (t * s.B + b) * s.C;
+      for (int64_t j = 0; j < s.C; ++j)
+        c[j] += a * h[j];
+    }
+  }
+}
+
+void attentionBackward(const AttentionShape &s, const float *ann,
+                       const float *UH, const int32_t *lengths,
+                       const int32_t *row2seq, const float *Q, const float *v,
+                       const float *alpha, const float *dContext, float *dAnn,
+                       float *dUH, float *dQ, float *dv) {
+  std::vector<float> dAlpha(s.T);
+  for (int64_t r = 0; r < s.R; ++r) {
+    int64_t b = row2seq ? row2seq[r] : r;
+    int64_t L = lengths[b];
+    const float *dc = dContext + r * s.C;
+    const float *q = Q + r * s.A;
+    float *dq = dQ + r * s.A;
+    std::fill(dq, dq + s.A, 0.f);
+    double weighted = 0;
+    for (int64_t t = 0; t < L; ++t) {
+      const float *h = ann + (t * s.B + b) * s.C;
+      float *dh = dAnn + (t * s.B + b) * s.C;
+      float a = alpha[t * s.R + r];
+      float sum = 0;
+      for (int64_t j = 0; j < s.C; ++j) {
+        sum += dc[j] * h[j];
+        dh[j] += a * dc[j];
+      }
+      dAlpha[t] = sum;
+      weighted += double(a) * sum;
+    }
+    for (int64_t t = 0; t < L; ++t) {
+      float de = alpha[t * s.R + r] * float(dAlpha[t] - weighted);
+      const float *k = UH + (t * s.B + b) * s.A;
+      float *dk = dUH + (t * s.B + b) * s.A;
+      for (int64_t a = 0; a < s.A; ++a) {
+        float z = std::tanh(q[a] + k[a]);
+        dv[a] += de * z;
+        float dpre = de * v[a] * (1 - z * z);
+        dq[a] += dpre;
+        dk[a] += dpre;
+      }
+    }
+  }
+}
+
+void logSoftmax(float *logits, int64_t R, int64_t V) {
+  for (int64_t r = 0; r < R; ++r) {
+    float *row = logits + r * V;
+    float best = *std::max_element(row, row + V);
+    double total = 0;
+    for (int64_t j = 0; j < V; ++j)
+      total += std::exp(double(row[j] - best));
+    float shift = best + float(std::log(total));
+    for (int64_t j = 0; j < V; ++j)
+      row[j] -= shift;
+  }
+}
+
+double crossEntropy(const float *logProbs, int64_t R, int64_t V,
+                    const int32_t *targets, const uint8_t *mask, float scale,
+                    float *dLogits) {
+  double loss = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    float *d = dLogits ? dLogits + r * V : nullptr;
+    if (mask && !mask[r]) {
+      if (d)
+        std::fill(d, d + V, 0.f);
+      continue;
+    }
+    const float *row = logProbs + r * V;
+    loss -= row[targets[r]];
+    if (d) {
+      for (int64_t j = 0; j < V; ++j)
+        d[j] = scale * std::exp(row[j]);
+      d[targets[r]] -= scale;
+    }
+  }
+  return loss;
+}
+
+void dropoutForward(float *x, int64_t n, float p, Rng &rng,
+                    std::vector<float> &mask) {
+  mask.resize(n);
+  float keep = 1.f / (1.f - p);
+  for (int64_t i = 0; i < n; ++i) {
+    mask[i] = rng.uniform() < p ? 0.f : keep;
+    x[i] *= mask[i];
+  }
+}
+
+double Adam::update(std::vector<Param *> &params) {
+  double norm2 = 0;
+  for (Param *p : params)
+    for (float g : p->grad)
+      norm2 += double(g) * g;
+  double norm = std::sqrt(norm2);
+  float scale = 1.f;
+  if (clipNorm > 0 && norm > clipNorm)
+    scale = float(clipNorm / norm);
+  ++step;
+  float c1 = 1.f - float(std::pow(double(beta1), double(step)));
+  float c2 = 1.f - float(std::pow(double(beta2), double(step)));
+  for (Param *p : params) {
+    if (p->m.size() != p->value.size()) {
+      p->m.assign(p->value.size(), 0.f);
+      p->v.assign(p->value.size(), 0.f);
+    }
+    for (size_t i = 0; i < p->value.size(); ++i) {
+      float g = p->grad[i] * scale;
+      p->m[i] = beta1 * p->m[i] + (1 - beta1) * g;
+      p->v[i] = beta2 * p->v[i] + (1 - beta2) * g * g;
+      float mHat = p->m[i] / c1, vHat = p->v[i] / c2;
+      p->value[i] -= lr * mHat / (std::sqrt(vHat) + eps);
+    }
+  }
+  return norm;
+}
+
+void zeroGrads(std::vector<Param *> &params) {
+  for (Param *p : params)
+    p->grad.assign(p->value.size(), 0.f);
+}
+
+bool setThreads(int n) {
+  if (n <= 0)
+    return true;
+  // The OpenMP runtime comes with oneDNN; look it up rather than link it.
+  using SetFn = void (*)(int);
+  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (!set)
+    return false;
+  set(n);
+  return true;
+}
+
+} // namespace nmt

@@ -1,0 +1,127 @@
+//===- models/common/Math.h - Arrays, GEMM, RNG and layers ------*- C++ -*-===//
+//
+// The building blocks of the model drivers: float32 arrays as std::vector
+// plus a shape, row-major GEMM through oneDNN's dnnl_sgemm, a seeded RNG
+// whose state can be saved, and the hand-written forward/backward of every
+// non-recurrent layer (embeddings, additive attention, softmax
+// cross-entropy, dropout), Adam with gradient-norm clipping.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_MATH_H
+#define CELLC_MODELS_COMMON_MATH_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+/// A learned parameter: value, gradient and Adam moments.
+struct Param {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> value, grad, m, v;
+  int64_t size() const { return int64_t(value.size()); }
+};
+
+/// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is
+/// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error.
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+          float alpha, const float *A, int64_t lda, const float *B,
+          int64_t ldb, float beta, float *C, int64_t ldc);
+
+/// Y[rows, out] (+)= X[rows, in] * W^T with W [out, in] (a linear layer).
+void linear(const float *X, int64_t rows, int64_t in, const float *W,
+            int64_t out, float *Y, bool accumulate);
+/// Backward of linear: dW += dY^T X; dX (+)= dY W (dX may be null).
+void linearBackward(const float *X, int64_t rows, int64_t in, const float *W,
+                    int64_t out, const float *dY, float *dW, float *dX,
+                    bool accumulateDx);
+/// Adds bias b[n] to every row of Y[rows, n]; backward sums rows into db.
+void addBias(float *Y, int64_t rows, int64_t n, const float *b);
+void biasBackward(const float *dY, int64_t rows, int64_t n, float *db);
+
+/// A small, portable generator (xoshiro256**): same stream everywhere, and
+/// its whole state is four words to save in a checkpoint.
+class Rng {
+public:
+  explicit Rng(uint64_t seed = 1) { reseed(seed); }
+  void reseed(uint64_t seed);
+  uint64_t next();
+  /// Uniform in [0, 1).
+  double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
+  /// Uniform integer in [0, n).
+  uint64_t below(uint64_t n) { return next() % n; }
+  uint64_t s[4];
+};
+
+/// Fisher-Yates with `rng`.
+template <typename T> void shuffle(std::vector<T> &items, Rng &rng) {
+  for (size_t i = items.size(); i > 1; --i)
+    std::swap(items[i - 1], items[rng.below(i)]);
+}
+
+/// Every value uniform in [-scale, scale].
+void uniformInit(std::vector<float> &values, float scale, Rng &rng);
+
+/// rows[i] = table[ids[i]] for a [V, D] table.
+void embeddingForward(const float *table, int64_t D, const int32_t *ids,
+                      int64_t n, float *rows);
+/// dTable[ids[i]] += dRows[i].
+void embeddingBackward(float *dTable, int64_t D, const int32_t *ids,
+                       int64_t n, const float *dRows);
+
+/// Additive (Bahdanau) attention over annotations ann [T, B, C] (time-major,
+/// valid where t < lengths[row2seq[r]]) with keys UH = ann Ua^T + ba
+/// [T, B, A] precomputed. Row r of the queries Q [R, A] (= Wa s) attends over
+/// sequence row2seq[r] (R = B when training; B*beam when decoding).
+struct AttentionShape {
+  int64_t T, B, C, A, R;
+};
+/// alpha [T, R] and context [R, C].
+void attentionForward(const AttentionShape &s, const float *ann,
+                      const float *UH, const int32_t *lengths,
+                      const int32_t *row2seq, const float *Q, const float *v,
+                      float *alpha, float *context);
+/// Backward given dContext [R, C]: accumulates dAnn [T,B,C], dUH [T,B,A],
+/// dQ [R,A] (overwritten) and dv [A].
+void attentionBackward(const AttentionShape &s, const float *ann,
+                       const float *UH, const int32_t *lengths,
+                       const int32_t *row2seq, const float *Q, const float *v,
+                       const float *alpha, const float *dContext, float *dAnn,
+                       float *dUH, float *dQ, float *dv);
+
+/// Log-softmax of logits [R, V] in place.
+void logSoftmax(float *logits, int64_t R, int64_t V);
+/// Cross-entropy from log-probs [R, V] against targets (rows with
+/// mask[r] == 0 are skipped); returns the summed loss and writes
+/// dLogits = scale * (softmax - onehot) for unmasked rows, 0 otherwise.
+double crossEntropy(const float *logProbs, int64_t R, int64_t V,
+                    const int32_t *targets, const uint8_t *mask, float scale,
+                    float *dLogits);
+
+/// Inverted dropout: mask[i] = 0 or 1/(1-p) drawn from rng; x *= mask.
+void dropoutForward(float *x, int64_t n, float p, Rng &rng,
+                    std::vector<float> &mask);
+
+/// Adam (Kingma & Ba) with the gradients rescaled so their global L2 norm is
+/// at most clipNorm (<= 0: no clipping). Returns the norm before clipping.
+struct Adam {
+  float lr = 5e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float clipNorm = 5.0f;
+  int64_t step = 0;
+  double update(std::vector<Param *> &params);
+};
+
+void zeroGrads(std::vector<Param *> &params);
+
+/// Sets the OpenMP thread count of oneDNN (and anything else using the
+/// process's OpenMP runtime); n <= 0 leaves it alone. Small models run
+/// fastest on one thread, especially on a loaded machine. Returns false when
+/// no OpenMP runtime is loaded.
+bool setThreads(int n);
+
+} // namespace nmt
+
+#endif

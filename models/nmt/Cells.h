@@ -1,0 +1,23 @@
+//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++ -*-===//
+
+#ifndef CELLC_MODELS_NMT_CELLS_H
+#define CELLC_MODELS_NMT_CELLS_H
+
+#include "cellrt/Runtime.h"
+
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+/// The names of the cells compiled into the binary ahead of time.
+std::vector<std::string> builtinCells();
+
+/// A loaded cell by builtin name (atr, gru, lstm). Loaded once and kept for
+/// the life of the process. Throws DataError for an unknown name.
+/// TODO(jit): a path to a .cell file compiled through cellc::jit.
+const cellrt::Cell &loadCell(const std::string &name);
+
+} // namespace nmt
+
+#endif

@@ -1,0 +1,463 @@
+//===- models/nmt/Trainer.cpp - Training, validation, translation --------===//
+
+#include "models/nmt/Trainer.h"
+
+#include "models/common/Bleu.h"
+#include "models/nmt/Cells.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <unistd.h>
+
+namespace nmt {
+
+//===--- Options ----------------------------------------------------------===//
+
+std::map<std::string, std::string> TrainOptions::toMap() const {
+  std::map<std::string, std::string> m;
+  auto f = [](double x) {
+    std::ostringstream s;
+    s.precision(17);
+    s << x;
+    return s.str();
+  };
+  m["task"] = task;
+  m["task-train"] = std::to_string(taskTrain);
+  m["task-valid"] = std::to_string(taskValid);
+  m["task-test"] = std::to_string(taskTest);
+  m["task-max"] = std::to_string(taskMax);
+  m["task-seed"] = std::to_string(taskSeed);
+  m["train-src"] = trainSrc;
+  m["train-tgt"] = trainTgt;
+  m["valid-src"] = validSrc;
+  m["valid-tgt"] = validTgt;
+  m["tokenizer"] = tokenizer;
+  m["bpe-src"] = std::to_string(bpeSrc);
+  m["bpe-tgt"] = std::to_string(bpeTgt);
+  m["spm-src"] = spmSrc;
+  m["spm-tgt"] = spmTgt;
+  m["src-vocab"] = std::to_string(srcVocabMax);
+  m["tgt-vocab"] = std::to_string(tgtVocabMax);
+  m["min-count"] = std::to_string(minCount);
+  m["max-len"] = std::to_string(maxLen);
+  m["cell"] = model.cell;
+  m["emb"] = std::to_string(model.emb);
+  m["hidden"] = std::to_string(model.hidden);
+  m["att"] = std::to_string(model.att);
+  m["readout"] = std::to_string(model.readout);
+  m["dropout"] = f(model.dropout);
+  m["init-scale"] = f(initScale);
+  m["lr"] = f(lr);
+  m["clip"] = f(clip);
+  m["max-tokens"] = std::to_string(maxTokens);
+  m["epochs"] = std::to_string(epochs);
+  m["max-updates"] = std::to_string(maxUpdates);
+  m["patience"] = std::to_string(patience);
+  m["lr-decay"] = lrDecay;
+  m["seed"] = std::to_string(seed);
+  m["out"] = out;
+  m["log"] = log;
+  m["save-every"] = std::to_string(saveEvery);
+  m["log-every"] = std::to_string(logEvery);
+  m["valid-beam"] = std::to_string(validBeam);
+  m["valid-max"] = std::to_string(validMax);
+  m["progress"] = progress ? "1" : "0";
+  return m;
+}
+
+TrainOptions
+TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
+  TrainOptions o;
+  auto get = [&](const char *key) -> const std::string * {
+    auto it = m.find(key);
+    return it == m.end() ? nullptr : &it->second;
+  };
+  auto number = [&](const char *key, auto &field) {
+    const std::string *value = get(key);
+    if (!value)
+      return;
+    try {
+      size_t used = 0;
+      double x = std::stod(*value, &used);
+      if (used != value->size())
+        throw std::invalid_argument("");
+      field = static_cast<std::remove_reference_t<decltype(field)>>(x);
+    } catch (const std::exception &) {
+      throw DataError("--" + std::string(key) + ": not a number: '" + *value +
+                      "'");
+    }
+  };
+  auto text = [&](const char *key, std::string &field) {
+    if (const std::string *value = get(key))
+      field = *value;
+  };
+  text("task", o.task);
+  number("task-train", o.taskTrain);
+  number("task-valid", o.taskValid);
+  number("task-test", o.taskTest);
+  number("task-max", o.taskMax);
+  number("task-seed", o.taskSeed);
+  text("train-src", o.trainSrc);
+  text("train-tgt", o.trainTgt);
+  text("valid-src", o.validSrc);
+  text("valid-tgt", o.validTgt);
+  text("tokenizer", o.tokenizer);
+  number("bpe-src", o.bpeSrc);
+  number("bpe-tgt", o.bpeTgt);
+  text("spm-src", o.spmSrc);
+  text("spm-tgt", o.spmTgt);
+  number("src-vocab", o.srcVocabMax);
+  number("tgt-vocab", o.tgtVocabMax);
+  number("min-count", o.minCount);
+  number("max-len", o.maxLen);
+  text("cell", o.model.cell);
+  number("emb", o.model.emb);
+  number("hidden", o.model.hidden);
+  number("att", o.model.att);
+  number("readout", o.model.readout);
+  number("dropout", o.model.dropout);
+  number("init-scale", o.initScale);
+  number("lr", o.lr);
+  number("clip", o.clip);
+  number("max-tokens", o.maxTokens);
+  number("epochs", o.epochs);
+  number("max-updates", o.maxUpdates);
+  number("patience", o.patience);
+  text("lr-decay", o.lrDecay);
+  number("seed", o.seed);
+  text("out", o.out);
+  text("log", o.log);
+  number("save-every", o.saveEvery);
+  number("log-every", o.logEvery);
+  number("valid-beam", o.validBeam);
+  number("valid-max", o.validMax);
+  if (const std::string *value = get("progress"))
+    o.progress = *value != "0";
+  if (o.task != "numbers" && o.task != "files")
+    throw DataError("--task must be numbers or files, not '" + o.task + "'");
+  if (o.tokenizer != "space" && o.tokenizer != "bpe")
+    throw DataError("--tokenizer must be space or bpe, not '" + o.tokenizer +
+                    "'");
+  if (o.lrDecay != "plateau" && o.lrDecay != "epoch" && o.lrDecay != "none")
+    throw DataError("--lr-decay must be plateau, epoch or none");
+  return o;
+}
+
+//===--- Codec ------------------------------------------------------------===//
+
+std::vector<std::string> Codec::source(const std::string &line) const {
+  if (mode == "numbers")
+    return tokenizeEnglishNumber(line);
+  if (mode == "bpe")
+    return srcSpm.encode(line);
+  return splitWhitespace(line);
+}
+
+std::vector<std::string> Codec::target(const std::string &line) const {
+  if (mode == "bpe")
+    return tgtSpm.encode(line);
+  return splitWhitespace(line);
+}
+
+std::string Codec::tokenized(const std::vector<std::string> &tokens) const {
+  if (mode == "bpe")
+    return tgtSpm.decode(tokens);
+  return joinTokens(tokens);
+}
+
+std::string Codec::detokenized(const std::vector<std::string> &tokens) const {
+  if (mode == "numbers")
+    return joinTokens(tokens, "");
+  return tokenized(tokens);
+}
+
+//===--- Data -------------------------------------------------------------===//
+
+TrainData loadTrainData(const TrainOptions &options) {
+  TrainData data;
+  if (options.task == "numbers") {
+    NumbersTask task =
+        makeNumbersTask(options.taskSeed, options.taskTrain, options.taskValid,
+                        options.taskTest, options.taskMax);
+    data.trainSrc = std::move(task.train.src);
+    data.trainTgt = std::move(task.train.tgt);
+    data.validSrc = std::move(task.valid.src);
+    data.validTgt = std::move(task.valid.tgt);
+    return data;
+  }
+  if (options.trainSrc.empty() || options.trainTgt.empty() ||
+      options.validSrc.empty() || options.validTgt.empty())
+    throw DataError("--task files needs --train-src, --train-tgt, "
+                    "--valid-src and --valid-tgt");
+  readParallel(options.trainSrc, options.trainTgt, data.trainSrc,
+               data.trainTgt);
+  readParallel(options.validSrc, options.validTgt, data.validSrc,
+               data.validTgt);
+  return data;
+}
+
+//===--- Session ----------------------------------------------------------===//
+
+Session::Session(const TrainOptions &opts, const TrainData &data)
+    : options(opts) {
+  if (options.task == "numbers") {
+    codec.mode = "numbers";
+  } else if (options.tokenizer == "bpe") {
+    codec.mode = "bpe";
+    codec.srcSpm = options.spmSrc.empty()
+                       ? Subword::train(data.trainSrc, options.bpeSrc)
+                       : Subword::loadFile(options.spmSrc);
+    codec.tgtSpm = options.spmTgt.empty()
+                       ? Subword::train(data.trainTgt, options.bpeTgt)
+                       : Subword::loadFile(options.spmTgt);
+  } else {
+    codec.mode = "space";
+  }
+  std::vector<std::vector<std::string>> src, tgt;
+  for (const auto &line : data.trainSrc)
+    src.push_back(codec.source(line));
+  for (const auto &line : data.trainTgt)
+    tgt.push_back(codec.target(line));
+  srcVocab = Vocab::build(src, options.srcVocabMax, options.minCount);
+  tgtVocab = Vocab::build(tgt, options.tgtVocabMax, options.minCount);
+  build();
+  Rng init(options.seed);
+  model->initialize(init, options.initScale);
+  state.lr = options.lr;
+  state.dropoutRng.reseed(options.seed * 7919 + 17);
+}
+
+void Session::build() {
+  ModelConfig config = options.model;
+  config.srcVocab = srcVocab.size();
+  config.tgtVocab = tgtVocab.size();
+  model = std::make_unique<Model>(config, loadCell(config.cell));
+  adam.clipNorm = options.clip;
+}
+
+std::vector<Example> Session::examples(const std::vector<std::string> &src,
+                                       const std::vector<std::string> &tgt,
+                                       bool filter) const {
+  std::vector<Example> out;
+  for (size_t i = 0; i < src.size(); ++i) {
+    Example ex{srcVocab.encode(codec.source(src[i])),
+               tgtVocab.encode(codec.target(tgt[i]))};
+    if (filter && (ex.src.empty() || ex.tgt.empty() ||
+                   int64_t(ex.src.size()) > options.maxLen ||
+                   int64_t(ex.tgt.size()) > options.maxLen))
+      continue;
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+void Session::validate(const std::vector<std::string> &src,
+                       const std::vector<std::string> &ref,
+                       double &perplexity, double &bleu, int64_t beam) {
+  std::vector<Example> exs = examples(src, ref, false);
+  double total = 0;
+  int64_t tokens = 0;
+  std::vector<int64_t> order(exs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return exs[a].src.size() < exs[b].src.size();
+  });
+  for (size_t start = 0; start < order.size(); start += 64) {
+    std::vector<int64_t> idx(order.begin() + start,
+                             order.begin() + std::min(order.size(), start + 64));
+    Batch batch = makeBatch(exs, idx);
+    total += model->loss(batch, false, nullptr);
+    tokens += batch.targetTokens;
+  }
+  perplexity = std::exp(total / double(std::max<int64_t>(1, tokens)));
+  size_t count = src.size();
+  if (options.validMax > 0)
+    count = std::min<size_t>(count, size_t(options.validMax));
+  std::vector<std::string> lines(src.begin(), src.begin() + count),
+      refs(ref.begin(), ref.begin() + count), hyps;
+  translate(lines, beam, 1.0f, 64, &hyps);
+  bleu = corpusMultiBleu(hyps, refs).bleu;
+}
+
+std::vector<std::string>
+Session::translate(const std::vector<std::string> &lines, int64_t beam,
+                   float lengthPenalty, int64_t batchSize,
+                   std::vector<std::string> *tokenizedOut, int64_t *wordsOut) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto &line : lines) {
+    auto ids = srcVocab.encode(codec.source(line));
+    if (int64_t(ids.size()) > 4 * options.maxLen)
+      ids.resize(4 * options.maxLen);
+    sources.push_back(std::move(ids));
+  }
+  std::vector<int64_t> order(lines.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return sources[a].size() < sources[b].size();
+  });
+  std::vector<std::string> out(lines.size());
+  if (tokenizedOut)
+    tokenizedOut->assign(lines.size(), "");
+  int64_t words = 0;
+  for (size_t start = 0; start < order.size(); start += size_t(batchSize)) {
+    std::vector<int64_t> idx(
+        order.begin() + start,
+        order.begin() + std::min(order.size(), start + size_t(batchSize)));
+    Batch batch = makeSourceBatch(sources, idx);
+    auto result = model->translate(batch, beam, 2 * options.maxLen + 10,
+                                   lengthPenalty);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      auto tokens = tgtVocab.decode(result[k]);
+      words += int64_t(tokens.size()) + 1;
+      out[idx[k]] = codec.detokenized(tokens);
+      if (tokenizedOut)
+        (*tokenizedOut)[idx[k]] = codec.tokenized(tokens);
+    }
+  }
+  if (wordsOut)
+    *wordsOut = words;
+  return out;
+}
+
+namespace {
+std::string clock(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    return "--:--";
+  int64_t s = int64_t(seconds);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld",
+                  (long long)(s / 3600), (long long)(s / 60 % 60),
+                  (long long)(s % 60));
+  else
+    std::snprintf(text, sizeof text, "%02lld:%02lld", (long long)(s / 60),
+                  (long long)(s % 60));
+  return text;
+}
+} // namespace
+
+void Session::train(const TrainData &data) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<Example> exs = examples(data.trainSrc, data.trainTgt, true);
+  if (exs.empty())
+    throw DataError("no training sentence pair within --max-len " +
+                    std::to_string(options.maxLen));
+  std::string logPath = options.log.empty() ? options.out + ".log" : options.log;
+  std::ofstream log(logPath, std::ios::app);
+  if (!log)
+    throw DataError(logPath + ": cannot open the log file");
+  bool bar = options.progress && isatty(2);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "cell %s, %lld parameters, vocab %lld/%lld, %zu training "
+                "pairs (%zu dropped by --max-len)",
+                options.model.cell.c_str(), (long long)model->parameterCount(),
+                (long long)srcVocab.size(), (long long)tgtVocab.size(),
+                exs.size(), data.trainSrc.size() - exs.size());
+  log << line << "\n";
+  if (options.progress)
+    std::fprintf(stderr, "%s\n", line);
+  auto params = model->params();
+  while (!state.finished && state.epoch < options.epochs) {
+    Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
+    auto order = makeBatchOrder(exs, options.maxTokens, orderRng);
+    auto start = Clock::now();
+    auto lastDraw = start - std::chrono::seconds(1);
+    double epochLoss = 0;
+    int64_t epochTokens = 0, wordsSeen = 0, first = state.batchInEpoch;
+    for (int64_t bi = state.batchInEpoch; bi < int64_t(order.size()); ++bi) {
+      Batch batch = makeBatch(exs, order[bi]);
+      zeroGrads(params);
+      double loss = model->loss(batch, true, &state.dropoutRng);
+      adam.lr = float(state.lr);
+      adam.update(params);
+      ++state.updates;
+      state.batchInEpoch = bi + 1;
+      epochLoss += loss;
+      epochTokens += batch.targetTokens;
+      wordsSeen += batch.targetTokens + batch.sourceTokens;
+      double mean = loss / double(batch.targetTokens);
+      if (onUpdate)
+        onUpdate(state.updates, mean);
+      double elapsed =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      double wps = wordsSeen / std::max(elapsed, 1e-9);
+      double done = double(bi + 1 - first) / double(order.size() - first);
+      if (options.logEvery > 0 && state.updates % options.logEvery == 0) {
+        std::snprintf(line, sizeof line,
+                      "epoch %lld update %lld loss %.4f ppl %.2f %.0f "
+                      "words/s lr %.3g",
+                      (long long)state.epoch + 1, (long long)state.updates,
+                      epochLoss / epochTokens,
+                      std::exp(epochLoss / epochTokens), wps, state.lr);
+        log << line << std::endl;
+      }
+      if (bar && Clock::now() - lastDraw > std::chrono::milliseconds(200)) {
+        lastDraw = Clock::now();
+        int width = 24, filled = int(done * width);
+        std::string barText(size_t(filled), '#');
+        barText.resize(size_t(width), ' ');
+        std::fprintf(stderr,
+                     "\repoch %lld |%s| %3.0f%% upd %lld loss %.3f %.0f "
+                     "words/s ETA %s  ",
+                     (long long)state.epoch + 1, barText.c_str(), done * 100,
+                     (long long)state.updates, epochLoss / epochTokens, wps,
+                     clock(elapsed / done - elapsed).c_str());
+      }
+      if (options.saveEvery > 0 && state.updates % options.saveEvery == 0)
+        save(options.out);
+      if (options.maxUpdates > 0 && state.updates >= options.maxUpdates) {
+        if (bar)
+          std::fprintf(stderr, "\n");
+        save(options.out);
+        return;
+      }
+    }
+    if (bar)
+      std::fprintf(stderr, "\n");
+    double elapsed =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    double ppl = 0, bleu = 0;
+    validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
+    state.epochLoss.push_back(epochTokens ? epochLoss / epochTokens : 0);
+    state.validPerplexity.push_back(ppl);
+    state.validBleu.push_back(bleu);
+    bool improved = bleu > state.bestBleu;
+    std::snprintf(line, sizeof line,
+                  "epoch %lld done: train loss %.4f, valid ppl %.3f, valid "
+                  "BLEU %.2f%s, %.0f words/s, %.1f s, lr %.3g",
+                  (long long)state.epoch + 1, state.epochLoss.back(), ppl,
+                  bleu, improved ? " (best)" : "",
+                  wordsSeen / std::max(elapsed, 1e-9), elapsed, state.lr);
+    log << line << std::endl;
+    if (options.progress)
+      std::fprintf(stderr, "%s\n", line);
+    if (improved) {
+      state.bestBleu = bleu;
+      state.badEpochs = 0;
+    } else {
+      ++state.badEpochs;
+    }
+    if (options.lrDecay == "epoch" || (options.lrDecay == "plateau" && !improved))
+      state.lr *= 0.5;
+    ++state.epoch;
+    state.batchInEpoch = 0;
+    if (options.patience > 0 && state.badEpochs >= options.patience) {
+      state.finished = true;
+      log << "early stopping: no BLEU improvement for " << state.badEpochs
+          << " epochs" << std::endl;
+    }
+    if (state.epoch >= options.epochs)
+      state.finished = true;
+    if (improved)
+      save(options.out + ".best");
+    save(options.out);
+  }
+}
+
+} // namespace nmt

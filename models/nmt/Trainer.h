@@ -1,0 +1,121 @@
+//===- models/nmt/Trainer.h - Training, validation, translation -*- C++ -*-===//
+
+#ifndef CELLC_MODELS_NMT_TRAINER_H
+#define CELLC_MODELS_NMT_TRAINER_H
+
+#include "models/common/Data.h"
+#include "models/nmt/Model.h"
+#include "models/nmt/Numbers.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+struct TrainOptions {
+  // Data: the embedded numbers task, or parallel files.
+  std::string task = "numbers"; // numbers | files
+  int64_t taskTrain = 20000, taskValid = 500, taskTest = 500;
+  int64_t taskMax = 999999;
+  uint64_t taskSeed = 1;
+  std::string trainSrc, trainTgt, validSrc, validTgt;
+  std::string tokenizer = "space"; // files: space | bpe
+  int64_t bpeSrc = 8000, bpeTgt = 8000;
+  std::string spmSrc, spmTgt; // existing .model files instead of training
+  int64_t srcVocabMax = 0, tgtVocabMax = 0, minCount = 1, maxLen = 80;
+  // Model.
+  ModelConfig model;
+  float initScale = 0.08f;
+  // Optimisation.
+  float lr = 5e-4f, clip = 5.0f;
+  int64_t maxTokens = 2000, epochs = 10, maxUpdates = 0, patience = 3;
+  std::string lrDecay = "plateau"; // plateau | epoch | none
+  uint64_t seed = 1;
+  // Output.
+  std::string out = "nmt.ckpt";
+  std::string log; // default: out + ".log"
+  int64_t saveEvery = 0, logEvery = 100, validBeam = 1, validMax = 0;
+  bool progress = true;
+
+  std::map<std::string, std::string> toMap() const;
+  static TrainOptions fromMap(const std::map<std::string, std::string> &map);
+};
+
+/// Raw text <-> tokens for one trained model.
+struct Codec {
+  std::string mode; // numbers | space | bpe
+  Subword srcSpm, tgtSpm;
+  std::vector<std::string> source(const std::string &line) const;
+  std::vector<std::string> target(const std::string &line) const;
+  /// Target tokens -> the tokenised text BLEU is computed on during
+  /// validation (multi-bleu style against the reference line).
+  std::string tokenized(const std::vector<std::string> &tokens) const;
+  /// Target tokens -> output text (numbers: German words are joined).
+  std::string detokenized(const std::vector<std::string> &tokens) const;
+};
+
+struct TrainState {
+  int64_t epoch = 0, batchInEpoch = 0, updates = 0, badEpochs = 0;
+  double bestBleu = -1, lr = 0;
+  bool finished = false;
+  Rng dropoutRng{0};
+  std::vector<double> epochLoss, validPerplexity, validBleu;
+};
+
+struct TrainData {
+  std::vector<std::string> trainSrc, trainTgt, validSrc, validTgt;
+};
+
+class Session {
+public:
+  /// A new model for `data` (vocabularies and subword models from its
+  /// training side).
+  Session(const TrainOptions &options, const TrainData &data);
+  /// Reads a checkpoint (DataError on a missing or corrupt file).
+  static std::unique_ptr<Session> load(const std::string &path);
+  /// Writes path.tmp, then renames it over path.
+  void save(const std::string &path) const;
+
+  /// Trains until the epochs, maxUpdates or early stopping end it.
+  void train(const TrainData &data);
+  /// Mean per-token loss and BLEU (multi-bleu on tokenised text) on a
+  /// parallel set.
+  void validate(const std::vector<std::string> &src,
+                const std::vector<std::string> &ref, double &perplexity,
+                double &bleu, int64_t beam);
+  /// Detokenised translations of raw lines, batched `batchSize` at a time;
+  /// `tokenizedOut` (optional) gets the tokenised form.
+  std::vector<std::string>
+  translate(const std::vector<std::string> &lines, int64_t beam,
+            float lengthPenalty, int64_t batchSize,
+            std::vector<std::string> *tokenizedOut = nullptr,
+            int64_t *wordsOut = nullptr);
+  std::vector<Example> examples(const std::vector<std::string> &src,
+                                const std::vector<std::string> &tgt,
+                                bool filter) const;
+
+  TrainOptions options;
+  Codec codec;
+  Vocab srcVocab, tgtVocab;
+  std::unique_ptr<Model> model;
+  Adam adam;
+  TrainState state;
+  /// Called after every update with the update count and the batch's mean
+  /// loss (tests use it).
+  std::function<void(int64_t, double)> onUpdate;
+
+private:
+  Session() = default;
+  void build();
+};
+
+/// The training and validation text of `options` (the numbers task or the
+/// files, with errors naming the file and line).
+TrainData loadTrainData(const TrainOptions &options);
+
+} // namespace nmt
+
+#endif

@@ -82,6 +82,21 @@ struct CompiledCellInfo {
   int64_t numKernels;
 };
 
+/// GPU code generation options.
+struct GPUOptions {
+  std::string arch = "sm_80";      ///< sm_80, sm_90, ...
+  std::string ptxVersion = "ptx78"; ///< the PTX ISA feature
+};
+
+/// Adds the lowering of an optimised cell module to GPU kernels in the LLVM
+/// dialect (NVVM thread indices, no runtime image: the host side takes the
+/// plan from `-emit=plan`).
+void addLoweringToGPUPasses(mlir::PassManager &pm);
+
+/// Translates a module of GPU kernels and writes PTX text.
+mlir::LogicalResult emitPTX(mlir::ModuleOp module, const GPUOptions &options,
+                            llvm::raw_ostream &os);
+
 /// The C header declaring what the object of these cells exports.
 void emitHeader(llvm::ArrayRef<CompiledCellInfo> cells, llvm::StringRef source,
                 llvm::raw_ostream &os);

@@ -635,9 +635,6 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
       auto addKernel = [&](FusedOp fused, bool scan) {
         func::FuncOp func = createKernelFunction(
             module, cellc::kernelSymbol(cell.getSymName(), index));
-        if (gpu)
-          func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
-                        UnitAttr::get(&getContext()));
         KernelEmitter(fused, func, dims, cell.getNumStates(), scan, gpu)
             .emit();
         return OpBuilder(fused).getI64IntegerAttr(index++);

@@ -10,6 +10,8 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 namespace mlir::cell {
 #define GEN_PASS_REGISTRATION
@@ -54,4 +56,43 @@ void cellc::addLoweringToLLVMPasses(PassManager &pm) {
   // Plans and kernel tables replace the cells.
   pm.addPass(cell::createEmitRuntimeImage());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+namespace {
+/// The GPU module keeps only kernels: the plan lives on the host.
+struct EraseCellsPass
+    : PassWrapper<EraseCellsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EraseCellsPass)
+  void runOnOperation() override {
+    for (auto cell :
+         llvm::make_early_inc_range(getOperation().getOps<cell::CellOp>()))
+      cell.erase();
+  }
+};
+/// Marks the lowered kernels as GPU entry points (`.entry` in PTX); the
+/// attribute is only valid on llvm.func, so this runs after func-to-llvm.
+struct MarkKernelsPass
+    : PassWrapper<MarkKernelsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MarkKernelsPass)
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<LLVM::LLVMFuncOp>())
+      if (!func.isExternal())
+        func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
+                      UnitAttr::get(&getContext()));
+  }
+};
+} // namespace
+
+void cellc::addLoweringToGPUPasses(PassManager &pm) {
+  // The same kernels, one thread per row.
+  pm.addPass(cell::createLowerToLoops(cell::LowerToLoopsOptions{/*gpu=*/true}));
+  pm.addPass(std::make_unique<EraseCellsPass>());
+  pm.addPass(cell::createApproximateMath());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(cf::createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(std::make_unique<MarkKernelsPass>());
 }

@@ -21,7 +21,11 @@
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -29,7 +33,18 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { AST, MLIR, OptimizedMLIR, Plan, LLVMIR, Object, Header };
+enum class Emit {
+  AST,
+  MLIR,
+  OptimizedMLIR,
+  Plan,
+  LLVMIR,
+  Object,
+  Header,
+  PTX,
+  Cubin
+};
+enum class Target { CPU, NVPTX };
 enum class InputKind { Cell, MLIR };
 
 cl::OptionCategory cellcCategory("cellc options");
@@ -50,7 +65,10 @@ cl::opt<Emit> emitAction(
         clEnumValN(Emit::Plan, "plan", "the runtime's execution plan"),
         clEnumValN(Emit::LLVMIR, "llvm", "optimised LLVM IR of the kernels"),
         clEnumValN(Emit::Object, "obj", "an object file (default)"),
-        clEnumValN(Emit::Header, "header", "the C header of the object")),
+        clEnumValN(Emit::Header, "header", "the C header of the object"),
+        clEnumValN(Emit::PTX, "ptx", "PTX of every kernel (--target=nvptx)"),
+        clEnumValN(Emit::Cubin, "cubin",
+                   "a cubin through ptxas (--target=nvptx)")),
     cl::cat(cellcCategory));
 cl::opt<InputKind> inputKind(
     "x", cl::desc("Input language"), cl::init(InputKind::Cell),
@@ -74,6 +92,16 @@ cl::opt<bool> saveActivations(
              "backward. Default: recompute; forward keeps only GEMM outputs, "
              "kernel operands and states"),
     cl::init(false), cl::cat(cellcCategory));
+cl::opt<Target> target(
+    "target", cl::desc("Where the kernels run"), cl::init(Target::CPU),
+    cl::values(clEnumValN(Target::CPU, "cpu", "this CPU (default)"),
+               clEnumValN(Target::NVPTX, "nvptx",
+                          "NVIDIA GPUs: PTX for the CUDA driver")),
+    cl::cat(cellcCategory));
+cl::opt<std::string> gpuArch("gpu-arch",
+                             cl::desc("GPU architecture (default sm_80)"),
+                             cl::value_desc("sm_80|sm_90"), cl::init("sm_80"),
+                             cl::cat(cellcCategory));
 cl::opt<std::string> targetCPU("mcpu",
                                cl::desc("Target CPU (default: this host)"),
                                cl::value_desc("cpu"), cl::cat(cellcCategory));
@@ -124,9 +152,69 @@ OwningOpRef<ModuleOp> loadModule(llvm::SourceMgr &sourceMgr,
 std::string defaultOutputName() {
   if (!outputFilename.empty())
     return outputFilename;
+  if (emitAction == Emit::Cubin)
+    return llvm::sys::path::stem(inputFilename).str() + ".cubin";
   if (emitAction != Emit::Object)
     return "-";
   return llvm::sys::path::stem(inputFilename).str() + ".o";
+}
+
+/// PTX text, or a cubin assembled by ptxas from it.
+LogicalResult emitGPU(ModuleOp module, PassManager &lowering,
+                      llvm::raw_ostream &os) {
+  if (target != Target::NVPTX) {
+    llvm::errs() << "cellc: error: -emit=ptx and -emit=cubin need "
+                    "--target=nvptx\n";
+    return failure();
+  }
+  cellc::addLoweringToGPUPasses(lowering);
+  if (failed(lowering.run(module)))
+    return failure();
+  cellc::GPUOptions options;
+  options.arch = gpuArch;
+  std::string ptx;
+  llvm::raw_string_ostream ptxStream(ptx);
+  if (failed(cellc::emitPTX(module, options, ptxStream)))
+    return failure();
+  if (emitAction == Emit::PTX) {
+    os << ptx;
+    return success();
+  }
+  // ptxas reads and writes files.
+  llvm::SmallString<128> ptxPath, cubinPath;
+  if (llvm::sys::fs::createTemporaryFile("cellc", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("cellc", "cubin", cubinPath)) {
+    llvm::errs() << "cellc: error: cannot create temporary files\n";
+    return failure();
+  }
+  llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(ptxPath, ec);
+    file << ptx;
+  }
+  auto ptxas = llvm::sys::findProgramByName(
+      "ptxas", {"/usr/local/cuda/bin"});
+  if (!ptxas) {
+    llvm::errs() << "cellc: error: ptxas not found (install the CUDA "
+                    "toolkit or use -emit=ptx)\n";
+    return failure();
+  }
+  llvm::StringRef args[] = {*ptxas, "-arch", gpuArch, ptxPath, "-o",
+                            cubinPath};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, {}, 0, 0,
+                                &message) != 0) {
+    llvm::errs() << "cellc: error: ptxas rejected the PTX" << message << "\n";
+    return failure();
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
+  if (!cubin) {
+    llvm::errs() << "cellc: error: ptxas wrote no cubin\n";
+    return failure();
+  }
+  os << (*cubin)->getBuffer();
+  return success();
 }
 
 LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
@@ -166,6 +254,9 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
         return failure();
       for (auto cell : module.getOps<cell::CellOp>())
         output->os() << cellc::emitPlan(cell);
+    } else if (emitAction == Emit::PTX || emitAction == Emit::Cubin) {
+      if (failed(emitGPU(module, lowering, output->os())))
+        return failure();
     } else {
       cellc::addLoweringToLLVMPasses(lowering);
       if (failed(lowering.run(module)))

@@ -1011,6 +1011,14 @@ Status Execution::backward(const BackwardArgs &gradients) {
 // The Cell entry points
 //===----------------------------------------------------------------------===//
 
+Expected<BoundSizes> cellrt::bindSizes(const Plan &plan,
+                                       const ForwardArgs &args) {
+  Expected<Sizes> sizes = DimBinder(plan, args).bind();
+  if (!sizes)
+    return sizes.getStatus();
+  return BoundSizes{sizes->steps, sizes->batch, sizes->dims};
+}
+
 Status Cell::forward(const ForwardArgs &args) const {
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
   if (!sizes)

@@ -114,6 +114,16 @@ struct StepArgs {
   std::vector<MutableArray> nextStates;
 };
 
+/// The sizes a call binds: steps, batch and every plan dim.
+struct BoundSizes {
+  int64_t steps = 0, batch = 0;
+  std::map<std::string, int64_t> dims;
+};
+
+/// Binds the plan's dims from the arrays' shapes and checks every array,
+/// exactly as Cell::forward does (for other executors of the same plan).
+Expected<BoundSizes> bindSizes(const Plan &plan, const ForwardArgs &args);
+
 /// A compiled cell ready to run. Loading parses the plan once; running is
 /// const and keeps no state between calls, so one Cell may serve several
 /// threads.

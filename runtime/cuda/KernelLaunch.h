@@ -1,0 +1,54 @@
+//===- KernelLaunch.h - Packing a cellc kernel's launch arguments -*- C++ -*-===//
+//
+// Every cellc GPU kernel has the signature of cellrt_kernel_fn:
+//   (i64 row_begin, i64 row_end, i64 step, i32* lengths, i64* dims,
+//    f32** ptrs, i64* strides)
+// and runs one thread per row: blocks of kRowsPerBlock threads, as many
+// blocks as the rows need. This header has no CUDA dependency so the
+// packing is unit-tested against the .entry declarations in cellc's PTX.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_CUDA_KERNELLAUNCH_H
+#define CELLRT_CUDA_KERNELLAUNCH_H
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cellrt::cuda {
+
+/// Threads per block. Rows are independent, and 128 keeps 4 warps per block
+/// so small batches (B = 10 in beam search) still fill one block.
+constexpr int64_t kRowsPerBlock = 128;
+
+/// The values of one launch, in the kernel's parameter order. Pointers are
+/// device addresses.
+struct KernelCall {
+  int64_t rowBegin = 0, rowEnd = 0, step = 0;
+  uint64_t lengths = 0, dims = 0, pointers = 0, strides = 0;
+};
+
+/// cuLaunchKernel's kernelParams: one pointer per parameter, into `call`.
+std::array<void *, 7> packKernelArguments(KernelCall &call);
+
+/// Byte sizes of the parameters `packKernelArguments` passes, in order.
+std::array<size_t, 7> packedArgumentSizes();
+
+/// Grid size in blocks for `rows` rows.
+inline int64_t blocksFor(int64_t rows) {
+  return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
+/// The PTX types (".u64", ".u32", ...) of `entry`'s parameters, read from
+/// its `.entry` declaration; empty if `entry` is not in `ptx`.
+std::vector<std::string> entryParameterTypes(const std::string &ptx,
+                                             const std::string &entry);
+
+/// Bytes of a PTX parameter type (".u64" -> 8), 0 if unknown.
+size_t ptxTypeSize(const std::string &type);
+
+} // namespace cellrt::cuda
+
+#endif // CELLRT_CUDA_KERNELLAUNCH_H

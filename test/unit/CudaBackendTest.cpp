@@ -1,0 +1,87 @@
+//===- CudaBackendTest.cpp - The GPU backend, checked without a GPU -------===//
+//
+// What can be proven here: the launcher packs exactly the parameters the
+// PTX entries declare (read from cellc's own PTX), the launch geometry, and
+// that asking for the GPU where there is none fails with a clear message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuCell.h"
+#include "KernelLaunch.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace cellrt::cuda;
+
+namespace {
+std::string readFile(const std::string &path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+void expectEntriesMatchPacking(const std::string &cell, int numKernels) {
+  std::string ptx = readFile(std::string(CELLC_PTX_DIR) + "/" + cell + ".ptx");
+  ASSERT_FALSE(ptx.empty()) << cell;
+  std::array<size_t, 7> packed = packedArgumentSizes();
+  for (int k = 0; k < numKernels; ++k) {
+    std::string entry = "cellc_" + cell + "_k" + std::to_string(k);
+    std::vector<std::string> types = entryParameterTypes(ptx, entry);
+    ASSERT_EQ(types.size(), packed.size()) << entry;
+    for (size_t i = 0; i < types.size(); ++i)
+      EXPECT_EQ(ptxTypeSize(types[i]), packed[i])
+          << entry << " parameter " << i << " is " << types[i];
+  }
+  EXPECT_TRUE(entryParameterTypes(ptx, "cellc_" + cell + "_k" +
+                                           std::to_string(numKernels))
+                  .empty())
+      << "more kernels than expected";
+}
+} // namespace
+
+TEST(CudaLaunch, PackingMatchesGruEntries) {
+  expectEntriesMatchPacking("gru", 4);
+}
+
+TEST(CudaLaunch, PackingMatchesSrnmtEntries) {
+  // SR-NMT has scan and scratch-using kernels: same signature.
+  expectEntriesMatchPacking("srnmt", 5);
+}
+
+TEST(CudaLaunch, ArgumentsPointAtTheCallInOrder) {
+  KernelCall call;
+  call.rowBegin = 1;
+  call.rowEnd = 2;
+  call.step = 3;
+  call.lengths = 4;
+  call.dims = 5;
+  call.pointers = 6;
+  call.strides = 7;
+  std::array<void *, 7> args = packKernelArguments(call);
+  EXPECT_EQ(*static_cast<int64_t *>(args[0]), 1);
+  EXPECT_EQ(*static_cast<int64_t *>(args[1]), 2);
+  EXPECT_EQ(*static_cast<int64_t *>(args[2]), 3);
+  for (int i = 3; i < 7; ++i)
+    EXPECT_EQ(*static_cast<uint64_t *>(args[i]), uint64_t(i + 1));
+}
+
+TEST(CudaLaunch, OneThreadPerRow) {
+  EXPECT_EQ(blocksFor(1), 1);
+  EXPECT_EQ(blocksFor(kRowsPerBlock), 1);
+  EXPECT_EQ(blocksFor(kRowsPerBlock + 1), 2);
+  EXPECT_EQ(blocksFor(50 * 64), 25);
+}
+
+TEST(CudaBackend, WithoutADriverSaysUseTheCpu) {
+  std::string plan = readFile(std::string(CELLC_PTX_DIR) + "/gru.plan");
+  std::string ptx = readFile(std::string(CELLC_PTX_DIR) + "/gru.ptx");
+  auto cell = GpuCell::load(plan, ptx);
+  if (cell.ok())
+    GTEST_SKIP() << "this machine has a CUDA driver and a GPU";
+  EXPECT_NE(cell.error().find("use --device cpu"), std::string::npos)
+      << cell.error();
+}

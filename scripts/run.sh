@@ -26,3 +26,24 @@ done
 echo
 echo "== ATR over a sample batch (examples/atr_forward.cpp)"
 "$bin/atr_forward"
+
+echo
+echo "== NMT: RNNSearch with the compiled ATR cell on the embedded task"
+echo "   (English number words -> German; models/nmt/README.md)"
+nmt=$BUILD_DIR/nmt
+mkdir -p "$nmt"
+"$bin/nmt" train --out "$nmt/numbers.ckpt" --threads 1 --lr 2e-3 --epochs 8 \
+  --cell atr --no-progress
+cat "$nmt/numbers.ckpt.log" | grep -E "^(cell|epoch)"
+"$bin/nmt" task --split test --side src > "$nmt/test.en"
+"$bin/nmt" task --split test --side tgt > "$nmt/test.de.tok"
+"$bin/nmt" translate --model "$nmt/numbers.ckpt.best" --threads 1 --beam 5 \
+  --input "$nmt/test.en" --tokenized > "$nmt/hyp.de.tok"
+"$bin/nmt" translate --model "$nmt/numbers.ckpt.best" --threads 1 --beam 5 \
+  --input "$nmt/test.en" > "$nmt/hyp.de"
+echo "held-out examples (source | reference | translation):"
+paste -d'|' <(head -5 "$nmt/test.en") \
+  <("$bin/nmt" task --split test --side tgt-raw | head -5) \
+  <(head -5 "$nmt/hyp.de")
+echo -n "test BLEU (beam 5, on the German number words): "
+"$bin/nmt" score --ref "$nmt/test.de.tok" --hyp "$nmt/hyp.de.tok" --tokenize none

@@ -13,9 +13,11 @@ namespace nmt {
 /// The names of the cells compiled into the binary ahead of time.
 std::vector<std::string> builtinCells();
 
-/// A loaded cell by builtin name (atr, gru, lstm). Loaded once and kept for
-/// the life of the process. Throws DataError for an unknown name.
-/// TODO(jit): a path to a .cell file compiled through cellc::jit.
+/// A loaded cell by builtin name (atr, gru, lstm) or a .cell file compiled
+/// through the JIT (`my.cell` or `my.cell:NAME`, cached on disk). Loaded
+/// once and kept for the life of the process. Throws DataError for an
+/// unknown name or a file that does not compile (with cellc's located
+/// diagnostics).
 const cellrt::Cell &loadCell(const std::string &name);
 
 } // namespace nmt

@@ -28,7 +28,7 @@ const char *usage = R"(usage:
              --valid-tgt F [--tokenizer space|bpe] [--bpe-src N --bpe-tgt N]
              [--spm-src M --spm-tgt M] [--src-vocab N --tgt-vocab N]
              [--min-count N] [--max-len 80]
-      model: --cell atr|gru|lstm --emb N --hidden N --att N --readout N
+      model: --cell atr|gru|lstm|FILE.cell[:NAME] --emb N --hidden N --att N --readout N
              --dropout P --init-scale S
       train: --lr 5e-4 --clip 5 --max-tokens N --epochs N --max-updates N
              --patience N --lr-decay plateau|epoch|none --seed N

@@ -1,0 +1,99 @@
+//===- Bench.h - Workloads and implementations of the benchmarks -*- C++ -*-===//
+//
+// One workload is a cell, a mode (inference forward over a sequence, forward
+// + backward over a sequence, or one decoding step), the sizes and a thread
+// count. Every implementation (cellc, the GEMM floor, oneDNN's RNN
+// primitive, LibTorch eager / nn) makes a Runner for a workload: the
+// constructor allocates and initialises everything the caller would own
+// (params, inputs, gradient arrays) and creates whatever the implementation
+// creates once (loaded cells, primitives); run() is one timed iteration.
+//
+// The driver (Driver.cpp) runs every workload in its own child process so
+// that its peak memory can be measured alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_BENCH_BENCH_H
+#define CELLC_BENCH_BENCH_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cellc_bench {
+
+enum class Mode { Forward, Training, Step };
+
+struct Workload {
+  std::string cell;
+  Mode mode = Mode::Forward;
+  int64_t T = 50, B = 64, I = 512, H = 512;
+  int threads = 1;
+  /// Decoding steps per run() in Step mode (one step is too short to time).
+  int64_t stepsPerRun = 100;
+};
+
+const char *modeName(Mode mode);
+
+class Runner {
+public:
+  virtual ~Runner() = default;
+  /// One timed iteration.
+  virtual void run() = 0;
+};
+
+/// Makes the runner of one implementation, or null when it does not cover
+/// the workload; `why` says why.
+using Factory =
+    std::function<std::unique_ptr<Runner>(const Workload &, std::string &why)>;
+
+struct Implementation {
+  std::string name;
+  Factory make;
+  /// Sets the thread count of the libraries it uses (called in the child
+  /// before the runner is made).
+  std::function<void(int)> setThreads;
+  /// Touches the libraries once (a tiny GEMM) before the child's memory
+  /// baseline, so that one-off library set-up is not counted as workload.
+  std::function<void()> prewarm;
+};
+
+/// A 64x64 dnnl_sgemm.
+void prewarmSgemm();
+
+/// Registered by each implementation's TU.
+std::vector<Implementation> &registry();
+struct Register {
+  Register(Implementation impl) { registry().push_back(std::move(impl)); }
+};
+
+/// Fills `values` with uniform values in [-scale, scale].
+void fillRandom(float *values, int64_t count, float scale, uint32_t seed);
+std::vector<float> randomVector(int64_t count, float scale, uint32_t seed);
+
+/// omp_set_num_threads of the OpenMP runtime oneDNN and LibTorch load
+/// (Debian's are built with libgomp), found with dlsym so that the
+/// compiler's own OpenMP runtime is never linked in as a second one.
+void setOmpThreads(int threads);
+
+/// Aborts the child with a message.
+[[noreturn]] void fail(const std::string &message);
+
+/// The number of input-side and state-side stacked matrices of each cell
+/// (docs/gemm-plans.md): ATR 1/1, GRU 3/(2+1), LSTM 4/4, LAU 5/4, SRU 3/0,
+/// SR-NMT 3/0.
+struct CellShape {
+  int inputGates = 0;
+  /// Recurrent products per step, in rows of H: GRU {2, 1}.
+  std::vector<int> stateGates;
+};
+CellShape cellShape(const std::string &cell);
+
+} // namespace cellc_bench
+
+#endif // CELLC_BENCH_BENCH_H

@@ -1,0 +1,182 @@
+//===- CellcBench.cpp - cellc's compiled cells through cellrt -------------===//
+//
+// The cells are compiled by `cellc` at build time (bench/CMakeLists.txt) and
+// linked in; each workload loads its image once and runs Cell::forward,
+// forward(args, tape) + backward(args, grads, tape), or Cell::step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+
+#include "cellrt/Runtime.h"
+
+#include "atr.h"
+#include "gru.h"
+#include "lau.h"
+#include "lstm.h"
+#include "srnmt.h"
+#include "sru.h"
+
+#include <map>
+#include <numeric>
+
+using namespace cellc_bench;
+
+namespace {
+
+bool imageOf(const std::string &cell, cellrt_image &image) {
+  if (cell == "atr")
+    image = cellc_atr_image();
+  else if (cell == "gru")
+    image = cellc_gru_image();
+  else if (cell == "lstm")
+    image = cellc_lstm_image();
+  else if (cell == "lau")
+    image = cellc_lau_image();
+  else if (cell == "sru")
+    image = cellc_sru_image();
+  else if (cell == "srnmt")
+    image = cellc_srnmt_image();
+  else
+    return false;
+  return true;
+}
+
+void check(const cellrt::Status &status, const char *what) {
+  if (!status.ok())
+    fail(std::string(what) + ": " + status.message());
+}
+
+class CellcRunner : public Runner {
+public:
+  CellcRunner(cellrt::Cell loaded, const Workload &w)
+      : cell(std::move(loaded)), w(w) {
+    const cellrt::Plan &plan = cell.getPlan();
+    std::map<std::string, int64_t> dims = {{"H", w.H}, {"I", w.I}};
+    auto eval = [&](const cellrt::DimExpr &e) {
+      std::optional<int64_t> v = e.evaluate(dims);
+      if (!v)
+        fail("cannot evaluate " + e.str());
+      return *v;
+    };
+    uint32_t seed = 1;
+    float scale = 1.0f / std::sqrt(static_cast<float>(w.H));
+    for (const cellrt::ParamDecl &param : plan.params) {
+      std::vector<int64_t> shape;
+      for (const cellrt::DimExpr &dim : param.shape)
+        shape.push_back(eval(dim));
+      int64_t count = std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                                      std::multiplies<int64_t>());
+      paramData[param.name] = randomVector(count, scale, seed++);
+      paramShapes[param.name] = shape;
+      if (w.mode == Mode::Training)
+        gradData[param.name].assign(count, 0.0f);
+    }
+    for (auto &[name, data] : paramData) {
+      args.params[name] = {data.data(), paramShapes[name]};
+      step.params[name] = {data.data(), paramShapes[name]};
+    }
+    for (auto &[name, data] : gradData)
+      grads.paramGradients[name] = {data.data(), paramShapes[name]};
+
+    outputWidth = eval(plan.outputWidth);
+    for (const cellrt::VectorDecl &input : plan.inputs)
+      inputWidths.push_back(eval(input.length));
+    for (const cellrt::VectorDecl &state : plan.states)
+      stateWidths.push_back(eval(state.length));
+
+    if (w.mode == Mode::Step) {
+      for (size_t i = 0; i < inputWidths.size(); ++i) {
+        inputs.push_back(randomVector(w.B * inputWidths[i], 1.0f, seed++));
+        step.inputs.push_back({inputs.back().data(), {w.B, inputWidths[i]}});
+      }
+      for (size_t i = 0; i < stateWidths.size(); ++i) {
+        current.push_back(randomVector(w.B * stateWidths[i], 0.5f, seed++));
+        next.push_back(std::vector<float>(w.B * stateWidths[i]));
+      }
+      output.assign(w.B * outputWidth, 0.0f);
+      step.output = {output.data(), {w.B, outputWidth}};
+      // Beam search reorders the hypotheses every step.
+      if (w.B > 1)
+        for (int64_t b = 0; b < w.B; ++b)
+          parents.push_back(static_cast<int32_t>((b * 7 + 3) % w.B));
+      return;
+    }
+
+    lengths.assign(w.B, static_cast<int32_t>(w.T));
+    args.lengths = lengths.data();
+    for (size_t i = 0; i < inputWidths.size(); ++i) {
+      inputs.push_back(
+          randomVector(w.T * w.B * inputWidths[i], 1.0f, seed++));
+      args.inputs.push_back({inputs.back().data(), {w.T, w.B, inputWidths[i]}});
+    }
+    output.assign(w.T * w.B * outputWidth, 0.0f);
+    args.output = {output.data(), {w.T, w.B, outputWidth}};
+    if (w.mode == Mode::Training) {
+      outputGradient = randomVector(w.T * w.B * outputWidth, 1.0f, seed++);
+      grads.outputGradient = {outputGradient.data(), {w.T, w.B, outputWidth}};
+      for (size_t i = 0; i < inputWidths.size(); ++i) {
+        inputGradients.push_back(
+            std::vector<float>(w.T * w.B * inputWidths[i], 0.0f));
+        grads.inputGradients.push_back(
+            {inputGradients.back().data(), {w.T, w.B, inputWidths[i]}});
+      }
+    }
+  }
+
+  void run() override {
+    switch (w.mode) {
+    case Mode::Forward:
+      check(cell.forward(args), "forward");
+      return;
+    case Mode::Training:
+      check(cell.forward(args, tape), "forward (training)");
+      check(cell.backward(args, grads, tape), "backward");
+      return;
+    case Mode::Step:
+      for (int64_t s = 0; s < w.stepsPerRun; ++s) {
+        step.states.clear();
+        step.nextStates.clear();
+        for (size_t i = 0; i < stateWidths.size(); ++i) {
+          step.states.push_back({current[i].data(), {w.B, stateWidths[i]}});
+          step.nextStates.push_back({next[i].data(), {w.B, stateWidths[i]}});
+        }
+        step.sourceRows = parents.empty() ? nullptr : parents.data();
+        check(cell.step(step), "step");
+        std::swap(current, next);
+      }
+      return;
+    }
+  }
+
+private:
+  cellrt::Cell cell;
+  Workload w;
+  std::map<std::string, std::vector<float>> paramData, gradData;
+  std::map<std::string, std::vector<int64_t>> paramShapes;
+  std::vector<int64_t> inputWidths, stateWidths;
+  int64_t outputWidth = 0;
+  std::vector<std::vector<float>> inputs, inputGradients, current, next;
+  std::vector<float> output, outputGradient;
+  std::vector<int32_t> lengths, parents;
+  cellrt::ForwardArgs args;
+  cellrt::BackwardArgs grads;
+  cellrt::StepArgs step;
+  cellrt::Tape tape;
+};
+
+Register reg({"cellc",
+              [](const Workload &w, std::string &why) -> std::unique_ptr<Runner> {
+                cellrt_image image;
+                if (!imageOf(w.cell, image)) {
+                  why = "cell-not-compiled";
+                  return nullptr;
+                }
+                auto loaded = cellrt::Cell::load(image);
+                if (!loaded)
+                  fail("load " + w.cell + ": " + loaded.error());
+                return std::make_unique<CellcRunner>(std::move(*loaded), w);
+              },
+              [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
+
+} // namespace

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Turns bench/results.txt (the lines cellc-bench and bench/run print) into
+the generated part of bench/README.md and prints the RATIO lines.
+
+  report.py RESULTS README
+
+Everything between <!-- BEGIN RESULTS --> and <!-- END RESULTS --> in
+README is replaced; the hand-written rest is kept (a missing README gets a
+skeleton).
+"""
+
+import re
+import statistics
+import sys
+
+BEGIN, END = "<!-- BEGIN RESULTS -->", "<!-- END RESULTS -->"
+CELLS = ["atr", "gru", "lstm", "lau", "sru", "srnmt"]
+PEERS = ["torch-eager", "torch-nn", "onednn-gru", "onednn-lbr-gru",
+         "onednn-lstm"]
+LABEL = {
+    "cellc": "cellc",
+    "floor": "GEMM floor",
+    "torch-eager": "LibTorch eager",
+    "torch-nn": "LibTorch nn",
+    "onednn-gru": "oneDNN GRU",
+    "onednn-lbr-gru": "oneDNN LBR-GRU",
+    "onednn-lstm": "oneDNN LSTM",
+}
+MODE = {"fwd": "forward (inference)", "train": "forward + backward",
+        "step": "decoding step"}
+
+
+def fields(line):
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+def parse(path):
+    data = {"results": {}, "skips": [], "aot": {}, "jit": {}, "meta": {},
+            "failed": [], "jit_absent": False}
+    for line in open(path):
+        line = line.strip()
+        if not line:
+            continue
+        tag = line.split()[0]
+        if tag == "RESULT":
+            f = fields(line)
+            key = (f["impl"], f["cell"], f["mode"], int(f["T"]), int(f["B"]),
+                   int(f["threads"]))
+            data["results"][key] = f
+        elif tag == "SKIP":
+            data["skips"].append(fields(line))
+        elif tag in ("FAILED", "ERROR"):
+            data["failed"].append(line)
+        elif tag == "AOT":
+            f = fields(line)
+            data["aot"][f["cell"]] = f
+        elif tag == "JIT":
+            f = fields(line)
+            data["jit"][f["cell"]] = f
+        elif tag == "JIT-ABSENT":
+            data["jit_absent"] = True
+        elif tag in ("MACHINE", "SETTINGS"):
+            data["meta"][tag] = fields(line)
+        elif tag in ("DATE", "COMMIT", "LOAD_START", "LOAD_END"):
+            data["meta"][tag] = line.split(None, 1)[1]
+    return data
+
+
+def ms(r):
+    return float(r["median_ms"])
+
+
+def spread(r):
+    """Half the min..max range, in % of the median."""
+    m = ms(r)
+    return 100.0 * (float(r["max_ms"]) - float(r["min_ms"])) / 2 / m if m else 0
+
+
+def fmt_time(r, unit_ms):
+    if r is None:
+        return "—"
+    v = ms(r)
+    if unit_ms:
+        text = f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+    else:  # step mode: microseconds
+        text = f"{v * 1000:.0f}"
+    return f"{text} ±{spread(r):.0f}%"
+
+
+def workload_name(cell, mode, T, B, threads):
+    if mode == "step":
+        return f"{cell}-step-B{B}-{threads}t"
+    return f"{cell}-{mode}-T{T}-B{B}-{threads}t"
+
+
+def main():
+    results_path, readme_path = sys.argv[1], sys.argv[2]
+    data = parse(results_path)
+    res = data["results"]
+    out = []  # README lines
+    ratio_lines = []
+    ratios = {}  # (name, peer) -> ratio
+
+    shapes = sorted({(k[2], k[3], k[4], k[5]) for k in res},
+                    key=lambda s: (["fwd", "train", "step"].index(s[0]),
+                                   s[1], -s[2], s[3]))
+
+    meta = data["meta"]
+    machine = meta.get("MACHINE", {})
+    settings = meta.get("SETTINGS", {})
+    out.append("## Results of the last run")
+    out.append("")
+    out.append(f"* Machine: {machine.get('model', '?').replace('_', ' ')}, "
+               f"{machine.get('cpus', '?')} CPUs "
+               f"({machine.get('cores_per_socket', '?')} cores, "
+               f"{machine.get('threads_per_core', '?')} thread per core), "
+               f"L2 {machine.get('l2', '?').replace('_', ' ')}, "
+               f"L3 {machine.get('l3', '?').replace('_', ' ')}, "
+               f"AVX-512: {machine.get('avx512', '?')}.")
+    out.append(f"* Date: {meta.get('DATE', '?')}; commit "
+               f"{meta.get('COMMIT', '?')}.")
+    out.append(f"* Load average (1/5/15 min) at the start "
+               f"{meta.get('LOAD_START', '?')}, at the end "
+               f"{meta.get('LOAD_END', '?')}.")
+    out.append(f"* Environment: OPENBLAS_CORETYPE="
+               f"{settings.get('OPENBLAS_CORETYPE', '?')} OMP_WAIT_POLICY="
+               f"{settings.get('OMP_WAIT_POLICY', '?')}; "
+               f"{settings.get('reps', '?')} timed repetitions per sequence "
+               f"workload and {settings.get('step_reps', '?')} per decoding "
+               f"workload (100 steps each), after one warm-up.")
+    out.append("* Times are medians; ±x% is half the min–max range over the "
+               "repetitions. Ratios are peer time / cellc time (above 1: "
+               "cellc is faster); for the floor, floor time / cellc time "
+               "(1.0 would be cellc at the GEMM floor, 0.91 = cellc 1.10× "
+               "the floor).")
+    if data["failed"]:
+        out.append("* Failures: " + "; ".join(f"`{f}`" for f in data["failed"]))
+    out.append("")
+
+    # Compile time.
+    out.append("### Compile time per cell")
+    out.append("")
+    out.append("| cell | AOT `cellc X.cell -o X.o` (s) | JIT uncached (s) | "
+               "JIT first in process (s) | JIT cached load (s) |")
+    out.append("|---|---|---|---|---|")
+    for cell in CELLS:
+        a = data["aot"].get(cell)
+        j = data["jit"].get(cell)
+        aot = (f"{float(a['median_s']):.3f} ({float(a['min_s']):.3f}–"
+               f"{float(a['max_s']):.3f})") if a else "—"
+        if j:
+            jit = (f"{float(j['median_s']):.3f} ({float(j['min_s']):.3f}–"
+                   f"{float(j['max_s']):.3f})")
+            first = j["first_s"]
+            cached = j["cached_s"]
+        else:
+            jit = first = cached = "not measured" if data["jit_absent"] else "—"
+        out.append(f"| {cell} | {aot} | {jit} | {first} | {cached} |")
+    out.append("")
+    out.append("AOT: wall time of the `cellc` process (startup included), "
+               "median of 3. JIT: `cellc::jit::compileFile` with the disk "
+               "cache off, median of 3 after one untimed compile; \"first in "
+               "process\" is that untimed compile ((process-first) marks the "
+               "one that pays LLVM/MLIR initialisation); \"cached\" is a "
+               "second compile with a disk cache.")
+    out.append("")
+
+    # Time tables.
+    for (mode, T, B, threads) in shapes:
+        unit_ms = mode != "step"
+        title = (f"### {MODE[mode]}, T={T} B={B} I=H=512, {threads} thread"
+                 f"{'s' if threads > 1 else ''}") if mode != "step" else (
+                 f"### {MODE[mode]}, B={B} I=H=512, {threads} thread"
+                 f"{'s' if threads > 1 else ''} (µs per step)")
+        impls = [i for i in ["cellc", "floor"] + PEERS
+                 if any((i, c, mode, T, B, threads) in res for c in CELLS)]
+        out.append(title)
+        out.append("")
+        header = "| cell | " + " | ".join(LABEL[i] for i in impls)
+        header += " | floor/cellc | " + " | ".join(
+            f"{LABEL[p]}/cellc" for p in impls if p in PEERS) + " |"
+        out.append(header)
+        out.append("|---" * (1 + len(impls) + 1 +
+                             len([p for p in impls if p in PEERS])) + "|")
+        for cell in CELLS:
+            c = res.get(("cellc", cell, mode, T, B, threads))
+            if c is None:
+                continue
+            name = workload_name(cell, mode, T, B, threads)
+            row = [cell] + [fmt_time(res.get((i, cell, mode, T, B, threads)),
+                                     unit_ms) for i in impls]
+            f = res.get(("floor", cell, mode, T, B, threads))
+            if f:
+                r = ms(f) / ms(c)
+                ratios[(name, "floor")] = r
+                ratio_lines.append(f"RATIO {name}-floor {r:.3f}")
+                row.append(f"{r:.2f}")
+            else:
+                row.append("—")
+            for p in impls:
+                if p not in PEERS:
+                    continue
+                pr = res.get((p, cell, mode, T, B, threads))
+                if pr:
+                    r = ms(pr) / ms(c)
+                    ratios[(name, p)] = r
+                    ratio_lines.append(f"RATIO {name}-{p} {r:.3f}")
+                    row.append(f"**{r:.2f}**")
+                else:
+                    row.append("—")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    # Memory.
+    out.append("### Peak memory (MB)")
+    out.append("")
+    out.append("`work`: peak RSS during the timed iterations above the RSS "
+               "once params, inputs and gradient arrays exist (the "
+               "implementation's own activations, tape, temporaries); "
+               "`total`: peak RSS of the workload above the child process's "
+               "RSS before it built anything (so params, inputs and "
+               "gradients included). One forked child per workload, read "
+               "from /proc/self/status (VmHWM, reset with clear_refs). "
+               "1 thread.")
+    out.append("")
+    mem_shapes = [s for s in shapes if s[3] == 1]
+    for (mode, T, B, threads) in mem_shapes:
+        impls = [i for i in ["cellc", "floor"] + PEERS
+                 if any((i, c, mode, T, B, threads) in res for c in CELLS)]
+        label = (f"{MODE[mode]} T={T} B={B}" if mode != "step"
+                 else f"{MODE[mode]} B={B}")
+        out.append(f"**{label}** (work / total)")
+        out.append("")
+        out.append("| cell | " + " | ".join(LABEL[i] for i in impls) + " |")
+        out.append("|---" * (1 + len(impls)) + "|")
+        for cell in CELLS:
+            if ("cellc", cell, mode, T, B, threads) not in res:
+                continue
+            row = [cell]
+            for i in impls:
+                r = res.get((i, cell, mode, T, B, threads))
+                row.append(f"{float(r['work_mb']):.0f} / "
+                           f"{float(r['peak_mb']):.0f}" if r else "—")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    # Targets.
+    out.append("### Targets")
+    out.append("")
+    checks = []
+
+    def check(desc, items, bound, higher_is_better=True):
+        """items: [(label, value)]; value compared with bound."""
+        if not items:
+            checks.append((desc, "not measured", []))
+            return
+        bad = [(l, v) for l, v in items
+               if (v < bound if higher_is_better else v > bound)]
+        worst = (min if higher_is_better else max)(items, key=lambda x: x[1])
+        status = "holds" if not bad else f"fails in {len(bad)} of {len(items)}"
+        checks.append((desc, f"{status}; worst {worst[0]} = {worst[1]:.2f}",
+                       bad))
+
+    seq = [(n, p, r) for (n, p), r in ratios.items() if "-step-" not in n]
+    step = [(n, p, r) for (n, p), r in ratios.items() if "-step-" in n]
+    check("every cell ≤ 1.10× the GEMM floor (sequences, fwd and fwd+bwd, "
+          "1 and 2 threads): cellc/floor",
+          [(n, 1 / r) for n, p, r in seq if p == "floor"], 1.10, False)
+    check("GRU ≥ 0.95× oneDNN's GRU speed (oneDNN time / cellc time)",
+          [(n, r) for n, p, r in seq if p == "onednn-gru"], 0.95)
+    check("LSTM ≥ 0.95× oneDNN's LSTM speed",
+          [(n, r) for n, p, r in seq if p == "onednn-lstm"], 0.95)
+    for threads, bound in ((1, 1.35), (2, 1.75)):
+        for peer in ("torch-eager", "torch-nn"):
+            check(f"vs {LABEL[peer]} ≥ {bound}× at {threads} thread"
+                  f"{'s' if threads > 1 else ''} (sequences)",
+                  [(n, r) for n, p, r in seq
+                   if p == peer and n.endswith(f"-{threads}t")], bound)
+    for peer in ("torch-eager", "torch-nn"):
+        check(f"vs {LABEL[peer]} ≥ 2.5× at the B=10 decoding step",
+              [(n, r) for n, p, r in step if p == peer and "-B10-" in n], 2.5)
+    check("decoding step ≤ 1.2× floor: cellc/floor",
+          [(n, 1 / r) for n, p, r in step if p == "floor"], 1.2, False)
+    check("compile time ≤ 0.5 s per cell (AOT, median)",
+          [(c, float(a["median_s"])) for c, a in data["aot"].items()], 0.5,
+          False)
+    check("compile time ≤ 0.5 s per cell (JIT uncached, median)",
+          [(c, float(j["median_s"])) for c, j in data["jit"].items()], 0.5,
+          False)
+    out.append("| target | result |")
+    out.append("|---|---|")
+    for desc, status, _ in checks:
+        out.append(f"| {desc} | {status} |")
+    out.append("")
+    for desc, status, bad in checks:
+        if bad and len(bad) <= 48:
+            out.append(f"* {desc} — misses: " + ", ".join(
+                f"{l} {v:.2f}" for l, v in sorted(bad, key=lambda x: x[1])))
+    out.append("")
+
+    generated = "\n".join(out)
+    try:
+        readme = open(readme_path).read()
+    except FileNotFoundError:
+        readme = f"# cellc benchmarks\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in readme or END not in readme:
+        readme += f"\n{BEGIN}\n{END}\n"
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    open(readme_path, "w").write(
+        head + BEGIN + "\n" + generated + "\n" + END + tail)
+
+    # stdout: medians and spreads, then the RATIO lines.
+    for key in sorted(res):
+        r = res[key]
+        impl, cell, mode, T, B, threads = key
+        print(f"MEDIAN {workload_name(cell, mode, T, B, threads)} {impl} "
+              f"{ms(r):.4f} ms spread ±{spread(r):.1f}% "
+              f"(min {float(r['min_ms']):.4f} max {float(r['max_ms']):.4f}, "
+              f"n={r['reps']})")
+    for line in ratio_lines:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

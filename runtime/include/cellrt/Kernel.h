@@ -28,6 +28,9 @@ extern "C" {
 /// `ptrs[i]` points at row 0, column 0 of the kernel's i-th argument (the
 /// runtime applies step and column offsets) and `strides[i]` is its row
 /// stride in floats (0 broadcasts a vector parameter to every row).
+/// The arguments of one call must not overlap in memory (beyond a vector
+/// parameter's rows sharing storage): kernels are compiled assuming so, which
+/// lets every element loop vectorise without run-time alias checks.
 typedef void (*cellrt_kernel_fn)(int64_t row_begin, int64_t row_end,
                                  int64_t step, const int32_t *lengths,
                                  const int64_t *dims, float *const *ptrs,

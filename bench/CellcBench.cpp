@@ -96,6 +96,12 @@ public:
       }
       output.assign(w.B * outputWidth, 0.0f);
       step.output = {output.data(), {w.B, outputWidth}};
+      // A decoder's weights are fixed while it decodes: stack them once,
+      // as the peers hold theirs stacked.
+      auto stacked = cell.packWeights(step.params);
+      check(stacked.getStatus(), "packWeights");
+      packed = std::move(*stacked);
+      step.packedWeights = &packed;
       // Beam search reorders the hypotheses every step.
       if (w.B > 1)
         for (int64_t b = 0; b < w.B; ++b)
@@ -162,6 +168,7 @@ private:
   cellrt::ForwardArgs args;
   cellrt::BackwardArgs grads;
   cellrt::StepArgs step;
+  cellrt::PackedWeights packed;
   cellrt::Tape tape;
 };
 

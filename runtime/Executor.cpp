@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 using namespace cellrt;
 
@@ -362,7 +363,39 @@ struct BoundOperation {
 /// The arrays of one forward call; a training-mode forward keeps them in the
 /// tape for backward().
 struct Workspace {
-  std::vector<std::vector<float>> storage;
+  /// Blocks kept across calls: a call with the same plan and sizes asks for
+  /// the same blocks in the same order, so it allocates (and page-faults)
+  /// nothing. Blocks are not zeroed: every buffer is written before it is
+  /// read, or zeroed explicitly where a sum starts.
+  std::vector<std::unique_ptr<float[]>> blocks;
+  std::vector<size_t> capacities;
+  size_t used = 0;
+
+  float *allocate(int64_t count) {
+    size_t floats = static_cast<size_t>(std::max<int64_t>(count, 1));
+    if (used == blocks.size()) {
+      blocks.emplace_back();
+      capacities.push_back(0);
+    }
+    if (capacities[used] < floats) {
+      blocks[used].reset(new float[floats]);
+      capacities[used] = floats;
+    }
+    return blocks[used++].get();
+  }
+
+  /// Forgets the previous call's layout, keeping the blocks.
+  void reset() {
+    used = 0;
+    inputs.clear();
+    buffers.clear();
+    currentStates.clear();
+    nextStates.clear();
+    weights.clear();
+    outputBase = nullptr;
+    outputStepAdvance = 0;
+  }
+
   /// [T*B, LEN] per input: the caller's array, or a copy reversed within
   /// lengths.
   std::vector<float *> inputs;
@@ -484,30 +517,37 @@ static float *allocateIn(std::vector<std::vector<float>> &storage,
 
 void Execution::allocate() {
   int64_t steps = sizes.steps, batch = sizes.batch;
-  work = Workspace();
+  work.reset();
   for (const BufferDecl &buffer : plan.buffers) {
     int64_t rows = buffer.extent == BufferDecl::Extent::Sequence || training
                        ? steps * batch
                        : batch;
-    work.buffers.push_back(
-        allocateIn(work.storage, rows * sizes.eval(buffer.length)));
+    int64_t length = sizes.eval(buffer.length);
+    work.buffers.push_back(work.allocate(rows * length));
+    // Training: steps no sequence reaches are never run, but weight
+    // gradients read every row; keep those rows finite.
+    if (training && buffer.extent == BufferDecl::Extent::Step)
+      std::memset(work.buffers.back() + maxLength * batch * length, 0,
+                  (steps - maxLength) * batch * length * sizeof(float));
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * width(plan.states[i]);
     work.currentStates.push_back(
-        allocateIn(work.storage, training ? (steps + 1) * count : count));
+        work.allocate(training ? (steps + 1) * count : count));
     work.nextStates.push_back(training ? nullptr
-                                       : allocateIn(work.storage, count));
+                                       : work.allocate(count));
     if (i < args.initialStates.size() && args.initialStates[i].data)
       std::memcpy(work.currentStates.back(), args.initialStates[i].data,
                   count * sizeof(float));
+    else
+      std::memset(work.currentStates.back(), 0, count * sizeof(float));
   }
   outputWidth = sizes.eval(plan.outputWidth);
   if (!args.output.data) {
     // Nobody reads the output: one step's worth of scratch is enough.
-    work.outputBase = allocateIn(work.storage, batch * outputWidth);
+    work.outputBase = work.allocate(batch * outputWidth);
   } else if (args.reverse) {
-    work.outputBase = allocateIn(work.storage, steps * batch * outputWidth);
+    work.outputBase = work.allocate(steps * batch * outputWidth);
     work.outputStepAdvance = batch * outputWidth;
   } else {
     work.outputBase = args.output.data;
@@ -557,7 +597,7 @@ void Execution::reverseInputs() {
     }
     int64_t inputWidth = width(plan.inputs[i]);
     float *copy =
-        allocateIn(work.storage, sizes.steps * sizes.batch * inputWidth);
+        work.allocate(sizes.steps * sizes.batch * inputWidth);
     reverseWithinLengths(args.inputs[i].data, copy, sizes.steps, sizes.batch,
                          inputWidth, args.lengths);
     work.inputs.push_back(copy);
@@ -565,6 +605,11 @@ void Execution::reverseInputs() {
 }
 
 void Execution::stackWeights() {
+  // Training keeps its own copies: the tape may outlive the caller's.
+  if (args.packedWeights && !training) {
+    work.weights = args.packedWeights->pointers();
+    return;
+  }
   for (const WeightDecl &weight : plan.weights) {
     if (weight.params.size() == 1) {
       work.weights.push_back(args.params.at(weight.params[0]).data);
@@ -572,7 +617,7 @@ void Execution::stackWeights() {
     }
     int64_t cols = sizes.eval(plan.weightCols(weight));
     float *stacked =
-        allocateIn(work.storage, sizes.eval(plan.weightRows(weight)) * cols);
+        work.allocate(sizes.eval(plan.weightRows(weight)) * cols);
     float *row = stacked;
     for (const std::string &name : weight.params) {
       int64_t count = sizes.eval(plan.findParam(name)->shape[0]) * cols;
@@ -1011,6 +1056,32 @@ Status Execution::backward(const BackwardArgs &gradients) {
 // The Cell entry points
 //===----------------------------------------------------------------------===//
 
+Expected<PackedWeights>
+Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
+  PackedWeights packed;
+  packed.stacked.reserve(plan.weights.size());
+  for (const WeightDecl &weight : plan.weights) {
+    std::vector<float> rows;
+    for (const std::string &name : weight.params) {
+      auto param = params.find(name);
+      if (param == params.end() || !param->second.data ||
+          param->second.shape.size() != 2)
+        return Status::error("packWeights: matrix param " + quote(name) +
+                             " is missing or not [ROWS, COLS]");
+      if (weight.params.size() == 1)
+        break;
+      const ConstArray &array = param->second;
+      rows.insert(rows.end(), array.data,
+                  array.data + array.shape[0] * array.shape[1]);
+    }
+    packed.stacked.push_back(std::move(rows));
+    packed.weights.push_back(weight.params.size() == 1
+                                 ? params.at(weight.params[0]).data
+                                 : packed.stacked.back().data());
+  }
+  return packed;
+}
+
 Expected<BoundSizes> cellrt::bindSizes(const Plan &plan,
                                        const ForwardArgs &args) {
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
@@ -1023,7 +1094,8 @@ Status Cell::forward(const ForwardArgs &args) const {
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
   if (!sizes)
     return sizes.getStatus();
-  Workspace work;
+  // Inference reuses this thread's blocks from call to call.
+  thread_local Workspace work;
   return Execution(plan, kernels, args, *sizes, work, /*training=*/false)
       .forward();
 }

@@ -71,5 +71,6 @@ Status Cell::step(const StepArgs &args) const {
                            args.output.shape.size() > 1 ? args.output.shape[1]
                                                         : 0}};
   forwardArgs.finalStates = args.nextStates;
+  forwardArgs.packedWeights = args.packedWeights;
   return forward(forwardArgs);
 }

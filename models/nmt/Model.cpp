@@ -423,9 +423,15 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   auto norm = [&](double score, size_t length) {
     return score / std::pow(double(length), double(lengthPenalty));
   };
+  // The decoder cells' weights stay fixed while decoding: stack them once.
+  auto packed1 = dec1->cell().packWeights(dec1->paramArrays());
+  auto packed2 = dec2->cell().packWeights(dec2->paramArrays());
+  check(packed1.getStatus(), "decoder cell 1 weights");
+  check(packed2.getStatus(), "decoder cell 2 weights");
   for (int64_t step = 0; step < longest; ++step) {
     embeddingForward(Etgt->value.data(), E, prev.data(), rows, ye.data());
     cellrt::StepArgs a1;
+    a1.packedWeights = &*packed1;
     a1.inputs = {{ye.data(), {rows, E}}};
     for (size_t k = 0; k < widths.size(); ++k) {
       a1.states.push_back({S[k].data(), {rows, widths[k]}});
@@ -440,6 +446,7 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
                      row2seq.data(), Q.data(), va->value.data(), alpha.data(),
                      ctx.data());
     cellrt::StepArgs a2;
+    a2.packedWeights = &*packed2;
     a2.inputs = {{ctx.data(), {rows, C}}};
     for (size_t k = 0; k < widths.size(); ++k) {
       a2.states.push_back({St[k].data(), {rows, widths[k]}});

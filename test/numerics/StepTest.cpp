@@ -132,6 +132,21 @@ void checkStepping(const cellrt_image &image,
   expectClose(steppedOut, sequenceOut, "outputs");
   for (size_t i = 0; i < plan.states.size(); ++i)
     expectClose(current[i], finals[i], "final states");
+
+  // Weights stacked once give exactly what stacking on every step gives.
+  auto packed = p.cell.packWeights(p.paramArrays());
+  ASSERT_TRUE(packed.ok()) << packed.error();
+  cellrt::ForwardArgs withPacked = sequence;
+  withPacked.packedWeights = &*packed;
+  std::vector<float> packedOut(sequenceOut.size());
+  withPacked.output.data = packedOut.data();
+  std::vector<std::vector<float>> packedFinals = finals;
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    withPacked.finalStates[i].data = packedFinals[i].data();
+  status = p.cell.forward(withPacked);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(packedOut, sequenceOut);
+  EXPECT_EQ(packedFinals, finals);
 }
 
 /// Reordering rows by sourceRows equals stepping permuted states.

@@ -40,6 +40,24 @@ struct MutableArray {
   std::vector<int64_t> shape;
 };
 
+/// A cell's stacked weights (`weight W0 Wz Wr Wh` in the plan) built once.
+/// Calls stack the caller's params on every call unless given these: worth
+/// it whenever params stay the same across many calls (decoding, beam
+/// search, evaluation). Refers to the params' memory: rebuild after the
+/// params change.
+class PackedWeights {
+public:
+  PackedWeights() = default;
+  /// One entry per plan weight: the stacked copy, or the caller's param
+  /// when the weight has a single part.
+  const std::vector<const float *> &pointers() const { return weights; }
+
+private:
+  friend class Cell;
+  std::vector<std::vector<float>> stacked;
+  std::vector<const float *> weights;
+};
+
 /// Everything one forward pass over a padded batch reads and writes.
 /// T (steps) and B (batch) come from the first input's shape, or from the
 /// output's if the cell has no inputs; all shapes must agree with them.
@@ -61,6 +79,8 @@ struct ForwardArgs {
   /// One per plan state, in plan order, [B, LEN]: each sequence's state after
   /// its last step. Empty, or an entry with null data: not written.
   std::vector<MutableArray> finalStates;
+  /// Optional: the params' stacked weights from Cell::packWeights.
+  const PackedWeights *packedWeights = nullptr;
 };
 
 /// What forward() keeps for backward(): every step's `step:` buffers, the
@@ -112,6 +132,9 @@ struct StepArgs {
   /// One per plan state, [B, LEN]: the states after this step. May not
   /// alias `states`.
   std::vector<MutableArray> nextStates;
+  /// Optional and recommended for decoders: Cell::packWeights(params), so a
+  /// step does not stack the weights again.
+  const PackedWeights *packedWeights = nullptr;
 };
 
 /// The sizes a call binds: steps, batch and every plan dim.
@@ -156,6 +179,10 @@ public:
 
   /// Advances B states by one step with the cell's fused kernels.
   Status step(const StepArgs &args) const;
+
+  /// Stacks the plan's weights from `params` (shapes as in ForwardArgs).
+  Expected<PackedWeights>
+  packWeights(const std::map<std::string, ConstArray> &params) const;
 
   /// The values the plan's dims take for these arguments (plan order), or
   /// the error forward() would report for their shapes.

@@ -6,6 +6,12 @@
 #include "ir/CellOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CodeGen.h"
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
 
 #include <string>
 #include <vector>
@@ -71,6 +77,13 @@ struct TargetOptions {
 mlir::LogicalResult emitObjectFile(mlir::ModuleOp module,
                                    const TargetOptions &options,
                                    llvm::raw_ostream &os);
+/// Runs `machine`'s code generator on `llvmModule` (object file or
+/// assembly/PTX text) into `os`; errors are emitted on `module`.
+mlir::LogicalResult emitMachineCode(mlir::ModuleOp module,
+                                    llvm::TargetMachine &machine,
+                                    llvm::Module &llvmModule,
+                                    llvm::CodeGenFileType fileType,
+                                    llvm::raw_ostream &os);
 /// Translates and prints LLVM IR (after the same O3 pipeline).
 mlir::LogicalResult emitLLVMIR(mlir::ModuleOp module,
                                const TargetOptions &options,

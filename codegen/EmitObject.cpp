@@ -126,15 +126,24 @@ LogicalResult cellc::emitObjectFile(ModuleOp module,
   auto llvmModule = translateAndOptimize(module, context, options, machine);
   if (!llvmModule)
     return failure();
+  return cellc::emitMachineCode(module, *machine, *llvmModule,
+                                llvm::CGFT_ObjectFile, os);
+}
+
+LogicalResult cellc::emitMachineCode(ModuleOp module,
+                                     llvm::TargetMachine &machine,
+                                     llvm::Module &llvmModule,
+                                     llvm::CodeGenFileType fileType,
+                                     llvm::raw_ostream &os) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream bufferStream(buffer);
   llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, bufferStream, nullptr,
-                                   llvm::CGFT_ObjectFile)) {
-    module.emitError("the target cannot emit object files");
+  if (machine.addPassesToEmitFile(codegen, bufferStream, nullptr, fileType)) {
+    module.emitError("the target cannot emit ")
+        << (fileType == llvm::CGFT_ObjectFile ? "object files" : "assembly");
     return failure();
   }
-  codegen.run(*llvmModule);
+  codegen.run(llvmModule);
   os.write(buffer.data(), buffer.size());
   return success();
 }

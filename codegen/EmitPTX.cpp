@@ -107,15 +107,6 @@ LogicalResult cellc::emitPTX(ModuleOp module, const GPUOptions &options,
         << llvm::toString(std::move(err));
     return failure();
   }
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream bufferStream(buffer);
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, bufferStream, nullptr,
-                                   llvm::CGFT_AssemblyFile)) {
-    module.emitError("NVPTX cannot emit assembly");
-    return failure();
-  }
-  codegen.run(*llvmModule);
-  os.write(buffer.data(), buffer.size());
-  return success();
+  return emitMachineCode(module, *machine, *llvmModule,
+                         llvm::CGFT_AssemblyFile, os);
 }

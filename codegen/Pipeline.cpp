@@ -42,10 +42,10 @@ void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward,
   cellPM.addPass(createCSEPass());
 }
 
-void cellc::addLoweringToLLVMPasses(PassManager &pm) {
-  // Kernels become loops over rows and elements with the uniform ABI.
-  pm.addPass(cell::createLowerToLoops());
-  // exp/tanh/log as polynomials so the loops vectorise.
+/// Kernels of scf/arith/math to the LLVM dialect, shared by both targets.
+static void addKernelLoweringPasses(PassManager &pm) {
+  // exp/tanh/log as polynomials so the loops vectorise (and need no libm or
+  // libdevice).
   pm.addPass(cell::createApproximateMath());
   // Upstream lowering of loops, arithmetic and functions to LLVM.
   pm.addPass(createConvertSCFToCFPass());
@@ -53,6 +53,12 @@ void cellc::addLoweringToLLVMPasses(PassManager &pm) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(cf::createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+}
+
+void cellc::addLoweringToLLVMPasses(PassManager &pm) {
+  // Kernels become loops over rows and elements with the uniform ABI.
+  pm.addPass(cell::createLowerToLoops());
+  addKernelLoweringPasses(pm);
   // Plans and kernel tables replace the cells.
   pm.addPass(cell::createEmitRuntimeImage());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -87,12 +93,7 @@ void cellc::addLoweringToGPUPasses(PassManager &pm) {
   // The same kernels, one thread per row.
   pm.addPass(cell::createLowerToLoops(cell::LowerToLoopsOptions{/*gpu=*/true}));
   pm.addPass(std::make_unique<EraseCellsPass>());
-  pm.addPass(cell::createApproximateMath());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(cf::createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
+  addKernelLoweringPasses(pm);
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(std::make_unique<MarkKernelsPass>());
 }

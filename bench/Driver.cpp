@@ -31,12 +31,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
+#include "cellrt/Runtime.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <fstream>
@@ -90,6 +92,8 @@ void cellc_bench::setOmpThreads(int threads) {
   if (!set)
     fail("omp_set_num_threads not found (no OpenMP runtime loaded)");
   set(threads);
+  // cellc's fused kernels split their rows over the same number of threads.
+  cellrt::setNumThreads(threads);
 }
 
 void cellc_bench::prewarmSgemm() {

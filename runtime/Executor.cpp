@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "Parallel.h"
 #include "cellrt/Runtime.h"
 
 #include <algorithm>
@@ -869,9 +870,17 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
     kernelStrides[i] = bound.operands[i].stride;
   }
   bool perStep = op.phase == Phase::Step || op.phase == Phase::BStep;
-  kernels[op.kernel](rowBegin, rowEnd, perStep ? step : 0,
-                     perStep ? args.lengths : nullptr, dimValues.data(),
-                     kernelPointers.data(), kernelStrides.data());
+  int64_t widest = 0;
+  for (const Operand &operand : bound.operands)
+    widest = std::max(widest, operand.stride);
+  cellrt_kernel_fn kernel = kernels[op.kernel];
+  const int32_t *lengths = perStep ? args.lengths : nullptr;
+  detail::parallelRows(
+      rowEnd - rowBegin, (rowEnd - rowBegin) * widest,
+      [&](int64_t begin, int64_t end) {
+        kernel(rowBegin + begin, rowBegin + end, perStep ? step : 0, lengths,
+               dimValues.data(), kernelPointers.data(), kernelStrides.data());
+      });
   return Status::success();
 }
 
@@ -884,9 +893,16 @@ void Execution::runScan(const BoundOperation &bound) {
     kernelStrides[i] = bound.operands[i].stride;
     kernelStrides[count + i] = bound.operands[i].stepAdvance;
   }
-  kernels[bound.op->kernel](0, rowsPerStep, sizes.steps, args.lengths,
-                            dimValues.data(), kernelPointers.data(),
-                            kernelStrides.data());
+  int64_t widest = 0;
+  for (const Operand &operand : bound.operands)
+    widest = std::max(widest, operand.stride);
+  cellrt_kernel_fn kernel = kernels[bound.op->kernel];
+  detail::parallelRows(rowsPerStep, rowsPerStep * widest * sizes.steps,
+                       [&](int64_t begin, int64_t end) {
+                         kernel(begin, end, sizes.steps, args.lengths,
+                                dimValues.data(), kernelPointers.data(),
+                                kernelStrides.data());
+                       });
 }
 
 void Execution::finish() {

@@ -205,3 +205,70 @@ TEST(CellStep, SruScanEqualsSteps) {
 TEST(CellStep, BeamReorderGathersParents) {
   checkBeamReorder(cellc_gru_image(), {{"H", 9}, {"I", 5}});
 }
+
+/// Kernels split rows across threads; every row is computed by the same
+/// code, so 1 and 2 threads must agree to the bit, forward and backward.
+void checkThreadsAgree(const cellrt_image &image,
+                       std::map<std::string, int64_t> dims) {
+  auto loaded = cellrt::Cell::load(image);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  Problem p(std::move(*loaded), std::move(dims));
+  p.batch = 64;
+  p.steps = 5;
+  const cellrt::Plan &plan = p.cell.getPlan();
+  std::vector<std::vector<float>> inputs, states;
+  for (const cellrt::VectorDecl &input : plan.inputs)
+    inputs.push_back(p.random(p.steps * p.batch * p.width(input)));
+  for (const cellrt::VectorDecl &state : plan.states)
+    states.push_back(p.random(p.batch * p.width(state)));
+  std::vector<int32_t> lengths(p.batch);
+  for (int64_t b = 0; b < p.batch; ++b)
+    lengths[b] = 1 + b % p.steps;
+  int64_t out = p.outputWidth();
+  auto run = [&](int threads, bool training) {
+    cellrt::setNumThreads(threads);
+    cellrt::ForwardArgs args;
+    args.lengths = lengths.data();
+    args.params = p.paramArrays();
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      args.inputs.push_back(
+          {inputs[i].data(), {p.steps, p.batch, p.width(plan.inputs[i])}});
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      args.initialStates.push_back(
+          {states[i].data(), {p.batch, p.width(plan.states[i])}});
+    std::vector<float> output(p.steps * p.batch * out);
+    args.output = {output.data(), {p.steps, p.batch, out}};
+    std::vector<float> result = output;
+    if (!training) {
+      EXPECT_TRUE(p.cell.forward(args).ok());
+      return output;
+    }
+    cellrt::Tape tape;
+    EXPECT_TRUE(p.cell.forward(args, tape).ok());
+    std::vector<float> dout(output.size(), 1.0f);
+    cellrt::BackwardArgs grads;
+    grads.outputGradient = {dout.data(), {p.steps, p.batch, out}};
+    std::vector<std::vector<float>> dinputs;
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      dinputs.emplace_back(inputs[i].size(), 0.0f);
+      grads.inputGradients.push_back(
+          {dinputs.back().data(), args.inputs[i].shape});
+    }
+    EXPECT_TRUE(p.cell.backward(args, grads, tape).ok());
+    for (const std::vector<float> &d : dinputs)
+      result.insert(result.end(), d.begin(), d.end());
+    return result;
+  };
+  for (bool training : {false, true}) {
+    std::vector<float> one = run(1, training), two = run(2, training);
+    EXPECT_EQ(one, two) << (training ? "training" : "inference");
+  }
+  cellrt::setNumThreads(1);
+}
+
+TEST(CellThreads, GruRowsSplitAcrossThreadsAgree) {
+  checkThreadsAgree(cellc_gru_image(), {{"H", 256}, {"I", 32}});
+}
+TEST(CellThreads, SruScanSplitAcrossThreadsAgrees) {
+  checkThreadsAgree(cellc_sru_image(), {{"H", 512}});
+}

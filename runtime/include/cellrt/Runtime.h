@@ -137,6 +137,13 @@ struct StepArgs {
   const PackedWeights *packedWeights = nullptr;
 };
 
+/// Threads for the fused kernels (rows split across them). Default:
+/// $CELLRT_NUM_THREADS, else $OMP_NUM_THREADS, else every core. The GEMMs
+/// follow oneDNN's OpenMP settings; with more than one thread, run with
+/// OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do not spin.
+void setNumThreads(int threads);
+int getNumThreads();
+
 /// The sizes a call binds: steps, batch and every plan dim.
 struct BoundSizes {
   int64_t steps = 0, batch = 0;

@@ -1,0 +1,131 @@
+//===- Parallel.cpp - Rows of a kernel call split across threads ----------===//
+
+#include "Parallel.h"
+#include "cellrt/Runtime.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace cellrt;
+using namespace cellrt::detail;
+
+namespace {
+
+/// Below this much work (row elements) a wake-up costs more than it saves:
+/// a 64 x 512 step kernel is split, a B = 10 decoding step is not.
+constexpr int64_t kMinParallelWork = 16 * 1024;
+
+int defaultThreads() {
+  for (const char *name : {"CELLRT_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char *value = std::getenv(name))
+      if (int n = std::atoi(value); n > 0)
+        return n;
+  unsigned hardware = std::thread::hardware_concurrency();
+  return hardware ? static_cast<int>(hardware) : 1;
+}
+
+class Pool {
+public:
+  static Pool &get() {
+    static Pool pool;
+    return pool;
+  }
+
+  int threads() const { return wanted.load(); }
+  void setThreads(int n) { wanted.store(n < 1 ? 1 : n); }
+
+  void run(int64_t rows, const std::function<void(int64_t, int64_t)> &body) {
+    int chunks = static_cast<int>(std::min<int64_t>(threads(), rows));
+    std::lock_guard<std::mutex> callLock(callMutex);
+    startWorkers(chunks - 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      job = &body;
+      jobRows = rows;
+      jobChunks = chunks;
+      pending.store(chunks - 1);
+      ++generation;
+    }
+    wake.notify_all();
+    body(0, rows / chunks);
+    std::unique_lock<std::mutex> lock(mutex);
+    finished.wait(lock, [&] { return pending.load() == 0; });
+    job = nullptr;
+  }
+
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      ++generation;
+    }
+    wake.notify_all();
+    for (std::thread &worker : workers)
+      worker.join();
+  }
+
+private:
+  Pool() : wanted(defaultThreads()) {}
+
+  void startWorkers(int count) {
+    while (static_cast<int>(workers.size()) < count) {
+      int index = static_cast<int>(workers.size()) + 1;
+      workers.emplace_back([this, index] { work(index); });
+    }
+  }
+
+  void work(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return generation != seen; });
+      seen = generation;
+      if (stopping)
+        return;
+      if (!job || index >= jobChunks)
+        continue;
+      const auto *body = job;
+      int64_t begin = jobRows * index / jobChunks,
+              end = jobRows * (index + 1) / jobChunks;
+      lock.unlock();
+      (*body)(begin, end);
+      if (pending.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> done(mutex);
+        finished.notify_one();
+      }
+    }
+  }
+
+  std::atomic<int> wanted;
+  std::mutex callMutex, mutex;
+  std::condition_variable wake, finished;
+  std::vector<std::thread> workers;
+  const std::function<void(int64_t, int64_t)> *job = nullptr;
+  int64_t jobRows = 0;
+  int jobChunks = 0;
+  std::atomic<int> pending{0};
+  uint64_t generation = 0;
+  bool stopping = false;
+};
+
+} // namespace
+
+void cellrt::detail::parallelRows(
+    int64_t rows, int64_t work,
+    const std::function<void(int64_t, int64_t)> &body) {
+  Pool &pool = Pool::get();
+  if (pool.threads() < 2 || rows < 2 || work < kMinParallelWork) {
+    body(0, rows);
+    return;
+  }
+  pool.run(rows, body);
+}
+
+int cellrt::detail::threads() { return Pool::get().threads(); }
+
+void cellrt::setNumThreads(int threads) { Pool::get().setThreads(threads); }
+int cellrt::getNumThreads() { return Pool::get().threads(); }

@@ -1,0 +1,29 @@
+//===- Parallel.h - Rows of a kernel call split across threads --*- C++ -*-===//
+//
+// A kernel's rows are independent, so a large call is split into one chunk
+// per thread. The pool's threads wait on a condition variable between
+// calls; the caller's thread runs the first chunk itself. oneDNN's GEMMs
+// keep their own OpenMP threads: run with OMP_WAIT_POLICY=PASSIVE so those
+// do not spin while the kernels run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_PARALLEL_H
+#define CELLRT_PARALLEL_H
+
+#include <cstdint>
+#include <functional>
+
+namespace cellrt::detail {
+
+/// Runs body(begin, end) over [0, rows) in `threads()` chunks when `work`
+/// (about rows x elements per row) is worth it, else in one call.
+void parallelRows(int64_t rows, int64_t work,
+                  const std::function<void(int64_t, int64_t)> &body);
+
+/// The number of threads kernels use.
+int threads();
+
+} // namespace cellrt::detail
+
+#endif // CELLRT_PARALLEL_H

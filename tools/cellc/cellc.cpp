@@ -283,15 +283,22 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerAsmPrinterCLOptions();
+  // LLVM's hundreds of backend options would bury cellc's own; they (and
+  // MLIR's --mlir-print-ir-after-all etc.) still work, --help-hidden lists
+  // them.
+  cl::HideUnrelatedOptions(cellcCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "cellc: compile recurrent cells written as equations into fused CPU "
-      "kernels\n\n"
+      "and GPU kernels\n\n"
       "  cellc cells/atr.cell -o atr_kernel.o   object with kernels + plan\n"
       "  cellc cells/atr.cell -emit=header      the C header for that object\n"
       "  cellc cells/gru.cell -emit=mlir-opt    IR after hoisting/fusion\n"
+      "  cellc cells/gru.cell --target=nvptx -emit=ptx   PTX for NVIDIA GPUs\n"
       "  cellc run cells/atr.cell --dir D       run on .npy arrays in D\n"
-      "  cellc check cells/atr.cell             check against LibTorch\n");
+      "  cellc check cells/atr.cell             check against LibTorch\n\n"
+      "MLIR's options work too (--mlir-print-ir-after-all, "
+      "--mlir-print-debuginfo, ...): --help-hidden lists every option.\n");
 
   DialectRegistry registry;
   cellc::registerAllCellDialects(registry);

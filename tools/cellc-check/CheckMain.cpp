@@ -41,25 +41,27 @@ using namespace cellc;
 using namespace cellc::check;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory checkCategory("cellc check options");
+
 namespace {
 
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .cell>"),
-                                   cl::Required);
+                                   cl::Required, cl::cat(checkCategory));
 cl::opt<std::string> cellName("cell", cl::desc("The cell to check"),
-                              cl::value_desc("name"));
+                              cl::value_desc("name"), cl::cat(checkCategory));
 cl::list<std::string> dimBindings("dim", cl::desc("Fix a symbolic dimension"),
-                                  cl::value_desc("N=V"));
-cl::opt<unsigned> seed("seed", cl::desc("Random seed"), cl::init(1));
+                                  cl::value_desc("N=V"), cl::cat(checkCategory));
+cl::opt<unsigned> seed("seed", cl::desc("Random seed"), cl::init(1), cl::cat(checkCategory));
 cl::opt<bool> noCache("no-cache", cl::desc("Do not use the JIT's disk cache"),
-                      cl::init(false));
+                      cl::init(false), cl::cat(checkCategory));
 cl::opt<bool> inferenceOnly(
     "inference-only",
     cl::desc("Compile without the backward pass and check forward only"),
-    cl::init(false));
+    cl::init(false), cl::cat(checkCategory));
 cl::opt<int>
     finiteDifferencePoints("fd-points",
                            cl::desc("Finite-difference coordinates per array"),
-                           cl::init(3));
+                           cl::init(3), cl::cat(checkCategory));
 
 /// One random batch configuration.
 struct RunConfig {
@@ -437,6 +439,7 @@ const ast::Cell *loadAST(const std::string &path,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(checkCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "cellc-check: compare a compiled cell (forward and backward) with a "

@@ -430,8 +430,8 @@ struct GradientSpace {
 
 struct cellrt::Tape::Storage {
   bool recorded = false;
-  /// The plan that recorded it, printed.
-  std::string planText;
+  /// The plan that recorded it (a Cell's plan lives as long as the Cell).
+  const Plan *plan = nullptr;
   int64_t steps = 0, batch = 0;
   std::map<std::string, int64_t> dims;
   std::vector<int32_t> lengths;
@@ -1139,7 +1139,7 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
                       .forward();
   if (!status.ok())
     return status;
-  record.planText = printPlan(plan);
+  record.plan = &plan;
   record.steps = sizes->steps;
   record.batch = sizes->batch;
   record.dims = sizes->dims;
@@ -1235,7 +1235,7 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
     return Status::error("backward: the tape holds no recorded forward pass "
                          "(call forward(args, tape) first)");
   const Tape::Storage &record = *tape.storage;
-  if (record.planText != printPlan(plan))
+  if (record.plan != &plan)
     return Status::error("backward: the tape was recorded by another cell");
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
   if (!sizes)

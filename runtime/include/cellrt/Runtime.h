@@ -176,8 +176,9 @@ public:
   /// what backward() needs. Requires a plan with backward directives.
   Status forward(const ForwardArgs &args, Tape &tape) const;
 
-  /// Backpropagates through the forward recorded in `tape` (same args, which
-  /// must still be alive: params and inputs are read again).
+  /// Backpropagates through the forward recorded in `tape` by this same
+  /// Cell object (same args, which must still be alive: params and inputs
+  /// are read again).
   Status backward(const ForwardArgs &args, const BackwardArgs &gradients,
                   Tape &tape) const;
 

@@ -1,0 +1,610 @@
+//===- KernelEmitter.cpp - One fused region as a kernel function ----------===//
+//
+// A fused region computes, for one row (one example, or one (step, example)
+// pair in the prologue), a few vectors from a few vectors. Each output
+// length gets one scf.for over elements that evaluates the whole expression
+// tree per element, so intermediates live in registers and LLVM's loop
+// vectoriser sees one simple loop. Only whole-vector operations (layer_norm,
+// concat, split, slice) read or write row-local scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/KernelEmitter.h"
+#include "ir/DimExpr.h"
+#include "passes/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <set>
+#include "codegen/Passes.h.inc"
+
+using namespace mlir;
+using namespace mlir::cell;
+
+bool cellc::isWholeVector(Operation *op) {
+  return isa<LayerNormOp, LayerNormGradOp, ConcatOp, SplitOp, SliceOp>(op);
+}
+
+namespace {
+
+using cellc::isWholeVector;
+
+class KernelEmitter {
+public:
+  /// `scan`: emit the whole-sequence form of a `scan` kernel. `gpu`: one
+  /// thread per row instead of a loop over rows.
+  KernelEmitter(FusedOp fused, func::FuncOp func,
+                const std::vector<std::string> &dims, unsigned numStates,
+                bool scan, bool gpu)
+      : fused(fused), func(func), dims(dims), numStates(numStates),
+        scan(scan), gpu(gpu), builder(func.getContext()),
+        loc(fused.getLoc()) {}
+
+  void emit();
+
+private:
+  Block &region() { return fused.getBody().front(); }
+  unsigned numArgs() {
+    return fused.getNumOperands() + fused.getNumResults();
+  }
+  bool isFinal() { return fused->hasAttr(kFinalKernelAttr); }
+  bool isBackward() { return fused->hasAttr(kBackwardKernelAttr); }
+  /// Step kernels that must respect sequence lengths: the forward final
+  /// kernel (it carries finished states) and every backward step kernel.
+  bool isMasked() {
+    return isa<CellOp>(fused->getParentOp()) &&
+           fused->getParentRegion() ==
+               &cast<CellOp>(fused->getParentOp()).getBody() &&
+           (isFinal() || isBackward());
+  }
+  /// Stores a result element; backward kernels add to their gradients.
+  void storeResult(Value value, Value destination, Value element) {
+    Value address = offsetPointer(destination, element);
+    if (isBackward())
+      value = builder.create<arith::AddFOp>(
+          loc, builder.create<LLVM::LoadOp>(loc, address), value);
+    builder.create<LLVM::StoreOp>(loc, value, address);
+  }
+
+  Value i64Constant(int64_t value) {
+    return builder.create<arith::ConstantIntOp>(loc, value, 64);
+  }
+  Value f32Constant(double value) {
+    return builder.create<arith::ConstantOp>(loc,
+                                             builder.getF32FloatAttr(value));
+  }
+  Value toIndex(Value v) {
+    return builder.create<arith::IndexCastOp>(loc, builder.getIndexType(), v);
+  }
+  Value toI64(Value v) {
+    return builder.create<arith::IndexCastOp>(loc, builder.getI64Type(), v);
+  }
+  Value offsetPointer(Value base, Value offset) {
+    return builder.create<LLVM::GEPOp>(loc, base.getType(), base,
+                                       ValueRange{offset});
+  }
+  Value loadAt(Value base, Value offset) {
+    return builder.create<LLVM::LoadOp>(loc, offsetPointer(base, offset));
+  }
+
+  void loadEntryValues();
+  Value lengthOf(Type vecType);
+  Value evaluate(const cellc::DimExpr &expr);
+  void emitLayerNormGrad(LayerNormGradOp op);
+  /// Sum over the row of term(i) for i in [0, length).
+  Value sumOver(Value length, function_ref<Value(Value)> term);
+  std::pair<Value, Value> rowStatistics(Value input, Value length);
+  void emitRow(Value row);
+  void emitScanRow(Value row);
+  void bindScratch(Value row);
+  void copyRow(Value source, Value destination, Type type);
+  void emitActiveRow();
+  void emitInactiveRow();
+  void forEachElement(Value length, function_ref<void(Value)> body);
+  Value valueAt(Value value, Value element, DenseMap<Value, Value> &memo);
+  Value emitElementwise(Operation *op, ArrayRef<Value> operands);
+  void materialize(Value value);
+  void emitLayerNorm(LayerNormOp op);
+
+  FusedOp fused;
+  func::FuncOp func;
+  const std::vector<std::string> &dims;
+  unsigned numStates;
+  bool scan, gpu;
+  OpBuilder builder;
+  Location loc;
+
+  std::map<std::string, Value> dimValues;
+  SmallVector<Value> argBase, argStride, argStepStride;
+  /// Per scratch slot (cellc::collectScratch order): the call's allocation
+  /// (CPU) or the launcher's buffer and its row stride (GPU).
+  SmallVector<Value> scratchBase, scratchStride;
+  /// Scan kernels: the current and next value of each state, row-local.
+  SmallVector<Value> currentState, nextState;
+  /// Row pointers of the kernel arguments for the current row.
+  SmallVector<Value> rowPointers;
+  /// Where each region value's elements are, for the current row.
+  DenseMap<Value, Value> storage;
+  /// Row-local scratch for values whole-vector operations need.
+  DenseMap<Value, Value> scratch;
+};
+
+void KernelEmitter::loadEntryValues() {
+  Block &entry = func.getBody().front();
+  Value dimsPtr = entry.getArgument(4), ptrs = entry.getArgument(5),
+        strides = entry.getArgument(6);
+  for (auto [index, name] : llvm::enumerate(dims))
+    dimValues[name] = loadAt(dimsPtr, i64Constant(index));
+  for (unsigned i = 0; i < numArgs(); ++i) {
+    argBase.push_back(loadAt(ptrs, i64Constant(i)));
+    argStride.push_back(loadAt(strides, i64Constant(i)));
+    // Scan kernels get a second stride per argument: its advance per step.
+    if (scan)
+      argStepStride.push_back(loadAt(strides, i64Constant(numArgs() + i)));
+  }
+  // CPU: scratch is allocated once per call, not per row, so the stack stays
+  // flat. GPU: the launcher passes one [rows, LEN] buffer per slot after the
+  // arguments (NVPTX has no dynamic stack allocation); emitRow offsets it.
+  auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
+  unsigned strideBase = scan ? 2 * numArgs() : numArgs();
+  for (auto [index, slot] : llvm::enumerate(cellc::collectScratch(fused, scan,
+                                                                  numStates))) {
+    if (gpu) {
+      scratchBase.push_back(loadAt(ptrs, i64Constant(numArgs() + index)));
+      scratchStride.push_back(
+          loadAt(strides, i64Constant(strideBase + index)));
+      continue;
+    }
+    scratchBase.push_back(builder.create<LLVM::AllocaOp>(
+        loc, f32Ptr, lengthOf(slot.type), 64));
+  }
+  bindScratch(Value());
+}
+
+/// Points every scratch slot at this row's part (GPU) or the call's own
+/// allocation (CPU, `row` unused).
+void KernelEmitter::bindScratch(Value row) {
+  SmallVector<cellc::ScratchSlot> slots =
+      cellc::collectScratch(fused, scan, numStates);
+  if (gpu && !row)
+    return;
+  currentState.clear();
+  nextState.clear();
+  for (auto [index, slot] : llvm::enumerate(slots)) {
+    Value pointer = scratchBase[index];
+    if (gpu)
+      pointer = offsetPointer(
+          pointer, builder.create<arith::MulIOp>(loc, row, scratchStride[index]));
+    if (slot.kind == cellc::ScratchSlot::CurrentState)
+      currentState.push_back(pointer);
+    else if (slot.kind == cellc::ScratchSlot::NextState)
+      nextState.push_back(pointer);
+    else
+      scratch[slot.value] = pointer;
+  }
+}
+
+Value KernelEmitter::lengthOf(Type vecType) {
+  return evaluate(*cellc::DimExpr::parse(getLengthText(vecType)));
+}
+
+Value KernelEmitter::evaluate(const cellc::DimExpr &expr) {
+  Value total = i64Constant(expr.getConstant());
+  for (const auto &[name, coefficient] : expr.getTerms()) {
+    Value term = builder.create<arith::MulIOp>(loc, dimValues.at(name),
+                                               i64Constant(coefficient));
+    total = builder.create<arith::AddIOp>(loc, total, term);
+  }
+  return total;
+}
+
+void KernelEmitter::forEachElement(Value length,
+                                   function_ref<void(Value)> body) {
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = builder.create<scf::ForOp>(loc, zero, toIndex(length), one);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(loop.getBody()->getTerminator());
+  body(toI64(loop.getInductionVar()));
+}
+
+Value KernelEmitter::emitElementwise(Operation *op, ArrayRef<Value> args) {
+  Value x = args.empty() ? Value() : args[0];
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) { return builder.create<arith::AddFOp>(loc, x, args[1]); })
+      .Case([&](SubOp) { return builder.create<arith::SubFOp>(loc, x, args[1]); })
+      .Case([&](MulOp) { return builder.create<arith::MulFOp>(loc, x, args[1]); })
+      .Case([&](DivOp) { return builder.create<arith::DivFOp>(loc, x, args[1]); })
+      .Case([&](NegOp) { return builder.create<arith::NegFOp>(loc, x); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = builder.create<math::ExpOp>(
+            loc, builder.create<arith::NegFOp>(loc, x));
+        Value denominator = builder.create<arith::AddFOp>(loc, f32Constant(1), e);
+        return builder.create<arith::DivFOp>(loc, f32Constant(1), denominator);
+      })
+      .Case([&](TanhOp) { return builder.create<math::TanhOp>(loc, x); })
+      .Case([&](ReluOp) {
+        return builder.create<arith::MaxFOp>(loc, x, f32Constant(0));
+      })
+      .Case([&](ExpOp) { return builder.create<math::ExpOp>(loc, x); })
+      .Case([&](HeavisideOp) -> Value {
+        Value positive = builder.create<arith::CmpFOp>(
+            loc, arith::CmpFPredicate::OGT, x, f32Constant(0));
+        return builder.create<arith::SelectOp>(loc, positive, f32Constant(1),
+                                               f32Constant(0));
+      })
+      .Case([&](LogOp) { return builder.create<math::LogOp>(loc, x); })
+      .Case([&](SoftplusOp) -> Value {
+        // max(x, 0) + log1p(exp(-|x|)) never overflows.
+        Value negAbs = builder.create<arith::NegFOp>(
+            loc, builder.create<math::AbsFOp>(loc, x));
+        Value tail = builder.create<math::Log1pOp>(
+            loc, builder.create<math::ExpOp>(loc, negAbs));
+        return builder.create<arith::AddFOp>(
+            loc, builder.create<arith::MaxFOp>(loc, x, f32Constant(0)), tail);
+      })
+      .Default([](Operation *) -> Value {
+        llvm_unreachable("not an element-wise operation");
+      });
+}
+
+/// The scalar value of `value` at `element` of the current row; element-wise
+/// operations are evaluated on the spot and shared through `memo`.
+Value KernelEmitter::valueAt(Value value, Value element,
+                             DenseMap<Value, Value> &memo) {
+  if (Value known = memo.lookup(value))
+    return known;
+  Value result;
+  if (Value base = storage.lookup(value)) {
+    result = loadAt(base, element);
+  } else if (auto constant = value.getDefiningOp<ConstantOp>()) {
+    result = f32Constant(constant.getValue().convertToDouble());
+  } else {
+    Operation *op = value.getDefiningOp();
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(valueAt(operand, element, memo));
+    result = emitElementwise(op, operands);
+  }
+  memo[value] = result;
+  return result;
+}
+
+/// Computes `value` for the whole row into its scratch, once.
+void KernelEmitter::materialize(Value value) {
+  if (storage.count(value))
+    return;
+  Value target = scratch.lookup(value);
+  forEachElement(lengthOf(value.getType()), [&](Value element) {
+    DenseMap<Value, Value> memo;
+    builder.create<LLVM::StoreOp>(loc, valueAt(value, element, memo),
+                                  offsetPointer(target, element));
+  });
+  storage[value] = target;
+}
+
+Value KernelEmitter::sumOver(Value length, function_ref<Value(Value)> term) {
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = builder.create<scf::ForOp>(
+      loc, zero, toIndex(length), one, ValueRange{f32Constant(0)},
+      [&](OpBuilder &nested, Location, Value i, ValueRange sum) {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToEnd(nested.getInsertionBlock());
+        Value next = builder.create<arith::AddFOp>(loc, sum[0], term(toI64(i)));
+        builder.create<scf::YieldOp>(loc, next);
+      });
+  return loop.getResult(0);
+}
+
+/// Mean and 1/sqrt(variance + eps) of a row, two passes for stability.
+std::pair<Value, Value> KernelEmitter::rowStatistics(Value input,
+                                                     Value length) {
+  Value count =
+      builder.create<arith::SIToFPOp>(loc, builder.getF32Type(), length);
+  Value mean = builder.create<arith::DivFOp>(
+      loc, sumOver(length, [&](Value i) { return loadAt(input, i); }), count);
+  Value variance = builder.create<arith::DivFOp>(
+      loc,
+      sumOver(length,
+              [&](Value i) {
+                Value d =
+                    builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
+                return builder.create<arith::MulFOp>(loc, d, d);
+              }),
+      count);
+  Value scale = builder.create<arith::DivFOp>(
+      loc, f32Constant(1),
+      builder.create<math::SqrtOp>(
+          loc, builder.create<arith::AddFOp>(loc, variance, f32Constant(1e-5))));
+  return {mean, scale};
+}
+
+void KernelEmitter::emitLayerNorm(LayerNormOp op) {
+  Value input = storage.lookup(op.getOperand());
+  Value length = lengthOf(op.getType());
+  auto [mean, scale] = rowStatistics(input, length);
+  Value target = scratch.lookup(op.getResult());
+  forEachElement(length, [&](Value i) {
+    Value centered = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
+    builder.create<LLVM::StoreOp>(
+        loc, builder.create<arith::MulFOp>(loc, centered, scale),
+        offsetPointer(target, i));
+  });
+  storage[op.getResult()] = target;
+}
+
+/// dx = r * (dy - mean(dy) - n * mean(dy * n)) with n the normalised x.
+void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
+  Value input = storage.lookup(op.getInput());
+  Value gradient = storage.lookup(op.getResultGradient());
+  Value length = lengthOf(op.getType());
+  auto [mean, scale] = rowStatistics(input, length);
+  auto normalized = [&](Value i) {
+    return builder.create<arith::MulFOp>(
+        loc, builder.create<arith::SubFOp>(loc, loadAt(input, i), mean),
+        scale);
+  };
+  Value count =
+      builder.create<arith::SIToFPOp>(loc, builder.getF32Type(), length);
+  Value meanGradient = builder.create<arith::DivFOp>(
+      loc, sumOver(length, [&](Value i) { return loadAt(gradient, i); }),
+      count);
+  Value meanProjection = builder.create<arith::DivFOp>(
+      loc,
+      sumOver(length,
+              [&](Value i) {
+                return builder.create<arith::MulFOp>(loc, loadAt(gradient, i),
+                                                     normalized(i));
+              }),
+      count);
+  Value target = scratch.lookup(op.getResult());
+  forEachElement(length, [&](Value i) {
+    Value centered =
+        builder.create<arith::SubFOp>(loc, loadAt(gradient, i), meanGradient);
+    Value projected = builder.create<arith::SubFOp>(
+        loc, centered,
+        builder.create<arith::MulFOp>(loc, normalized(i), meanProjection));
+    builder.create<LLVM::StoreOp>(
+        loc, builder.create<arith::MulFOp>(loc, projected, scale),
+        offsetPointer(target, i));
+  });
+  storage[op.getResult()] = target;
+}
+
+void KernelEmitter::emitActiveRow() {
+  // Whole-vector operations, in order, each on materialised operands.
+  for (Operation &op : region().without_terminator()) {
+    if (!isWholeVector(&op))
+      continue;
+    for (Value operand : op.getOperands())
+      materialize(operand);
+    if (auto norm = dyn_cast<LayerNormOp>(op)) {
+      emitLayerNorm(norm);
+    } else if (auto normGrad = dyn_cast<LayerNormGradOp>(op)) {
+      emitLayerNormGrad(normGrad);
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      cellc::DimExpr offset = *cellc::DimExpr::parse(slice.getOffset().str());
+      storage[slice.getResult()] = offsetPointer(
+          storage.lookup(slice.getInput()), evaluate(offset));
+    } else if (auto split = dyn_cast<SplitOp>(op)) {
+      Value part = lengthOf(split.getResult(0).getType());
+      Value base = storage.lookup(split.getInput());
+      for (auto [k, result] : llvm::enumerate(split.getResults()))
+        storage[result] = offsetPointer(
+            base, builder.create<arith::MulIOp>(loc, part, i64Constant(k)));
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      Value target = scratch.lookup(concat.getResult());
+      Value offset = i64Constant(0);
+      for (Value input : concat.getInputs()) {
+        Value destination = offsetPointer(target, offset);
+        Value source = storage.lookup(input);
+        forEachElement(lengthOf(input.getType()), [&](Value i) {
+          builder.create<LLVM::StoreOp>(loc, loadAt(source, i),
+                                        offsetPointer(destination, i));
+        });
+        offset = builder.create<arith::AddIOp>(loc, offset,
+                                               lengthOf(input.getType()));
+      }
+      storage[concat.getResult()] = target;
+    }
+  }
+  // One loop per distinct result length computes every result of it.
+  auto yield = cast<YieldOp>(region().getTerminator());
+  llvm::MapVector<Type, SmallVector<unsigned>> byLength;
+  for (auto [index, value] : llvm::enumerate(yield.getValues()))
+    byLength[value.getType()].push_back(index);
+  for (auto &[type, indices] : byLength) {
+    forEachElement(lengthOf(type), [&](Value element) {
+      DenseMap<Value, Value> memo;
+      for (unsigned index : indices) {
+        Value result = valueAt(yield.getValues()[index], element, memo);
+        storeResult(result, rowPointers[fused.getNumOperands() + index],
+                    element);
+      }
+    });
+  }
+}
+
+/// A finished sequence keeps its states and emits zeros (cell-language.md);
+/// backwards, the carried state passes its gradient straight through and
+/// nothing else receives any.
+void KernelEmitter::emitInactiveRow() {
+  if (isBackward() && !isFinal())
+    return;
+  unsigned numResults = isBackward() ? numStates : fused.getNumResults();
+  // Backward: the gradient of the next state follows the forward operands
+  // and any saved activations.
+  unsigned sourceBase = 0;
+  if (isBackward()) {
+    sourceBase =
+        fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
+    if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
+      sourceBase += saved.getInt();
+  }
+  for (unsigned index = 0; index < numResults; ++index) {
+    Value destination = rowPointers[fused.getNumOperands() + index];
+    Value source =
+        index < numStates ? rowPointers[sourceBase + index] : Value();
+    forEachElement(lengthOf(fused.getResult(index).getType()),
+                   [&](Value element) {
+                     Value value = source ? loadAt(source, element)
+                                          : f32Constant(0);
+                     storeResult(value, destination, element);
+                   });
+  }
+}
+
+void KernelEmitter::emitRow(Value row) {
+  bindScratch(row);
+  rowPointers.clear();
+  storage.clear();
+  for (unsigned i = 0; i < numArgs(); ++i)
+    rowPointers.push_back(offsetPointer(
+        argBase[i], builder.create<arith::MulIOp>(loc, row, argStride[i])));
+  for (BlockArgument arg : region().getArguments())
+    storage[arg] = rowPointers[arg.getArgNumber()];
+
+  if (!isMasked()) {
+    emitActiveRow();
+    return;
+  }
+  Block &entry = func.getBody().front();
+  Value length = builder.create<LLVM::SExtOp>(
+      loc, builder.getI64Type(), loadAt(entry.getArgument(3), row));
+  Value active = builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
+                                               entry.getArgument(2), length);
+  auto branch = builder.create<scf::IfOp>(loc, TypeRange{}, active,
+                                          /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(branch.thenBlock()->getTerminator());
+  emitActiveRow();
+  builder.setInsertionPoint(branch.elseBlock()->getTerminator());
+  emitInactiveRow();
+}
+
+void KernelEmitter::copyRow(Value source, Value destination, Type type) {
+  forEachElement(lengthOf(type), [&](Value i) {
+    builder.create<LLVM::StoreOp>(loc, loadAt(source, i),
+                                  offsetPointer(destination, i));
+  });
+}
+
+/// One example's whole sequence: the state lives in row-local scratch,
+/// steps past the example's length only get zero outputs, and the final
+/// state is written once at the end.
+void KernelEmitter::emitScanRow(Value row) {
+  bindScratch(row);
+  Block &entry = func.getBody().front();
+  Value steps = entry.getArgument(2);
+  Value length = builder.create<LLVM::SExtOp>(
+      loc, builder.getI64Type(), loadAt(entry.getArgument(3), row));
+  SmallVector<Value> rowBase;
+  for (unsigned i = 0; i < numArgs(); ++i)
+    rowBase.push_back(offsetPointer(
+        argBase[i], builder.create<arith::MulIOp>(loc, row, argStride[i])));
+  unsigned numOperands = fused.getNumOperands();
+  for (unsigned i = 0; i < numStates; ++i)
+    copyRow(rowBase[i], currentState[i], fused.getOperand(i).getType());
+
+  auto atStep = [&](unsigned i, Value step) {
+    return offsetPointer(rowBase[i], builder.create<arith::MulIOp>(
+                                         loc, step, argStepStride[i]));
+  };
+  auto stepLoop = [&](Value begin, Value end, function_ref<void(Value)> body) {
+    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    auto loop =
+        builder.create<scf::ForOp>(loc, toIndex(begin), toIndex(end), one);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(loop.getBody()->getTerminator());
+    body(toI64(loop.getInductionVar()));
+  };
+  stepLoop(i64Constant(0), length, [&](Value step) {
+    rowPointers.clear();
+    storage.clear();
+    for (unsigned i = 0; i < numArgs(); ++i)
+      rowPointers.push_back(atStep(i, step));
+    for (unsigned i = 0; i < numStates; ++i) {
+      rowPointers[i] = currentState[i];
+      rowPointers[numOperands + i] = nextState[i];
+    }
+    for (BlockArgument arg : region().getArguments())
+      storage[arg] = rowPointers[arg.getArgNumber()];
+    emitActiveRow();
+    for (unsigned i = 0; i < numStates; ++i)
+      copyRow(nextState[i], currentState[i], fused.getOperand(i).getType());
+  });
+  unsigned output = numOperands + numStates;
+  stepLoop(length, steps, [&](Value step) {
+    Value destination = atStep(output, step);
+    forEachElement(lengthOf(fused.getResult(numStates).getType()),
+                   [&](Value i) {
+                     builder.create<LLVM::StoreOp>(
+                         loc, f32Constant(0), offsetPointer(destination, i));
+                   });
+  });
+  for (unsigned i = 0; i < numStates; ++i)
+    copyRow(currentState[i], rowBase[numOperands + i],
+            fused.getOperand(i).getType());
+}
+
+void KernelEmitter::emit() {
+  Block &entry = func.getBody().front();
+  builder.setInsertionPointToStart(&entry);
+  loadEntryValues();
+  if (gpu) {
+    // The same row body, one thread per row.
+    auto toI64FromI32 = [&](Value v) {
+      return builder.create<arith::ExtUIOp>(loc, builder.getI64Type(), v);
+    };
+    Type i32 = builder.getI32Type();
+    Value block = toI64FromI32(builder.create<NVVM::BlockIdXOp>(loc, i32));
+    Value width = toI64FromI32(builder.create<NVVM::BlockDimXOp>(loc, i32));
+    Value thread = toI64FromI32(builder.create<NVVM::ThreadIdXOp>(loc, i32));
+    Value row = builder.create<arith::AddIOp>(
+        loc, entry.getArgument(0),
+        builder.create<arith::AddIOp>(
+            loc, builder.create<arith::MulIOp>(loc, block, width), thread));
+    Value inRange = builder.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::slt, row, entry.getArgument(1));
+    auto guard = builder.create<scf::IfOp>(loc, TypeRange{}, inRange,
+                                           /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard insertion(builder);
+      builder.setInsertionPoint(guard.thenBlock()->getTerminator());
+      if (scan)
+        emitScanRow(row);
+      else
+        emitRow(row);
+    }
+    builder.create<func::ReturnOp>(loc);
+    return;
+  }
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  builder.create<scf::ParallelOp>(
+      loc, ValueRange{toIndex(entry.getArgument(0))},
+      ValueRange{toIndex(entry.getArgument(1))}, ValueRange{one},
+      [&](OpBuilder &nested, Location, ValueRange rows) {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToEnd(nested.getInsertionBlock());
+        if (scan)
+          emitScanRow(toI64(rows[0]));
+        else
+          emitRow(toI64(rows[0]));
+      });
+  builder.create<func::ReturnOp>(loc);
+}
+
+} // namespace
+
+void cellc::emitKernel(FusedOp fused, func::FuncOp func,
+                       const std::vector<std::string> &dims,
+                       unsigned numStates, bool scan, bool gpu) {
+  KernelEmitter(fused, func, dims, numStates, scan, gpu).emit();
+}

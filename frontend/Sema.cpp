@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/AST.h"
+#include "frontend/DimUnifier.h"
 #include "frontend/Frontend.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -27,103 +28,6 @@ using namespace cellc::ast;
 using llvm::dyn_cast;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Dimension unification
-//===----------------------------------------------------------------------===//
-
-/// Whether `expr` can only be zero or negative when every symbol is >= 1.
-bool isNeverPositive(const DimExpr &expr) {
-  if (expr.getConstant() > 0)
-    return false;
-  return llvm::all_of(expr.getTerms(),
-                      [](const DimExpr::Term &t) { return t.second <= 0; });
-}
-
-/// Solves equations between dimension expressions by substitution. The
-/// bindings are kept fully resolved: no bound symbol occurs in a binding.
-class DimUnifier {
-public:
-  explicit DimUnifier(const std::map<std::string, int64_t> &fixedDims) {
-    for (const auto &[name, value] : fixedDims)
-      bindings[name] = DimExpr::constant(value);
-  }
-
-  /// Records the order symbols first appear in. Unification eliminates
-  /// fresh symbols first, then the earliest declared ones, so SRU's I = H
-  /// reads as `[H]` everywhere (the state and weights keep their names).
-  void noteSymbol(const std::string &name) { rank.emplace(name, rank.size()); }
-
-  DimExpr resolve(const DimExpr &expr) const {
-    return expr.substitute(bindings);
-  }
-
-  /// Adds `a == b`; returns false and changes nothing on a contradiction.
-  bool unify(const DimExpr &a, const DimExpr &b);
-
-  /// A symbol named after `base` that occurs nowhere yet.
-  std::string freshSymbol(const std::string &base) {
-    std::string name = base;
-    for (unsigned i = 2; rank.count(name) || bindings.count(name); ++i)
-      name = base + "_" + std::to_string(i);
-    rank.emplace(name, rank.size());
-    fresh.insert(name);
-    return name;
-  }
-
-  std::map<std::string, DimExpr> bindings;
-
-private:
-  /// Whether to eliminate `a` rather than `b`.
-  bool eliminateFirst(const std::string &a, const std::string &b) const {
-    bool freshA = fresh.count(a), freshB = fresh.count(b);
-    if (freshA != freshB)
-      return freshA;
-    auto rankA = rank.find(a), rankB = rank.find(b);
-    unsigned ra = rankA == rank.end() ? ~0u : rankA->second;
-    unsigned rb = rankB == rank.end() ? ~0u : rankB->second;
-    return ra < rb;
-  }
-  std::map<std::string, unsigned> rank;
-  std::set<std::string> fresh;
-};
-
-bool DimUnifier::unify(const DimExpr &a, const DimExpr &b) {
-  DimExpr difference = resolve(a) - resolve(b);
-  if (difference.isConstant())
-    return difference.getConstant() == 0;
-
-  // Solve `difference == 0` for one symbol: prefer a coefficient of +-1
-  // (always solvable), else any whose coefficient divides the rest.
-  std::optional<DimExpr::Term> chosen;
-  std::optional<DimExpr> value;
-  for (const DimExpr::Term &term : difference.getTerms()) {
-    if (term.second != 1 && term.second != -1)
-      continue;
-    if (!chosen || eliminateFirst(term.first, chosen->first))
-      chosen = term;
-  }
-  if (chosen) {
-    DimExpr rest = difference - DimExpr::symbol(chosen->first, chosen->second);
-    value = (rest * -1).divideExactly(chosen->second);
-  } else {
-    for (const DimExpr::Term &term : difference.getTerms()) {
-      DimExpr rest = difference - DimExpr::symbol(term.first, term.second);
-      if ((value = (rest * -1).divideExactly(term.second))) {
-        chosen = term;
-        break;
-      }
-    }
-  }
-  if (!chosen || !value || isNeverPositive(*value))
-    return false;
-
-  std::map<std::string, DimExpr> solved = {{chosen->first, *value}};
-  for (auto &binding : bindings)
-    binding.second = binding.second.substitute(solved);
-  bindings[chosen->first] = *value;
-  return true;
-}
 
 //===----------------------------------------------------------------------===//
 // Cell checker

@@ -1,0 +1,207 @@
+//===- DimBinder.cpp - Dims from the shapes a caller passes ---------------===//
+
+#include "DimBinder.h"
+
+using namespace cellrt;
+using namespace cellrt::detail;
+
+static std::string quote(const std::string &text) { return "'" + text + "'"; }
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+static std::string shapeString(const std::vector<std::string> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + shape[i];
+  return text + "]";
+}
+
+
+void DimBinder::add(const std::string &label, std::vector<std::string> text,
+                    std::vector<DimExpr> declared,
+                    const std::vector<int64_t> &actual) {
+  constraints.push_back({label, std::move(text), std::move(declared), actual});
+}
+
+void DimBinder::addVector(const std::string &label, const DimExpr &length,
+                          const std::vector<int64_t> &actual, bool perStep) {
+  if (perStep)
+    add(label, {"T", "B", length.str()},
+        {DimExpr::constant(sizes.steps), DimExpr::constant(sizes.batch),
+         length},
+        actual);
+  else
+    add(label, {"B", length.str()}, {DimExpr::constant(sizes.batch), length},
+        actual);
+}
+
+Status DimBinder::collect() {
+  if (args.inputs.size() != plan.inputs.size())
+    return Status::error("cell " + quote(plan.cellName) + " takes " +
+                         std::to_string(plan.inputs.size()) + " inputs, got " +
+                         std::to_string(args.inputs.size()));
+  if (args.initialStates.size() > plan.states.size())
+    return Status::error("cell " + quote(plan.cellName) + " has " +
+                         std::to_string(plan.states.size()) + " states, got " +
+                         std::to_string(args.initialStates.size()) +
+                         " initial states");
+  if (args.finalStates.size() > plan.states.size())
+    return Status::error("cell " + quote(plan.cellName) + " has " +
+                         std::to_string(plan.states.size()) + " states, got " +
+                         std::to_string(args.finalStates.size()) +
+                         " final states");
+
+  // T and B come from the first input, or from the output.
+  const std::vector<int64_t> *timeMajor = nullptr;
+  std::string source;
+  if (!args.inputs.empty()) {
+    timeMajor = &args.inputs[0].shape;
+    source = "input " + quote(plan.inputs[0].name);
+  } else if (args.output.data) {
+    timeMajor = &args.output.shape;
+    source = "the output";
+  }
+  if (!timeMajor)
+    return Status::error("cannot tell T and B: the cell has no inputs and no "
+                         "output array was passed");
+  if (timeMajor->size() != 3)
+    return Status::error(source + " has shape " + shapeString(*timeMajor) +
+                         " but must be [T, B, LEN]");
+  sizes.steps = (*timeMajor)[0];
+  sizes.batch = (*timeMajor)[1];
+  if (sizes.steps < 1 || sizes.batch < 1)
+    return Status::error(source + " has shape " + shapeString(*timeMajor) +
+                         ": T and B must be at least 1");
+
+  // Params first: when shapes disagree, blame the activations, not the
+  // weights.
+  for (const auto &entry : args.params)
+    if (!plan.findParam(entry.first)) {
+      std::string known;
+      for (const ParamDecl &decl : plan.params)
+        known += " " + decl.name;
+      return Status::error("unknown param " + quote(entry.first) + " (cell " +
+                           quote(plan.cellName) + " has params:" + known + ")");
+    }
+  for (const ParamDecl &param : plan.params) {
+    auto it = args.params.find(param.name);
+    if (it == args.params.end())
+      return Status::error("missing param " + quote(param.name));
+    if (!it->second.data)
+      return Status::error("param " + quote(param.name) + " is null");
+    std::vector<std::string> text;
+    for (const DimExpr &extent : param.shape)
+      text.push_back(extent.str());
+    add("param " + quote(param.name), text, param.shape, it->second.shape);
+  }
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    std::string label = "input " + quote(plan.inputs[i].name);
+    if (!args.inputs[i].data)
+      return Status::error(label + " is null");
+    addVector(label, plan.inputs[i].length, args.inputs[i].shape, true);
+  }
+  for (size_t i = 0; i < args.initialStates.size(); ++i)
+    if (args.initialStates[i].data)
+      addVector("initial state " + quote(plan.states[i].name),
+                plan.states[i].length, args.initialStates[i].shape, false);
+  if (args.output.data)
+    addVector("the output", plan.outputWidth, args.output.shape, true);
+  for (size_t i = 0; i < args.finalStates.size(); ++i)
+    if (args.finalStates[i].data)
+      addVector("final state " + quote(plan.states[i].name),
+                plan.states[i].length, args.finalStates[i].shape, false);
+  return Status::success();
+}
+
+bool DimBinder::solveOne(const DimExpr &expr, int64_t value) {
+  const DimExpr::Term *unknown = nullptr;
+  int64_t known = expr.getConstant();
+  for (const DimExpr::Term &term : expr.getTerms()) {
+    auto it = sizes.dims.find(term.first);
+    if (it != sizes.dims.end()) {
+      known += term.second * it->second;
+    } else if (unknown) {
+      return false;
+    } else {
+      unknown = &term;
+    }
+  }
+  if (!unknown || (value - known) % unknown->second != 0)
+    return false;
+  int64_t solution = (value - known) / unknown->second;
+  if (solution < 1)
+    return false;
+  sizes.dims[unknown->first] = solution;
+  return true;
+}
+
+/// Matches an array's shape against its declared one under `sizes`.
+Status cellrt::detail::checkConstraint(const ShapeConstraint &constraint,
+                              const Sizes &sizes) {
+  bool matches = constraint.actual.size() == constraint.declared.size();
+  std::vector<int64_t> expected;
+  std::string unbound;
+  for (size_t i = 0; i < constraint.declared.size(); ++i) {
+    std::optional<int64_t> value = constraint.declared[i].evaluate(sizes.dims);
+    if (!value) {
+      for (const DimExpr::Term &term : constraint.declared[i].getTerms())
+        if (!sizes.dims.count(term.first) && unbound.empty())
+          unbound = term.first;
+      matches = false;
+      continue;
+    }
+    expected.push_back(*value);
+    if (matches && constraint.actual[i] != *value)
+      matches = false;
+  }
+  if (matches)
+    return Status::success();
+  std::string message =
+      constraint.label + " has shape " + shapeString(constraint.actual) +
+      " but the plan expects " + shapeString(constraint.declaredText);
+  if (unbound.empty())
+    message += " = " + shapeString(expected);
+  else
+    message += ", which no positive value of " + unbound + " matches";
+  return Status::error(message);
+}
+
+Status DimBinder::check(const ShapeConstraint &constraint) const {
+  return checkConstraint(constraint, sizes);
+}
+
+Expected<Sizes> DimBinder::bind() {
+  Status status = collect();
+  if (!status.ok())
+    return status;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const ShapeConstraint &constraint : constraints)
+      for (size_t i = 0;
+           i < constraint.declared.size() && i < constraint.actual.size(); ++i)
+        progress |= solveOne(constraint.declared[i], constraint.actual[i]);
+  }
+  for (const ShapeConstraint &constraint : constraints)
+    if (!(status = check(constraint)).ok())
+      return status;
+  for (const std::string &dim : plan.dims)
+    if (!sizes.dims.count(dim))
+      return Status::error("cannot tell the size of dimension " + quote(dim) +
+                           " from the arrays passed");
+
+  if (!args.lengths)
+    return Status::error("lengths is null");
+  for (int64_t b = 0; b < sizes.batch; ++b)
+    if (args.lengths[b] < 1 || args.lengths[b] > sizes.steps)
+      return Status::error("lengths[" + std::to_string(b) +
+                           "] = " + std::to_string(args.lengths[b]) +
+                           " is outside [1, T] = [1, " +
+                           std::to_string(sizes.steps) + "]");
+  return sizes;
+}
+

@@ -1,0 +1,68 @@
+//===- DimBinder.h - Dims from the shapes a caller passes -------*- C++ -*-===//
+//
+// Internal to cellrt: solves the plan's dimensions from the arrays' shapes
+// (one-unknown linear equations until nothing changes) and checks every
+// array against the result, naming the array and both shapes on a mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_DIMBINDER_H
+#define CELLRT_DIMBINDER_H
+
+#include "cellrt/Runtime.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cellrt::detail {
+
+
+/// The sizes of one call: T, B and the value of every plan dim.
+struct Sizes {
+  int64_t steps = 0, batch = 0;
+  std::map<std::string, int64_t> dims;
+
+  int64_t eval(const DimExpr &expr) const { return *expr.evaluate(dims); }
+};
+
+/// One array the caller passed, to be matched against its declared shape.
+struct ShapeConstraint {
+  std::string label;
+  std::vector<std::string> declaredText;
+  std::vector<DimExpr> declared;
+  std::vector<int64_t> actual;
+};
+
+/// Binds dims by solving one-unknown linear equations until nothing changes,
+/// then checks every array against the result.
+class DimBinder {
+public:
+  DimBinder(const Plan &plan, const ForwardArgs &args)
+      : plan(plan), args(args) {}
+  Expected<Sizes> bind();
+
+private:
+  Status collect();
+  void add(const std::string &label, std::vector<std::string> text,
+           std::vector<DimExpr> declared, const std::vector<int64_t> &actual);
+  void addVector(const std::string &label, const DimExpr &length,
+                 const std::vector<int64_t> &actual, bool perStep);
+  bool solveOne(const DimExpr &expr, int64_t value);
+  Status check(const ShapeConstraint &constraint) const;
+
+  const Plan &plan;
+  const ForwardArgs &args;
+  Sizes sizes;
+  std::vector<ShapeConstraint> constraints;
+};
+
+
+/// Checks one array against the bound sizes: an error naming the array and
+/// both shapes.
+Status checkConstraint(const ShapeConstraint &constraint,
+                              const Sizes &sizes);
+
+} // namespace cellrt::detail
+
+#endif // CELLRT_DIMBINDER_H

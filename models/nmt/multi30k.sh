@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Multi30k En->De recipe for ATR, GRU and LSTM side by side (the atr
+# paper's Table 4 comparison on this machine): trains each cell, translates
+# test_2016_flickr with beam 5 and scores it (multi-bleu on the tokenised,
+# lower-cased text). EPOCHS (default 8), THREADS (default 2), CELLS.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+D=${DATA:-../shared/data/multi30k/tok}
+if [ ! -f "$D/train.lc.norm.tok.en" ]; then
+  echo "multi30k.sh: no Multi30k at $D: skipped"
+  exit 0
+fi
+BIN=${BUILD_DIR:-build}/bin
+OUT=${OUT:-${BUILD_DIR:-build}/m30k}
+mkdir -p "$OUT"
+for cell in ${CELLS:-atr gru lstm}; do
+  start=$(date +%s)
+  "$BIN/nmt" train --task files --threads "${THREADS:-2}" \
+    --out "$OUT/$cell.ckpt" --no-progress \
+    --train-src "$D/train.lc.norm.tok.en" --train-tgt "$D/train.lc.norm.tok.de" \
+    --valid-src "$D/val.lc.norm.tok.en" --valid-tgt "$D/val.lc.norm.tok.de" \
+    --tokenizer bpe --bpe-src 8000 --bpe-tgt 8000 \
+    --cell "$cell" --emb 256 --hidden 256 --att 256 --readout 256 \
+    --max-tokens 2000 --epochs "${EPOCHS:-8}" --lr-decay epoch --patience 3
+  trained=$(date +%s)
+  "$BIN/nmt" translate --model "$OUT/$cell.ckpt.best" --threads "${THREADS:-2}" \
+    --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \
+    --output "$OUT/$cell.hyp.de"
+  echo "$cell: trained in $((trained - start)) s; $(grep -E '^epoch .* done' "$OUT/$cell.ckpt.log" | tail -1)"
+  echo -n "$cell test_2016_flickr: "
+  "$BIN/nmt" score --ref "$D/test_2016_flickr.lc.norm.tok.de" \
+    --hyp "$OUT/$cell.hyp.de" --tokenize none
+done

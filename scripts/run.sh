@@ -17,11 +17,12 @@ for cell in cells/*.cell; do
   "$bin/cellc" "$cell" -emit=header -o "$out/$name.h"
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   plan=$("$bin/cellc" "$cell" -emit=plan)
-  printf '%-8s %5d ms  hoisted GEMMs: %d  per-step GEMMs: %d  kernels: %d (%s)\n' \
+  printf '%-8s %5d ms  hoisted GEMMs: %d  per-step GEMMs: %d  kernels: %d forward, %d backward (%s)\n' \
     "$name" "$ms" \
     "$(grep -c '^pre gemm' <<<"$plan" || true)" \
     "$(grep -c '^step gemm' <<<"$plan" || true)" \
-    "$(grep -c ' kernel ' <<<"$plan" || true)" "$out/$name.o"
+    "$(grep -cE '^(pre|step|scan) kernel ' <<<"$plan" || true)" \
+    "$(grep -cE '^(bpre|bstep) kernel ' <<<"$plan" || true)" "$out/$name.o"
 done
 echo
 echo "== ATR over a sample batch (examples/atr_forward.cpp)"

@@ -290,8 +290,12 @@ cellc::generateCellIR(ParsedFile &file, mlir::MLIRContext &context,
     generator.generateCell(cell, *moduleOp->getBody());
   }
   if (!cellName.empty() && !found) {
-    mlir::emitError(mlir::FileLineColLoc::get(&context, module.fileName, 1, 1))
-        << "no cell named '" << cellName << "' in this file";
+    auto diagnostic =
+        mlir::emitError(mlir::FileLineColLoc::get(&context, module.fileName,
+                                                  1, 1))
+        << "no cell named '" << cellName << "' in this file; it has";
+    for (const Cell &cell : module.cells)
+      diagnostic << " '" << cell.name << "'";
     return nullptr;
   }
   if (mlir::failed(mlir::verify(*moduleOp)))

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AtrCheck.h"
+#include "test/support/AtrTrainingPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -16,30 +17,7 @@
 
 namespace {
 
-const char atrTrainingPlan[] =
-    "cellc-plan 1\n"
-    "cell atr\n"
-    "dims H I\n"
-    "input x I\n"
-    "state h H\n"
-    "param Wx H I\n"
-    "param Wh H H\n"
-    "output H\n"
-    "buffer seq v0 H\n"
-    "buffer step v1 H\n"
-    "buffer seq dv0 H\n"
-    "buffer step dv1 H\n"
-    "weight W0 Wx\n"
-    "weight W1 Wh\n"
-    "pre gemm seq:v0 W0 input:x\n"
-    "step gemm step:v1 W1 state:h\n"
-    "step kernel 0 state:h seq:v0 step:v1 next:h out\n"
-    "bstep kernel 1 state:h seq:v0 step:v1 dnext:h dout dstate:h seq:dv0 "
-    "step:dv1\n"
-    "bstep gemm dstate:h W1 step:dv1\n"
-    "bpre gemm dinput:x W0 seq:dv0\n"
-    "wgrad W1 step:dv1 state:h\n"
-    "wgrad W0 seq:dv0 input:x\n";
+using cellc_test::atrTrainingPlan;
 
 float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 

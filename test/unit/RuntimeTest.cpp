@@ -1,6 +1,7 @@
 //===- RuntimeTest.cpp - Unit tests of cellrt's plan and executor ---------===//
 
 #include "cellrt/Runtime.h"
+#include "test/support/AtrTrainingPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -78,31 +79,7 @@ const char *const linearTrainingPlan =
     "wgrad W1 step:dq state:h\n"
     "pgrad b seq:dab\n";
 
-/// The ATR training plan of docs/plan-format.md's backward section.
-const char *const atrTrainingPlan =
-    "cellc-plan 1\n"
-    "cell atr\n"
-    "dims H I\n"
-    "input x I\n"
-    "state h H\n"
-    "param Wx H I\n"
-    "param Wh H H\n"
-    "output H\n"
-    "buffer seq v0 H\n"
-    "buffer step v1 H\n"
-    "buffer seq dv0 H\n"
-    "buffer step dv1 H\n"
-    "weight W0 Wx\n"
-    "weight W1 Wh\n"
-    "pre gemm seq:v0 W0 input:x\n"
-    "step gemm step:v1 W1 state:h\n"
-    "step kernel 0 state:h seq:v0 step:v1 next:h out\n"
-    "bstep kernel 1 state:h seq:v0 step:v1 dnext:h dout dstate:h seq:dv0 "
-    "step:dv1\n"
-    "bstep gemm dstate:h W1 step:dv1\n"
-    "bpre gemm dinput:x W0 seq:dv0\n"
-    "wgrad W1 step:dv1 state:h\n"
-    "wgrad W0 seq:dv0 input:x\n";
+using cellc_test::atrTrainingPlan;
 
 std::string replaceOnce(std::string text, const std::string &from,
                         const std::string &to) {

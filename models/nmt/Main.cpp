@@ -231,6 +231,11 @@ int main(int argc, char **argv) {
   try {
     Args args = parse(argc, argv,
                       {"resume", "no-progress", "tokenized", "lc", "help"});
+    // `nmt train --help` prints the usage; it must never start a run.
+    if (args.flags.count("help")) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
     if (args.values.count("threads")) {
       setThreads(std::stoi(args.values["threads"]));
       args.values.erase("threads");

@@ -129,3 +129,8 @@ int cellrt::detail::threads() { return Pool::get().threads(); }
 
 void cellrt::setNumThreads(int threads) { Pool::get().setThreads(threads); }
 int cellrt::getNumThreads() { return Pool::get().threads(); }
+
+void cellrt::parallelFor(int64_t rows, int64_t work,
+                         const std::function<void(int64_t, int64_t)> &body) {
+  parallelRows(rows, work, body);
+}

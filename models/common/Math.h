@@ -92,6 +92,9 @@ void attentionBackward(const AttentionShape &s, const float *ann,
                        const float *alpha, const float *dContext, float *dAnn,
                        float *dUH, float *dQ, float *dv);
 
+/// x[i] = tanh(x[i]) (absolute error ~1e-7).
+void tanhInPlace(float *x, int64_t n);
+
 /// Log-softmax of logits [R, V] in place.
 void logSoftmax(float *logits, int64_t R, int64_t V);
 /// Cross-entropy from log-probs [R, V] against targets (rows with

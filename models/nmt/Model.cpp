@@ -10,11 +10,6 @@ namespace nmt {
 
 namespace {
 
-void tanhInPlace(float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = std::tanh(x[i]);
-}
-
 /// Arguments of one decoder cell step run as a length-1 sequence.
 cellrt::ForwardArgs stepArgs(const CellLayer &layer, const float *input,
                              int64_t B, const int32_t *ones,
@@ -122,11 +117,10 @@ void Model::encode(const Batch &batch, bool train) {
   }
   ann.resize(Tx * B * C);
   for (int64_t r = 0; r < Tx * B; ++r) {
-    for (int64_t j = 0; j < Hf; ++j)
-      ann[r * C + j] = std::tanh(hf[r * Hf + j]);
-    for (int64_t j = 0; j < Hb; ++j)
-      ann[r * C + Hf + j] = std::tanh(hb[r * Hb + j]);
+    std::copy_n(hf.data() + r * Hf, Hf, ann.data() + r * C);
+    std::copy_n(hb.data() + r * Hb, Hb, ann.data() + r * C + Hf);
   }
+  tanhInPlace(ann.data(), Tx * B * C);
   mean.assign(B * C, 0.f);
   for (int64_t b = 0; b < B; ++b) {
     int64_t L = batch.srcLen[b];
@@ -215,7 +209,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   bool dropping = dropoutRng && config.dropout > 0;
   if (dropping)
     dropoutForward(Td.data(), N * R, config.dropout, *dropoutRng, dropMask);
-  std::vector<float> logits(N * V);
+  logits.resize(N * V);
   linear(Td.data(), N, R, Wout->value.data(), V, logits.data(), false);
   addBias(logits.data(), N, V, bout->value.data());
   logSoftmax(logits.data(), N, V);
@@ -223,7 +217,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   for (int64_t j = 0; j < Ty; ++j)
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
-  std::vector<float> dLogits(backward ? N * V : 0);
+  dLogits.resize(backward ? N * V : 0);
   double total = crossEntropy(logits.data(), N, V, batch.tgtOut.data(),
                               mask.data(), 1.f / float(batch.targetTokens),
                               backward ? dLogits.data() : nullptr);

@@ -82,6 +82,9 @@ private:
   // Workspace of the last encode().
   int64_t C = 0;
   std::vector<float> xs, hf, hb, ann, mean, s0, UH;
+  // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
+  // afresh per batch cost more in page faults than the softmax itself.
+  std::vector<float> logits, dLogits;
   cellrt::ForwardArgs argsF, argsB;
   cellrt::Tape tapeF, tapeB;
   std::vector<cellrt::Tape> tapes1, tapes2;

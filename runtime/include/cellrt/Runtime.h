@@ -21,6 +21,7 @@
 #include "cellrt/Plan.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -143,6 +144,14 @@ struct StepArgs {
 /// OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do not spin.
 void setNumThreads(int threads);
 int getNumThreads();
+
+/// Runs body(begin, end) over [0, rows) split across the kernels' threads
+/// (the caller's thread takes the first chunk) when `work`, about rows x
+/// elements per row, is worth a wake-up; else in one call. Chunks are
+/// contiguous and disjoint. Drivers use it so their own element-wise layers
+/// share the kernels' threads instead of starting another pool.
+void parallelFor(int64_t rows, int64_t work,
+                 const std::function<void(int64_t, int64_t)> &body);
 
 /// The sizes a call binds: steps, batch and every plan dim.
 struct BoundSizes {

@@ -8,8 +8,10 @@
 //      to a base pointer, row stride and per-step advance;
 //   3. run: the `pre` operations over all T*B rows, then the `step`
 //      operations for every step, swapping current and next states.
-// Operations act on a range of rows so that a step could be split across
-// threads; today the whole batch is one range.
+// Everything runs through a Device (cellrt/Device.h): the CPU's kernels and
+// oneDNN in host memory, or a GPU's kernels and cuBLAS in its own memory,
+// with the caller's arrays copied in and out. One executor for both, so the
+// CPU tests prove the logic the GPU runs.
 //
 // Training mode (forward(args, tape)) keeps every step's `step:` buffers and
 // the state history in the tape; backward() then runs the `bstep`
@@ -20,8 +22,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "DimBinder.h"
-#include "Gemm.h"
-#include "Parallel.h"
+#include "HostDevice.h"
+#include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
 
 #include <algorithm>
@@ -58,16 +60,36 @@ Expected<Cell> Cell::load(const cellrt_image &image) {
                          std::to_string(image.num_kernels) + " kernels");
   if (image.num_kernels > 0 && !image.kernels)
     return Status::error("cellrt_image has no kernel table");
-  Cell cell;
-  cell.plan = std::move(*plan);
+  std::vector<cellrt_kernel_fn> kernels;
+  std::vector<std::string> names;
   for (int64_t i = 0; i < image.num_kernels; ++i) {
     if (!image.kernels[i])
       return Status::error("kernel " + std::to_string(i) + " of cell " +
-                           quote(cell.plan.cellName) + " is null");
-    cell.kernels.push_back(image.kernels[i]);
+                           quote(plan->cellName) + " is null");
+    kernels.push_back(image.kernels[i]);
     const char *name = image.kernel_names ? image.kernel_names[i] : nullptr;
-    cell.kernelNames.push_back(name ? name : "");
+    names.push_back(name ? name : "");
   }
+  return create(std::move(*plan),
+                std::make_shared<detail::HostDevice>(std::move(kernels)),
+                std::move(names));
+}
+
+Expected<Cell> Cell::create(Plan plan, std::shared_ptr<Device> device,
+                            std::vector<std::string> kernelNames) {
+  if (!device)
+    return Status::error("Cell::create: no device");
+  if (device->numKernels() < plan.numKernelsUsed())
+    return Status::error("plan of cell " + quote(plan.cellName) +
+                         " uses kernel " +
+                         std::to_string(plan.numKernelsUsed() - 1) +
+                         " but the device has only " +
+                         std::to_string(device->numKernels()) + " kernels");
+  Cell cell;
+  cell.plan = std::move(plan);
+  cell.device = std::move(device);
+  cell.kernelNames = std::move(kernelNames);
+  cell.kernelNames.resize(cell.device->numKernels());
   return cell;
 }
 
@@ -103,7 +125,7 @@ struct Operand {
 };
 
 /// One stacked part of a `wgrad`: its rows in the stacked weight and the
-/// caller's gradient array it accumulates into.
+/// gradient array (on the device) it accumulates into.
 struct GradientPart {
   float *gradient;
   int64_t rowOffset, rows;
@@ -113,53 +135,107 @@ struct GradientPart {
 struct BoundOperation {
   const Operation *op = nullptr;
   std::vector<Operand> operands;
+  /// Kernels on devices that pass row-local scratch: [rows, LEN] each.
+  std::vector<std::pair<float *, int64_t>> scratch;
   /// Gemm, Wgrad: the stacked weight and its shape.
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
-  /// Wgrad: the wanted parts. Pgrad: the caller's gradient (null: unwanted).
+  /// Wgrad: the wanted parts. Pgrad: the gradient (null: unwanted).
   std::vector<GradientPart> parts;
   float *gradient = nullptr;
   int64_t length = 0;
 };
 
-/// The arrays of one forward call; a training-mode forward keeps them in the
-/// tape for backward().
-struct Workspace {
-  /// Blocks kept across calls: a call with the same plan and sizes asks for
-  /// the same blocks in the same order, so it allocates (and page-faults)
-  /// nothing. Blocks are not zeroed: every buffer is written before it is
-  /// read, or zeroed explicitly where a sum starts.
-  std::vector<std::unique_ptr<float[]>> blocks;
-  std::vector<size_t> capacities;
-  size_t used = 0;
+/// Device memory kept across calls: a call with the same plan and sizes asks
+/// for the same blocks in the same order, so it allocates (and page-faults)
+/// nothing. Blocks are not zeroed: every buffer is written before it is
+/// read, or zeroed explicitly where a sum starts.
+class Blocks {
+public:
+  Blocks() = default;
+  Blocks(const Blocks &) = delete;
+  Blocks &operator=(const Blocks &) = delete;
+  ~Blocks() { releaseAll(); }
 
-  float *allocate(int64_t count) {
-    size_t floats = static_cast<size_t>(std::max<int64_t>(count, 1));
-    if (used == blocks.size()) {
-      blocks.emplace_back();
-      capacities.push_back(0);
-    }
-    if (capacities[used] < floats) {
-      blocks[used].reset(new float[floats]);
-      capacities[used] = floats;
-    }
-    return blocks[used++].get();
+  /// Blocks of another device are released first.
+  void use(const std::shared_ptr<Device> &wanted) {
+    if (device == wanted)
+      return;
+    releaseAll();
+    device = wanted;
   }
 
+  void *allocateBytes(size_t bytes) {
+    bytes = std::max<size_t>(bytes, 4);
+    if (used == blocks.size()) {
+      blocks.push_back(nullptr);
+      capacities.push_back(0);
+    }
+    if (capacities[used] < bytes) {
+      if (blocks[used])
+        device->release(blocks[used]);
+      blocks[used] = device->allocate(bytes);
+      capacities[used] = blocks[used] ? bytes : 0;
+      if (!blocks[used] && !failedBytes)
+        failedBytes = bytes;
+    }
+    return blocks[used++];
+  }
+  float *allocate(int64_t count) {
+    return static_cast<float *>(
+        allocateBytes(static_cast<size_t>(std::max<int64_t>(count, 1)) * 4));
+  }
   /// Forgets the previous call's layout, keeping the blocks.
-  void reset() {
+  void rewind() {
     used = 0;
+    failedBytes = 0;
+  }
+  /// The first allocation that failed since rewind(), as an error.
+  Status status() const {
+    if (!failedBytes)
+      return Status::success();
+    return Status::error("out of device memory: cannot allocate " +
+                         std::to_string(failedBytes) + " bytes");
+  }
+
+private:
+  void releaseAll() {
+    for (void *block : blocks)
+      if (block)
+        device->release(block);
+    blocks.clear();
+    capacities.clear();
+    used = 0;
+  }
+
+  std::shared_ptr<Device> device;
+  std::vector<void *> blocks;
+  std::vector<size_t> capacities;
+  size_t used = 0;
+  size_t failedBytes = 0;
+};
+
+/// The arrays of one forward call, all device addresses; a training-mode
+/// forward keeps them in the tape for backward().
+struct Workspace {
+  Blocks blocks;
+
+  void reset() {
+    blocks.rewind();
     inputs.clear();
     buffers.clear();
     currentStates.clear();
     nextStates.clear();
     weights.clear();
+    params.clear();
     outputBase = nullptr;
     outputStepAdvance = 0;
+    lengths = nullptr;
+    dims = nullptr;
   }
 
-  /// [T*B, LEN] per input: the caller's array, or a copy reversed within
-  /// lengths.
+  /// [T*B, LEN] per input: the caller's array, a copy reversed within
+  /// lengths, or the device's copy.
   std::vector<float *> inputs;
   /// Step buffers are [B, LEN], or [T*B, LEN] in training mode.
   std::vector<float *> buffers;
@@ -168,13 +244,25 @@ struct Workspace {
   /// (block t = the state before step t) and nextStates is unused.
   std::vector<float *> currentStates, nextStates;
   std::vector<const float *> weights;
+  /// Every param: the caller's array or the device's copy.
+  std::map<std::string, float *> params;
   float *outputBase = nullptr;
   int64_t outputStepAdvance = 0;
+  /// The kernels' lengths and dims arrays.
+  const int32_t *lengths = nullptr;
+  const int64_t *dims = nullptr;
+};
+
+/// A caller's array and the device copy the call writes; copied back at the
+/// end of the call.
+struct WriteBack {
+  float *host;
+  const float *device;
+  int64_t count;
 };
 
 /// The gradient arrays of one backward call.
 struct GradientSpace {
-  std::vector<std::vector<float>> storage;
   /// [B, LEN] per state, swapped after every step.
   std::vector<float *> dnext, dstate;
   float *dout = nullptr;
@@ -185,6 +273,11 @@ struct GradientSpace {
   /// True where dinputs[i] is scratch that must be added to the caller's
   /// array (reversed within lengths in reverse mode).
   std::vector<bool> dinputScratch;
+  /// Per state: where the caller's initial-state gradient is accumulated.
+  std::vector<float *> initialTargets;
+  /// Per param: where its gradient is accumulated (null: unwanted).
+  std::map<std::string, float *> params;
+  std::vector<WriteBack> writeBacks;
 };
 
 } // namespace
@@ -198,6 +291,8 @@ struct cellrt::Tape::Storage {
   std::vector<int32_t> lengths;
   bool reverse = false;
   Workspace workspace;
+  /// backward()'s own arrays, reused from call to call.
+  Blocks gradientBlocks;
 };
 
 Tape::Tape() = default;
@@ -206,119 +301,8 @@ Tape::Tape(Tape &&) noexcept = default;
 Tape &Tape::operator=(Tape &&) noexcept = default;
 bool Tape::isRecorded() const { return storage && storage->recorded; }
 
-namespace {
-
-/// Runs the forward or backward operations of one call.
-class Execution {
-public:
-  Execution(const Plan &plan, const std::vector<cellrt_kernel_fn> &kernels,
-            const ForwardArgs &args, const Sizes &sizes, Workspace &work,
-            bool training)
-      : plan(plan), kernels(kernels), args(args), sizes(sizes), work(work),
-        training(training), rowsPerStep(sizes.batch),
-        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)) {
-    for (const std::string &dim : plan.dims)
-      dimValues.push_back(sizes.dims.at(dim));
-  }
-
-  /// Fills `work` and runs the pre and step operations.
-  Status forward();
-  /// Runs the backward operations over the arrays a training-mode forward
-  /// left in `work`.
-  Status backward(const BackwardArgs &gradients);
-
-private:
-  void allocate();
-  void reverseInputs();
-  void stackWeights();
-  void refreshCallerPointers();
-  Status bindOperations(bool backwardPhases);
-  Expected<Operand> bindOperand(const Operation &op, const Ref &ref);
-  Status checkColumns(const Operation &op, const Ref &ref, int64_t columns,
-                      const char *role) const;
-  Status bindGradients(BoundOperation &bound);
-  void setUpGradients(const BackwardArgs &gradients);
-  void zeroGradientBuffers();
-  Status runOperation(const BoundOperation &bound, int64_t step,
-                      int64_t rowBegin, int64_t rowEnd);
-  void runScan(const BoundOperation &bound);
-  void finish();
-  void finishBackward(const BackwardArgs &gradients);
-  int64_t width(const VectorDecl &decl) const {
-    return sizes.eval(decl.length);
-  }
-
-  const Plan &plan;
-  const std::vector<cellrt_kernel_fn> &kernels;
-  const ForwardArgs &args;
-  const Sizes &sizes;
-  Workspace &work;
-  const bool training;
-  const int64_t rowsPerStep;
-  /// Steps at or past the longest sequence would only carry states.
-  const int64_t maxLength;
-  std::vector<int64_t> dimValues;
-  int64_t outputWidth = 0;
-
-  const BackwardArgs *gradientArgs = nullptr;
-  GradientSpace grads;
-
-  std::vector<BoundOperation> sequenceOperations, stepOperations, endOperations,
-      scanOperations;
-  std::vector<float *> kernelPointers;
-  std::vector<int64_t> kernelStrides;
-};
-
-} // namespace
-
-static float *allocateIn(std::vector<std::vector<float>> &storage,
-                         int64_t count) {
-  storage.emplace_back(static_cast<size_t>(std::max<int64_t>(count, 1)), 0.0f);
-  return storage.back().data();
-}
-
-void Execution::allocate() {
-  int64_t steps = sizes.steps, batch = sizes.batch;
-  work.reset();
-  for (const BufferDecl &buffer : plan.buffers) {
-    int64_t rows = buffer.extent == BufferDecl::Extent::Sequence || training
-                       ? steps * batch
-                       : batch;
-    int64_t length = sizes.eval(buffer.length);
-    work.buffers.push_back(work.allocate(rows * length));
-    // Training: steps no sequence reaches are never run, but weight
-    // gradients read every row; keep those rows finite.
-    if (training && buffer.extent == BufferDecl::Extent::Step)
-      std::memset(work.buffers.back() + maxLength * batch * length, 0,
-                  (steps - maxLength) * batch * length * sizeof(float));
-  }
-  for (size_t i = 0; i < plan.states.size(); ++i) {
-    int64_t count = batch * width(plan.states[i]);
-    work.currentStates.push_back(
-        work.allocate(training ? (steps + 1) * count : count));
-    work.nextStates.push_back(training ? nullptr
-                                       : work.allocate(count));
-    if (i < args.initialStates.size() && args.initialStates[i].data)
-      std::memcpy(work.currentStates.back(), args.initialStates[i].data,
-                  count * sizeof(float));
-    else
-      std::memset(work.currentStates.back(), 0, count * sizeof(float));
-  }
-  outputWidth = sizes.eval(plan.outputWidth);
-  if (!args.output.data) {
-    // Nobody reads the output: one step's worth of scratch is enough.
-    work.outputBase = work.allocate(batch * outputWidth);
-  } else if (args.reverse) {
-    work.outputBase = work.allocate(steps * batch * outputWidth);
-    work.outputStepAdvance = batch * outputWidth;
-  } else {
-    work.outputBase = args.output.data;
-    work.outputStepAdvance = batch * outputWidth;
-  }
-}
-
 /// Copies `source` [T, B, width] into `target` with every sequence reversed
-/// within its length; padded steps become zeros.
+/// within its length; padded steps become zeros. Host memory.
 static void reverseWithinLengths(const float *source, float *target,
                                  int64_t steps, int64_t batch, int64_t width,
                                  const int32_t *lengths) {
@@ -335,6 +319,7 @@ static void reverseWithinLengths(const float *source, float *target,
 
 /// Adds `source` [T, B, width] to `target`, reversing every sequence within
 /// its length (reverse = false: unchanged); padded steps are left alone.
+/// Host memory.
 static void addWithinLengths(const float *source, float *target, int64_t steps,
                              int64_t batch, int64_t width,
                              const int32_t *lengths, bool reverse) {
@@ -350,55 +335,268 @@ static void addWithinLengths(const float *source, float *target, int64_t steps,
     }
 }
 
-void Execution::reverseInputs() {
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    if (!args.reverse) {
-      // Kernels take non-const pointers but never write inputs.
-      work.inputs.push_back(const_cast<float *>(args.inputs[i].data));
-      continue;
-    }
-    int64_t inputWidth = width(plan.inputs[i]);
-    float *copy =
-        work.allocate(sizes.steps * sizes.batch * inputWidth);
-    reverseWithinLengths(args.inputs[i].data, copy, sizes.steps, sizes.batch,
-                         inputWidth, args.lengths);
-    work.inputs.push_back(copy);
+namespace {
+
+/// Runs the forward or backward operations of one call on a device.
+class Execution {
+public:
+  Execution(const Plan &plan, Device &device, const ForwardArgs &args,
+            const Sizes &sizes, Workspace &work, bool training)
+      : plan(plan), device(device), shared(device.sharesHostMemory()),
+        args(args), sizes(sizes), work(work), training(training),
+        rowsPerStep(sizes.batch),
+        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)) {
+    for (const std::string &dim : plan.dims)
+      dimValues.push_back(sizes.dims.at(dim));
   }
+
+  /// Fills `work` and runs the pre and step operations.
+  Status forward();
+  /// Runs the backward operations over the arrays a training-mode forward
+  /// left in `work`, with its own arrays in `gradientBlocks`.
+  Status backward(const BackwardArgs &gradients, Blocks &gradientBlocks);
+
+private:
+  Status setUp();
+  void stackWeights();
+  void refreshCallerPointers();
+  Status bindOperations(bool backwardPhases, Blocks &scratchBlocks);
+  Expected<Operand> bindOperand(const Operation &op, const Ref &ref);
+  Status checkColumns(const Operation &op, const Ref &ref, int64_t columns,
+                      const char *role) const;
+  Status bindGradients(BoundOperation &bound);
+  Status setUpGradients(const BackwardArgs &gradients, Blocks &blocks);
+  void zeroGradientBuffers();
+  Status runOperation(const BoundOperation &bound, int64_t step,
+                      int64_t rowBegin, int64_t rowEnd);
+  Status runScan(const BoundOperation &bound);
+  Status finish();
+  Status finishBackward(const BackwardArgs &gradients);
+  int64_t width(const VectorDecl &decl) const {
+    return sizes.eval(decl.length);
+  }
+  int64_t paramCount(const std::string &name) const {
+    int64_t count = 1;
+    for (const DimExpr &extent : plan.findParam(name)->shape)
+      count *= sizes.eval(extent);
+    return count;
+  }
+  /// A caller's host array as the device sees it: itself when memory is
+  /// shared, else a copy in `blocks` (filled once the call's allocations
+  /// have succeeded, by uploadPending()).
+  float *mirror(const float *host, int64_t count, Blocks &blocks);
+  /// Like mirror, and the copy is written back to `host` when the call ends.
+  float *mirrorBack(float *host, int64_t count, Blocks &blocks);
+  void uploadPending();
+  /// Device rows [T, B, width] from host rows reversed within lengths.
+  void importReversed(const float *host, float *target, int64_t width);
+  /// Host rows from device rows [T, B, width], reversed within lengths.
+  void exportReversed(const float *source, float *host, int64_t width);
+
+  const Plan &plan;
+  Device &device;
+  const bool shared;
+  const ForwardArgs &args;
+  const Sizes &sizes;
+  Workspace &work;
+  const bool training;
+  const int64_t rowsPerStep;
+  /// Steps at or past the longest sequence would only carry states.
+  const int64_t maxLength;
+  std::vector<int64_t> dimValues;
+  int64_t outputWidth = 0;
+
+  const BackwardArgs *gradientArgs = nullptr;
+  GradientSpace grads;
+  /// Uploads waiting for the call's allocations to succeed.
+  std::vector<WriteBack> pendingUploads;
+
+  std::vector<BoundOperation> sequenceOperations, stepOperations, endOperations,
+      scanOperations;
+  std::vector<float *> kernelPointers;
+  std::vector<int64_t> kernelStrides;
+};
+
+} // namespace
+
+float *Execution::mirror(const float *host, int64_t count, Blocks &blocks) {
+  // Kernels take non-const pointers but never write their inputs.
+  if (shared || !host)
+    return const_cast<float *>(host);
+  float *copy = blocks.allocate(count);
+  pendingUploads.push_back({const_cast<float *>(host), copy, count});
+  return copy;
+}
+
+float *Execution::mirrorBack(float *host, int64_t count, Blocks &blocks) {
+  float *copy = mirror(host, count, blocks);
+  if (copy != host)
+    grads.writeBacks.push_back({host, copy, count});
+  return copy;
+}
+
+void Execution::uploadPending() {
+  for (const WriteBack &upload : pendingUploads)
+    device.upload(const_cast<float *>(upload.device), upload.host,
+                  upload.count * sizeof(float));
+  pendingUploads.clear();
+}
+
+void Execution::importReversed(const float *host, float *target,
+                               int64_t width) {
+  if (shared) {
+    reverseWithinLengths(host, target, sizes.steps, sizes.batch, width,
+                         args.lengths);
+    return;
+  }
+  std::vector<float> reversed(sizes.steps * sizes.batch * width);
+  reverseWithinLengths(host, reversed.data(), sizes.steps, sizes.batch, width,
+                       args.lengths);
+  device.upload(target, reversed.data(), reversed.size() * sizeof(float));
+}
+
+void Execution::exportReversed(const float *source, float *host,
+                               int64_t width) {
+  if (shared) {
+    reverseWithinLengths(source, host, sizes.steps, sizes.batch, width,
+                         args.lengths);
+    return;
+  }
+  std::vector<float> rows(sizes.steps * sizes.batch * width);
+  device.download(rows.data(), source, rows.size() * sizeof(float));
+  reverseWithinLengths(rows.data(), host, sizes.steps, sizes.batch, width,
+                       args.lengths);
+}
+
+Status Execution::setUp() {
+  int64_t steps = sizes.steps, batch = sizes.batch;
+  Blocks &blocks = work.blocks;
+  work.reset();
+  // Allocate everything first: nothing is written unless all of it fits.
+  for (const BufferDecl &buffer : plan.buffers) {
+    int64_t rows = buffer.extent == BufferDecl::Extent::Sequence || training
+                       ? steps * batch
+                       : batch;
+    work.buffers.push_back(blocks.allocate(rows * sizes.eval(buffer.length)));
+  }
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t count = batch * width(plan.states[i]);
+    work.currentStates.push_back(
+        blocks.allocate(training ? (steps + 1) * count : count));
+    work.nextStates.push_back(training ? nullptr : blocks.allocate(count));
+  }
+  outputWidth = sizes.eval(plan.outputWidth);
+  if (!args.output.data) {
+    // Nobody reads the output: one step's worth of scratch is enough.
+    work.outputBase = blocks.allocate(batch * outputWidth);
+  } else if (args.reverse || !shared) {
+    work.outputBase = blocks.allocate(steps * batch * outputWidth);
+    work.outputStepAdvance = batch * outputWidth;
+  } else {
+    work.outputBase = args.output.data;
+    work.outputStepAdvance = batch * outputWidth;
+  }
+  if (shared) {
+    work.lengths = args.lengths;
+    work.dims = dimValues.data();
+  } else {
+    work.lengths = static_cast<int32_t *>(blocks.allocateBytes(batch * 4));
+    work.dims = static_cast<int64_t *>(
+        blocks.allocateBytes(dimValues.size() * sizeof(int64_t)));
+  }
+  std::vector<float *> reversedInputs(plan.inputs.size(), nullptr);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    int64_t count = steps * batch * width(plan.inputs[i]);
+    if (args.reverse)
+      work.inputs.push_back(reversedInputs[i] = blocks.allocate(count));
+    else
+      work.inputs.push_back(mirror(args.inputs[i].data, count, blocks));
+  }
+  for (const ParamDecl &param : plan.params)
+    work.params[param.name] = mirror(args.params.at(param.name).data,
+                                     paramCount(param.name), blocks);
+  stackWeights();
+  Status status = blocks.status();
+  if (!status.ok())
+    return status;
+
+  uploadPending();
+  if (!shared) {
+    device.upload(const_cast<int32_t *>(work.lengths), args.lengths,
+                  batch * 4);
+    device.upload(const_cast<int64_t *>(work.dims), dimValues.data(),
+                  dimValues.size() * sizeof(int64_t));
+  }
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (reversedInputs[i])
+      importReversed(args.inputs[i].data, reversedInputs[i],
+                     width(plan.inputs[i]));
+  // Training: steps no sequence reaches are never run, but weight gradients
+  // read every row; keep those rows finite.
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (training && plan.buffers[i].extent == BufferDecl::Extent::Step) {
+      int64_t length = sizes.eval(plan.buffers[i].length);
+      device.zero(work.buffers[i] + maxLength * batch * length,
+                  (steps - maxLength) * batch * length);
+    }
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t count = batch * width(plan.states[i]);
+    if (i < args.initialStates.size() && args.initialStates[i].data)
+      device.upload(work.currentStates[i], args.initialStates[i].data,
+                    count * sizeof(float));
+    else
+      device.zero(work.currentStates[i], count);
+  }
+  // Stacked weights: the params' rows one after another, from the caller's
+  // arrays.
+  for (size_t w = 0; w < plan.weights.size(); ++w) {
+    const WeightDecl &weight = plan.weights[w];
+    if (weight.params.size() == 1 || (args.packedWeights && !training && shared))
+      continue;
+    int64_t cols = sizes.eval(plan.weightCols(weight));
+    float *row = const_cast<float *>(work.weights[w]);
+    for (const std::string &name : weight.params) {
+      int64_t count = sizes.eval(plan.findParam(name)->shape[0]) * cols;
+      device.upload(row, args.params.at(name).data, count * sizeof(float));
+      row += count;
+    }
+  }
+  return Status::success();
 }
 
 void Execution::stackWeights() {
   // Training keeps its own copies: the tape may outlive the caller's.
-  if (args.packedWeights && !training) {
+  if (args.packedWeights && !training && shared) {
     work.weights = args.packedWeights->pointers();
     return;
   }
   for (const WeightDecl &weight : plan.weights) {
     if (weight.params.size() == 1) {
-      work.weights.push_back(args.params.at(weight.params[0]).data);
+      work.weights.push_back(work.params.at(weight.params[0]));
       continue;
     }
-    int64_t cols = sizes.eval(plan.weightCols(weight));
-    float *stacked =
-        work.allocate(sizes.eval(plan.weightRows(weight)) * cols);
-    float *row = stacked;
-    for (const std::string &name : weight.params) {
-      int64_t count = sizes.eval(plan.findParam(name)->shape[0]) * cols;
-      std::memcpy(row, args.params.at(name).data, count * sizeof(float));
-      row += count;
-    }
-    work.weights.push_back(stacked);
+    work.weights.push_back(
+        work.blocks.allocate(sizes.eval(plan.weightRows(weight)) *
+                             sizes.eval(plan.weightCols(weight))));
   }
 }
 
 /// backward() may get the same values at other addresses than forward did:
-/// point the workspace at the caller's arrays again.
+/// point the workspace at the caller's arrays again. (A device with its own
+/// memory keeps the copies forward made.)
 void Execution::refreshCallerPointers() {
+  if (!shared)
+    return;
+  work.lengths = args.lengths;
+  work.dims = dimValues.data();
   if (!args.reverse)
     for (size_t i = 0; i < plan.inputs.size(); ++i)
       work.inputs[i] = const_cast<float *>(args.inputs[i].data);
+  for (const ParamDecl &param : plan.params)
+    work.params[param.name] = const_cast<float *>(args.params.at(param.name).data);
   for (size_t i = 0; i < plan.weights.size(); ++i)
     if (plan.weights[i].params.size() == 1)
-      work.weights[i] = args.params.at(plan.weights[i].params[0]).data;
+      work.weights[i] = work.params.at(plan.weights[i].params[0]);
 }
 
 Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
@@ -445,7 +643,7 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
   }
   case Ref::Kind::Param: {
     const ParamDecl *param = plan.findParam(ref.name);
-    operand.base = const_cast<float *>(args.params.at(ref.name).data);
+    operand.base = work.params.at(ref.name);
     // A vector param is broadcast to every row.
     operand.stride = param->isMatrix() ? arrayWidth : 0;
     break;
@@ -486,12 +684,12 @@ Status Execution::checkColumns(const Operation &op, const Ref &ref,
               ") but its array has " + std::to_string(arrayWidth)));
 }
 
-/// Wgrad and pgrad: where the caller wants the param gradients.
+/// Wgrad and pgrad: where the caller's param gradients are accumulated.
 Status Execution::bindGradients(BoundOperation &bound) {
   const Operation &op = *bound.op;
   auto wanted = [&](const std::string &name) -> float * {
-    auto it = gradientArgs->paramGradients.find(name);
-    return it == gradientArgs->paramGradients.end() ? nullptr : it->second.data;
+    auto it = grads.params.find(name);
+    return it == grads.params.end() ? nullptr : it->second;
   };
   if (op.kind == Operation::Kind::Pgrad) {
     bound.gradient = wanted(op.param);
@@ -512,10 +710,13 @@ Status Execution::bindGradients(BoundOperation &bound) {
   return checkColumns(op, op.wgradX(), bound.weightCols, "wgrad X");
 }
 
-Status Execution::bindOperations(bool backwardPhases) {
+Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
   size_t maxOperands = 0;
   for (const Operation &op : plan.operations) {
     if (isBackward(op.phase) != backwardPhases)
+      continue;
+    // Training runs the step kernels: they record the state history.
+    if (op.phase == Phase::Scan && training)
       continue;
     BoundOperation bound;
     bound.op = &op;
@@ -527,10 +728,21 @@ Status Execution::bindOperations(bool backwardPhases) {
     }
     Status status;
     if (op.kind == Operation::Kind::Kernel) {
-      if (op.kernel >= static_cast<int64_t>(kernels.size()))
+      if (op.kernel >= device.numKernels())
         return Status::error(planError(op, "kernel " +
                                                std::to_string(op.kernel) +
                                                " is not in the image"));
+      auto scratch = plan.scratch.find(op.kernel);
+      if (device.kernelsTakeScratch() && scratch != plan.scratch.end()) {
+        bool allRows = op.phase == Phase::Pre || op.phase == Phase::BPre ||
+                       op.phase == Phase::End;
+        int64_t rows = allRows ? sizes.steps * sizes.batch : sizes.batch;
+        for (const DimExpr &length : scratch->second) {
+          int64_t columns = sizes.eval(length);
+          bound.scratch.push_back(
+              {scratchBlocks.allocate(rows * columns), columns});
+        }
+      }
     } else if (op.kind == Operation::Kind::Pgrad) {
       if (!(status = bindGradients(bound)).ok())
         return status;
@@ -554,7 +766,8 @@ Status Execution::bindOperations(bool backwardPhases) {
       if (!status.ok())
         return status;
     }
-    maxOperands = std::max(maxOperands, op.operands.size());
+    maxOperands =
+        std::max(maxOperands, op.operands.size() + bound.scratch.size());
     switch (op.phase) {
     case Phase::Pre:
     case Phase::BPre:
@@ -565,19 +778,17 @@ Status Execution::bindOperations(bool backwardPhases) {
       stepOperations.push_back(std::move(bound));
       break;
     case Phase::Scan:
-      // Training runs the step kernels: they record the state history.
-      if (!training)
-        scanOperations.push_back(std::move(bound));
+      scanOperations.push_back(std::move(bound));
       break;
     case Phase::End:
       endOperations.push_back(std::move(bound));
       break;
     }
   }
-  kernelPointers.resize(maxOperands);
+  kernelPointers.reserve(maxOperands);
   // Scan kernels take a second stride per argument (its per-step advance).
-  kernelStrides.resize(2 * maxOperands);
-  return Status::success();
+  kernelStrides.reserve(2 * maxOperands);
+  return scratchBlocks.status();
 }
 
 Status Execution::runOperation(const BoundOperation &bound, int64_t step,
@@ -589,17 +800,18 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
     const float *inRows = in.at(step) + rowBegin * in.stride;
     float *outRows = out.at(step) + rowBegin * out.stride;
     if (isBackward(op.phase))
-      return detail::gemmAccumulate(
-          rowEnd - rowBegin, bound.weightCols, bound.weightRows, inRows,
-          in.stride, bound.weight, bound.weightCols, outRows, out.stride);
-    return detail::gemmTransposedWeight(
+      return device.gemmAccumulate(rowEnd - rowBegin, bound.weightCols,
+                                   bound.weightRows, inRows, in.stride,
+                                   bound.weight, bound.weightCols, outRows,
+                                   out.stride);
+    return device.gemmTransposedWeight(
         rowEnd - rowBegin, bound.weightRows, bound.weightCols, inRows,
         in.stride, bound.weight, bound.weightCols, outRows, out.stride);
   }
   case Operation::Kind::Wgrad: {
     const Operand &dy = bound.operands[0], &x = bound.operands[1];
     for (const GradientPart &part : bound.parts) {
-      Status status = detail::gemmAccumulateTransposedInput(
+      Status status = device.gemmAccumulateTransposedInput(
           part.rows, bound.weightCols, rowEnd - rowBegin,
           dy.at(0) + rowBegin * dy.stride + part.rowOffset, dy.stride,
           x.at(0) + rowBegin * x.stride, x.stride, part.gradient,
@@ -613,69 +825,80 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
     if (!bound.gradient)
       return Status::success();
     const Operand &ref = bound.operands[0];
-    std::vector<double> sums(bound.length, 0.0);
-    for (int64_t row = rowBegin; row < rowEnd; ++row) {
-      const float *values = ref.at(0) + row * ref.stride;
-      for (int64_t j = 0; j < bound.length; ++j)
-        sums[j] += values[j];
-    }
-    for (int64_t j = 0; j < bound.length; ++j)
-      bound.gradient[j] += static_cast<float>(sums[j]);
+    device.sumRows(ref.at(0) + rowBegin * ref.stride, rowEnd - rowBegin,
+                   ref.stride, bound.length, bound.gradient);
     return Status::success();
   }
   case Operation::Kind::Kernel:
     break;
   }
-  for (size_t i = 0; i < bound.operands.size(); ++i) {
-    kernelPointers[i] = bound.operands[i].at(step);
-    kernelStrides[i] = bound.operands[i].stride;
+  kernelPointers.clear();
+  kernelStrides.clear();
+  int64_t widest = 0;
+  for (const Operand &operand : bound.operands) {
+    kernelPointers.push_back(operand.at(step));
+    kernelStrides.push_back(operand.stride);
+    widest = std::max(widest, operand.stride);
+  }
+  for (const auto &[scratch, columns] : bound.scratch) {
+    kernelPointers.push_back(scratch);
+    kernelStrides.push_back(columns);
   }
   bool perStep = op.phase == Phase::Step || op.phase == Phase::BStep;
-  int64_t widest = 0;
-  for (const Operand &operand : bound.operands)
-    widest = std::max(widest, operand.stride);
-  cellrt_kernel_fn kernel = kernels[op.kernel];
-  const int32_t *lengths = perStep ? args.lengths : nullptr;
-  detail::parallelRows(
-      rowEnd - rowBegin, (rowEnd - rowBegin) * widest,
-      [&](int64_t begin, int64_t end) {
-        kernel(rowBegin + begin, rowBegin + end, perStep ? step : 0, lengths,
-               dimValues.data(), kernelPointers.data(), kernelStrides.data());
-      });
-  return Status::success();
+  KernelLaunch call;
+  call.kernel = op.kernel;
+  call.rowBegin = rowBegin;
+  call.rowEnd = rowEnd;
+  call.step = perStep ? step : 0;
+  call.lengths = perStep ? work.lengths : nullptr;
+  call.dims = work.dims;
+  call.pointers = &kernelPointers;
+  call.strides = &kernelStrides;
+  call.work = (rowEnd - rowBegin) * widest;
+  return device.launch(call);
 }
 
 /// A time-scan kernel runs every step of rows [0, B) in one call: `step`
 /// carries T, and each argument's per-step advance follows its row stride.
-void Execution::runScan(const BoundOperation &bound) {
-  size_t count = bound.operands.size();
-  for (size_t i = 0; i < count; ++i) {
-    kernelPointers[i] = bound.operands[i].at(0);
-    kernelStrides[i] = bound.operands[i].stride;
-    kernelStrides[count + i] = bound.operands[i].stepAdvance;
-  }
+Status Execution::runScan(const BoundOperation &bound) {
+  kernelPointers.clear();
+  kernelStrides.clear();
   int64_t widest = 0;
-  for (const Operand &operand : bound.operands)
+  for (const Operand &operand : bound.operands) {
+    kernelPointers.push_back(operand.at(0));
+    kernelStrides.push_back(operand.stride);
     widest = std::max(widest, operand.stride);
-  cellrt_kernel_fn kernel = kernels[bound.op->kernel];
-  detail::parallelRows(rowsPerStep, rowsPerStep * widest * sizes.steps,
-                       [&](int64_t begin, int64_t end) {
-                         kernel(begin, end, sizes.steps, args.lengths,
-                                dimValues.data(), kernelPointers.data(),
-                                kernelStrides.data());
-                       });
+  }
+  for (const Operand &operand : bound.operands)
+    kernelStrides.push_back(operand.stepAdvance);
+  for (const auto &[scratch, columns] : bound.scratch) {
+    kernelPointers.push_back(scratch);
+    kernelStrides.push_back(columns);
+  }
+  KernelLaunch call;
+  call.kernel = bound.op->kernel;
+  call.rowEnd = rowsPerStep;
+  call.step = sizes.steps;
+  call.lengths = work.lengths;
+  call.dims = work.dims;
+  call.pointers = &kernelPointers;
+  call.strides = &kernelStrides;
+  call.work = rowsPerStep * widest * sizes.steps;
+  return device.launch(call);
 }
 
-void Execution::finish() {
+Status Execution::finish() {
   int64_t batch = sizes.batch;
   if (args.output.data) {
     // Steps no sequence reaches were skipped; their outputs are zeros.
     int64_t stepFloats = batch * outputWidth;
-    std::memset(work.outputBase + maxLength * stepFloats, 0,
-                (sizes.steps - maxLength) * stepFloats * sizeof(float));
+    device.zero(work.outputBase + maxLength * stepFloats,
+                (sizes.steps - maxLength) * stepFloats);
     if (args.reverse)
-      reverseWithinLengths(work.outputBase, args.output.data, sizes.steps,
-                           batch, outputWidth, args.lengths);
+      exportReversed(work.outputBase, args.output.data, outputWidth);
+    else
+      device.download(args.output.data, work.outputBase,
+                      sizes.steps * stepFloats * sizeof(float));
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * width(plan.states[i]);
@@ -685,19 +908,19 @@ void Execution::finish() {
       float *history = work.currentStates[i];
       last = history + maxLength * count;
       for (int64_t t = maxLength + 1; t <= sizes.steps; ++t)
-        std::memcpy(history + t * count, last, count * sizeof(float));
+        device.copy(history + t * count, last, count * sizeof(float));
     }
     if (i < args.finalStates.size() && args.finalStates[i].data)
-      std::memcpy(args.finalStates[i].data, last, count * sizeof(float));
+      device.download(args.finalStates[i].data, last, count * sizeof(float));
   }
+  return device.synchronize();
 }
 
 Status Execution::forward() {
-  allocate();
-  reverseInputs();
-  stackWeights();
-  Status status = bindOperations(/*backwardPhases=*/false);
+  Status status = setUp();
   if (!status.ok())
+    return status;
+  if (!(status = bindOperations(/*backwardPhases=*/false, work.blocks)).ok())
     return status;
 
   int64_t allRows = sizes.steps * sizes.batch;
@@ -706,11 +929,11 @@ Status Execution::forward() {
       return status;
   if (!scanOperations.empty()) {
     for (const BoundOperation &bound : scanOperations)
-      runScan(bound);
+      if (!(status = runScan(bound)).ok())
+        return status;
     for (size_t i = 0; i < plan.states.size(); ++i)
       std::swap(work.currentStates[i], work.nextStates[i]);
-    finish();
-    return Status::success();
+    return finish();
   }
   for (int64_t step = 0; step < maxLength; ++step) {
     for (const BoundOperation &bound : stepOperations)
@@ -720,8 +943,7 @@ Status Execution::forward() {
       for (size_t i = 0; i < plan.states.size(); ++i)
         std::swap(work.currentStates[i], work.nextStates[i]);
   }
-  finish();
-  return Status::success();
+  return finish();
 }
 
 /// Gradient buffers are the buffers only backward operations reference.
@@ -735,34 +957,38 @@ void Execution::zeroGradientBuffers() {
                               : forwardUse)[plan.bufferIndex(ref.name)] = true;
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (backwardUse[i] && !forwardUse[i])
-      std::memset(work.buffers[i], 0,
-                  sizes.steps * sizes.batch *
-                      sizes.eval(plan.buffers[i].length) * sizeof(float));
+      device.zero(work.buffers[i], sizes.steps * sizes.batch *
+                                       sizes.eval(plan.buffers[i].length));
 }
 
-void Execution::setUpGradients(const BackwardArgs &gradients) {
+Status Execution::setUpGradients(const BackwardArgs &gradients,
+                                 Blocks &blocks) {
   int64_t steps = sizes.steps, batch = sizes.batch;
+  blocks.rewind();
+  // Allocate (and mirror) everything first, then write.
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * width(plan.states[i]);
-    grads.dnext.push_back(allocateIn(grads.storage, count));
-    grads.dstate.push_back(allocateIn(grads.storage, count));
-    if (i < gradients.finalStateGradients.size() &&
-        gradients.finalStateGradients[i].data)
-      std::memcpy(grads.dnext.back(), gradients.finalStateGradients[i].data,
-                  count * sizeof(float));
+    grads.dnext.push_back(blocks.allocate(count));
+    grads.dstate.push_back(blocks.allocate(count));
+    float *target = i < gradients.initialStateGradients.size()
+                        ? gradients.initialStateGradients[i].data
+                        : nullptr;
+    grads.initialTargets.push_back(
+        target ? mirrorBack(target, count, blocks) : nullptr);
   }
   outputWidth = sizes.eval(plan.outputWidth);
+  bool zeroDout = false;
+  float *reversedDout = nullptr;
   if (!gradients.outputGradient.data) {
     // Read only: one zero step serves every step.
-    grads.dout = allocateIn(grads.storage, batch * outputWidth);
+    grads.dout = blocks.allocate(batch * outputWidth);
+    zeroDout = true;
   } else if (args.reverse) {
-    grads.dout = allocateIn(grads.storage, steps * batch * outputWidth);
-    reverseWithinLengths(gradients.outputGradient.data, grads.dout, steps,
-                         batch, outputWidth, args.lengths);
+    grads.dout = reversedDout = blocks.allocate(steps * batch * outputWidth);
     grads.doutStepAdvance = batch * outputWidth;
   } else {
-    // Kernels take non-const pointers but never write `dout`.
-    grads.dout = const_cast<float *>(gradients.outputGradient.data);
+    grads.dout = mirror(gradients.outputGradient.data,
+                        steps * batch * outputWidth, blocks);
     grads.doutStepAdvance = batch * outputWidth;
   }
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -774,44 +1000,82 @@ void Execution::setUpGradients(const BackwardArgs &gradients) {
     float *callers = i < gradients.inputGradients.size()
                          ? gradients.inputGradients[i].data
                          : nullptr;
+    int64_t count = steps * batch * width(plan.inputs[i]);
     bool direct = used && callers && !args.reverse;
-    grads.dinputs.push_back(
-        !used ? nullptr
-        : direct
-            ? callers
-            : allocateIn(grads.storage, steps * batch * width(plan.inputs[i])));
-    grads.dinputScratch.push_back(used && callers && !direct);
+    grads.dinputs.push_back(!used    ? nullptr
+                            : direct ? mirrorBack(callers, count, blocks)
+                                     : blocks.allocate(count));
+    grads.dinputScratch.push_back(used && !direct);
   }
-}
+  for (const auto &[name, array] : gradients.paramGradients)
+    if (array.data)
+      grads.params[name] = mirrorBack(array.data, paramCount(name), blocks);
+  Status status = blocks.status();
+  if (!status.ok())
+    return status;
 
-void Execution::finishBackward(const BackwardArgs &gradients) {
-  // After the step loop `dnext` is the gradient of the initial state.
-  for (size_t i = 0; i < gradients.initialStateGradients.size(); ++i)
-    if (float *target = gradients.initialStateGradients[i].data) {
-      int64_t count = sizes.batch * width(plan.states[i]);
-      for (int64_t j = 0; j < count; ++j)
-        target[j] += grads.dnext[i][j];
-    }
+  uploadPending();
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    int64_t count = batch * width(plan.states[i]);
+    if (i < gradients.finalStateGradients.size() &&
+        gradients.finalStateGradients[i].data)
+      device.upload(grads.dnext[i], gradients.finalStateGradients[i].data,
+                    count * sizeof(float));
+    else
+      device.zero(grads.dnext[i], count);
+  }
+  if (zeroDout)
+    device.zero(grads.dout, batch * outputWidth);
+  if (reversedDout)
+    importReversed(gradients.outputGradient.data, reversedDout, outputWidth);
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (grads.dinputScratch[i])
-      addWithinLengths(grads.dinputs[i], gradients.inputGradients[i].data,
-                       sizes.steps, sizes.batch, width(plan.inputs[i]),
-                       args.lengths, args.reverse);
+      device.zero(grads.dinputs[i], steps * batch * width(plan.inputs[i]));
+  return Status::success();
 }
 
-Status Execution::backward(const BackwardArgs &gradients) {
+Status Execution::finishBackward(const BackwardArgs &gradients) {
+  // After the step loop `dnext` is the gradient of the initial state.
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    if (float *target = grads.initialTargets[i])
+      device.accumulate(target, grads.dnext[i],
+                        sizes.batch * width(plan.states[i]));
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    float *callers = i < gradients.inputGradients.size()
+                         ? gradients.inputGradients[i].data
+                         : nullptr;
+    if (!grads.dinputScratch[i] || !callers)
+      continue;
+    int64_t inputWidth = width(plan.inputs[i]);
+    const float *scratch = grads.dinputs[i];
+    std::vector<float> host;
+    if (!shared) {
+      host.resize(sizes.steps * sizes.batch * inputWidth);
+      device.download(host.data(), scratch, host.size() * sizeof(float));
+      scratch = host.data();
+    }
+    addWithinLengths(scratch, callers, sizes.steps, sizes.batch, inputWidth,
+                     args.lengths, args.reverse);
+  }
+  for (const WriteBack &back : grads.writeBacks)
+    device.download(back.host, back.device, back.count * sizeof(float));
+  return device.synchronize();
+}
+
+Status Execution::backward(const BackwardArgs &gradients,
+                           Blocks &gradientBlocks) {
   gradientArgs = &gradients;
   refreshCallerPointers();
-  zeroGradientBuffers();
-  setUpGradients(gradients);
-  Status status = bindOperations(/*backwardPhases=*/true);
+  Status status = setUpGradients(gradients, gradientBlocks);
   if (!status.ok())
+    return status;
+  zeroGradientBuffers();
+  if (!(status = bindOperations(/*backwardPhases=*/true, gradientBlocks)).ok())
     return status;
 
   for (int64_t step = maxLength - 1; step >= 0; --step) {
     for (size_t i = 0; i < plan.states.size(); ++i)
-      std::memset(grads.dstate[i], 0,
-                  sizes.batch * width(plan.states[i]) * sizeof(float));
+      device.zero(grads.dstate[i], sizes.batch * width(plan.states[i]));
     for (const BoundOperation &bound : stepOperations)
       if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
         return status;
@@ -825,8 +1089,7 @@ Status Execution::backward(const BackwardArgs &gradients) {
   for (const BoundOperation &bound : endOperations)
     if (!(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;
-  finishBackward(gradients);
-  return Status::success();
+  return finishBackward(gradients);
 }
 
 //===----------------------------------------------------------------------===//
@@ -873,7 +1136,8 @@ Status Cell::forward(const ForwardArgs &args) const {
     return sizes.getStatus();
   // Inference reuses this thread's blocks from call to call.
   thread_local Workspace work;
-  return Execution(plan, kernels, args, *sizes, work, /*training=*/false)
+  work.blocks.use(device);
+  return Execution(plan, *device, args, *sizes, work, /*training=*/false)
       .forward();
 }
 
@@ -895,7 +1159,8 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
     tape.storage = std::make_unique<Tape::Storage>();
   Tape::Storage &record = *tape.storage;
   record.recorded = false;
-  Status status = Execution(plan, kernels, args, *sizes, record.workspace,
+  record.workspace.blocks.use(device);
+  Status status = Execution(plan, *device, args, *sizes, record.workspace,
                             /*training=*/true)
                       .forward();
   if (!status.ok())
@@ -1030,7 +1295,8 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
   Status status = checkGradients(plan, *sizes, gradients);
   if (!status.ok())
     return status;
-  return Execution(plan, kernels, args, *sizes, tape.storage->workspace,
+  tape.storage->gradientBlocks.use(device);
+  return Execution(plan, *device, args, *sizes, tape.storage->workspace,
                    /*training=*/true)
-      .backward(gradients);
+      .backward(gradients, tape.storage->gradientBlocks);
 }

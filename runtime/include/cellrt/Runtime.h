@@ -29,6 +29,8 @@
 
 namespace cellrt {
 
+class Device;
+
 /// A dense row-major float32 array the caller owns.
 struct ConstArray {
   const float *data = nullptr;
@@ -205,11 +207,18 @@ public:
   /// the error forward() would report for their shapes.
   Expected<std::vector<int64_t>> bindDims(const ForwardArgs &args) const;
 
+  /// For backends: a cell whose plan runs on `device` (cellrt/Device.h),
+  /// e.g. cellrt::cuda::loadCell builds one on a GPU. Cell::load builds one
+  /// on the CPU.
+  static Expected<Cell> create(Plan plan, std::shared_ptr<Device> device,
+                               std::vector<std::string> kernelNames = {});
+  const Device &getDevice() const { return *device; }
+
 private:
   Cell() = default;
 
   Plan plan;
-  std::vector<cellrt_kernel_fn> kernels;
+  std::shared_ptr<Device> device;
   std::vector<std::string> kernelNames;
 };
 

@@ -1,0 +1,95 @@
+//===- HostDevice.cpp - Plans on the CPU: kernels as functions ------------===//
+
+#include "HostDevice.h"
+#include "Gemm.h"
+#include "Parallel.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace cellrt;
+using namespace cellrt::detail;
+
+Device::~Device() = default;
+
+void *HostDevice::allocate(size_t bytes) {
+  // 64-byte aligned like oneDNN's own buffers; rows of kernels vectorise.
+  return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+void HostDevice::release(void *memory) { std::free(memory); }
+
+void HostDevice::upload(void *device, const void *host, size_t bytes) {
+  if (device != host && bytes)
+    std::memcpy(device, host, bytes);
+}
+
+void HostDevice::download(void *host, const void *device, size_t bytes) {
+  if (device != host && bytes)
+    std::memcpy(host, device, bytes);
+}
+
+void HostDevice::copy(void *target, const void *source, size_t bytes) {
+  if (target != source && bytes)
+    std::memmove(target, source, bytes);
+}
+
+void HostDevice::zero(float *target, int64_t count) {
+  if (count > 0)
+    std::memset(target, 0, count * sizeof(float));
+}
+
+void HostDevice::accumulate(float *target, const float *source,
+                            int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    target[i] += source[i];
+}
+
+void HostDevice::sumRows(const float *source, int64_t rows, int64_t stride,
+                         int64_t length, float *target) {
+  // Summed in double: a bias gradient adds up T*B rows.
+  std::vector<double> sums(length, 0.0);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *values = source + row * stride;
+    for (int64_t j = 0; j < length; ++j)
+      sums[j] += values[j];
+  }
+  for (int64_t j = 0; j < length; ++j)
+    target[j] += static_cast<float>(sums[j]);
+}
+
+Status HostDevice::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
+                                        const float *in, int64_t inStride,
+                                        const float *weight,
+                                        int64_t weightStride, float *out,
+                                        int64_t outStride) {
+  return detail::gemmTransposedWeight(rows, n, k, in, inStride, weight,
+                                      weightStride, out, outStride);
+}
+
+Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
+                                  const float *in, int64_t inStride,
+                                  const float *weight, int64_t weightStride,
+                                  float *out, int64_t outStride) {
+  return detail::gemmAccumulate(rows, n, k, in, inStride, weight,
+                                weightStride, out, outStride);
+}
+
+Status HostDevice::gemmAccumulateTransposedInput(
+    int64_t m, int64_t n, int64_t k, const float *a, int64_t aStride,
+    const float *b, int64_t bStride, float *out, int64_t outStride) {
+  return detail::gemmAccumulateTransposedInput(m, n, k, a, aStride, b, bStride,
+                                               out, outStride);
+}
+
+Status HostDevice::launch(const KernelLaunch &call) {
+  cellrt_kernel_fn kernel = kernels[call.kernel];
+  float **pointers = call.pointers->data();
+  int64_t *strides = call.strides->data();
+  parallelRows(call.rowEnd - call.rowBegin, call.work,
+               [&](int64_t begin, int64_t end) {
+                 kernel(call.rowBegin + begin, call.rowBegin + end, call.step,
+                        call.lengths, call.dims, pointers, strides);
+               });
+  return Status::success();
+}

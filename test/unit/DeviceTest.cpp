@@ -1,0 +1,363 @@
+//===- DeviceTest.cpp - The executor on a device with its own memory ------===//
+//
+// A GPU has its own memory: the executor must copy the caller's arrays in,
+// hand the device only device addresses, pass kernels their scratch, and
+// copy results back. No GPU exists here, so this test runs every cell in
+// cells/ on SeparateMemoryDevice: the CPU's kernels and GEMMs behind the
+// interface a GPU backend implements, but with memory of its own that
+// starts as NaN, and every address it is given checked against its live
+// allocations. Forward (both directions, ragged lengths), training forward
+// and backward with every gradient must give exactly the CPU's results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cellrt/Runtime.h"
+#include "runtime/HostDevice.h"
+
+#include "atr.h"
+#include "gru.h"
+#include "lau.h"
+#include "lstm.h"
+#include "ran.h"
+#include "rnn.h"
+#include "srnmt.h"
+#include "sru.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+
+using namespace cellrt;
+
+namespace {
+
+/// The CPU's kernels and GEMMs on memory the caller cannot see: allocations
+/// are poisoned with NaN, and any address given to a device operation that
+/// is not inside a live allocation (or a host address given as a device
+/// one) is recorded as an error.
+class SeparateMemoryDevice : public detail::HostDevice {
+public:
+  using HostDevice::HostDevice;
+
+  bool sharesHostMemory() const override { return false; }
+  // CPU kernels ignore arguments past their operands, so passing scratch
+  // exercises the GPU's launch layout harmlessly.
+  bool kernelsTakeScratch() const override { return true; }
+
+  void *allocate(size_t bytes) override {
+    void *memory = HostDevice::allocate(bytes);
+    float *floats = static_cast<float *>(memory);
+    for (size_t i = 0; i < bytes / 4; ++i)
+      floats[i] = std::numeric_limits<float>::quiet_NaN();
+    live[reinterpret_cast<uintptr_t>(memory)] = bytes;
+    ++allocations;
+    return memory;
+  }
+  void release(void *memory) override {
+    if (!live.erase(reinterpret_cast<uintptr_t>(memory)))
+      errors.push_back("release of memory the device did not allocate");
+    HostDevice::release(memory);
+  }
+  void upload(void *device, const void *host, size_t bytes) override {
+    check(device, bytes, "upload target");
+    checkHost(host, "upload source");
+    ++uploads;
+    HostDevice::upload(device, host, bytes);
+  }
+  void download(void *host, const void *device, size_t bytes) override {
+    check(device, bytes, "download source");
+    checkHost(host, "download target");
+    ++downloads;
+    HostDevice::download(host, device, bytes);
+  }
+  void copy(void *target, const void *source, size_t bytes) override {
+    check(target, bytes, "copy target");
+    check(source, bytes, "copy source");
+    HostDevice::copy(target, source, bytes);
+  }
+  void zero(float *target, int64_t count) override {
+    if (count > 0)
+      check(target, count * 4, "zero");
+    HostDevice::zero(target, count);
+  }
+  void accumulate(float *target, const float *source, int64_t count) override {
+    check(target, count * 4, "accumulate target");
+    check(source, count * 4, "accumulate source");
+    HostDevice::accumulate(target, source, count);
+  }
+  void sumRows(const float *source, int64_t rows, int64_t stride,
+               int64_t length, float *target) override {
+    check(source, 4, "sumRows source");
+    check(target, length * 4, "sumRows target");
+    HostDevice::sumRows(source, rows, stride, length, target);
+  }
+  Status gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
+                              const float *in, int64_t inStride,
+                              const float *weight, int64_t weightStride,
+                              float *out, int64_t outStride) override {
+    check(in, 4, "gemm input");
+    check(weight, 4, "gemm weight");
+    check(out, 4, "gemm output");
+    return HostDevice::gemmTransposedWeight(rows, n, k, in, inStride, weight,
+                                            weightStride, out, outStride);
+  }
+  Status gemmAccumulate(int64_t rows, int64_t n, int64_t k, const float *in,
+                        int64_t inStride, const float *weight,
+                        int64_t weightStride, float *out,
+                        int64_t outStride) override {
+    check(in, 4, "gemm input");
+    check(weight, 4, "gemm weight");
+    check(out, 4, "gemm output");
+    return HostDevice::gemmAccumulate(rows, n, k, in, inStride, weight,
+                                      weightStride, out, outStride);
+  }
+  Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
+                                       const float *a, int64_t aStride,
+                                       const float *b, int64_t bStride,
+                                       float *out, int64_t outStride) override {
+    check(a, 4, "wgrad DY");
+    check(b, 4, "wgrad X");
+    check(out, 4, "wgrad output");
+    return HostDevice::gemmAccumulateTransposedInput(m, n, k, a, aStride, b,
+                                                     bStride, out, outStride);
+  }
+  Status launch(const KernelLaunch &call) override {
+    if (call.lengths)
+      check(call.lengths, 4, "kernel lengths");
+    if (!call.dims)
+      errors.push_back("kernel launched without dims");
+    else if (!live.empty())
+      check(call.dims, 0, "kernel dims");
+    for (float *pointer : *call.pointers)
+      check(pointer, 0, "kernel argument");
+    ++launches;
+    return HostDevice::launch(call);
+  }
+
+  std::vector<std::string> errors;
+  int64_t allocations = 0, uploads = 0, downloads = 0, launches = 0;
+
+private:
+  /// `address .. address + bytes` lies in one live allocation.
+  void check(const void *address, size_t bytes, const char *what) {
+    if (!inside(address, bytes))
+      errors.push_back(std::string(what) + " is not device memory");
+  }
+  void checkHost(const void *address, const char *what) {
+    if (inside(address, 0))
+      errors.push_back(std::string(what) + " is device memory");
+  }
+  bool inside(const void *address, size_t bytes) const {
+    auto at = reinterpret_cast<uintptr_t>(address);
+    auto it = live.upper_bound(at);
+    if (it == live.begin())
+      return false;
+    --it;
+    return at >= it->first && at + bytes <= it->first + it->second;
+  }
+  std::map<uintptr_t, size_t> live;
+};
+
+std::shared_ptr<SeparateMemoryDevice> separateDevice(const cellrt_image &image) {
+  std::vector<cellrt_kernel_fn> kernels(image.kernels,
+                                        image.kernels + image.num_kernels);
+  return std::make_shared<SeparateMemoryDevice>(std::move(kernels));
+}
+
+/// Random values for every array of one call at small, distinct sizes.
+struct Problem {
+  Problem(const Plan &plan, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+    auto fill = [&](int64_t count) {
+      std::vector<float> values(count);
+      for (float &value : values)
+        value = uniform(rng);
+      return values;
+    };
+    int64_t next = 5;
+    for (const std::string &dim : plan.dims)
+      dims[dim] = next++;
+    auto eval = [&](const DimExpr &e) { return *e.evaluate(dims); };
+    for (const VectorDecl &input : plan.inputs)
+      inputs.push_back(fill(T * B * eval(input.length)));
+    for (const VectorDecl &state : plan.states)
+      states.push_back(fill(B * eval(state.length)));
+    for (const ParamDecl &param : plan.params) {
+      int64_t count = 1;
+      std::vector<int64_t> shape;
+      for (const DimExpr &extent : param.shape) {
+        shape.push_back(eval(extent));
+        count *= shape.back();
+      }
+      params[param.name] = {fill(count), shape};
+    }
+    outputWidth = eval(plan.outputWidth);
+    outputGradient = fill(T * B * outputWidth);
+    for (const VectorDecl &state : plan.states)
+      finalStateGradients.push_back(fill(B * eval(state.length)));
+    for (const VectorDecl &input : plan.inputs)
+      inputWidths.push_back(eval(input.length));
+    for (const VectorDecl &state : plan.states)
+      stateWidths.push_back(eval(state.length));
+  }
+
+  ForwardArgs args(bool reverse) const {
+    ForwardArgs a;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      a.inputs.push_back({inputs[i].data(), {T, B, inputWidths[i]}});
+    a.lengths = lengths.data();
+    for (size_t i = 0; i < states.size(); ++i)
+      a.initialStates.push_back({states[i].data(), {B, stateWidths[i]}});
+    for (const auto &[name, param] : params)
+      a.params[name] = {param.first.data(), param.second};
+    a.reverse = reverse;
+    return a;
+  }
+
+  static constexpr int64_t T = 6, B = 4;
+  std::vector<int32_t> lengths = {6, 3, 1, 5};
+  std::map<std::string, int64_t> dims;
+  std::vector<std::vector<float>> inputs, states, finalStateGradients;
+  std::map<std::string, std::pair<std::vector<float>, std::vector<int64_t>>>
+      params;
+  std::vector<int64_t> inputWidths, stateWidths;
+  int64_t outputWidth = 0;
+  std::vector<float> outputGradient;
+};
+
+/// Everything one forward (and backward) call writes.
+struct Results {
+  std::vector<std::vector<float>> arrays;
+};
+
+/// Runs forward or forward+backward with every output and gradient asked
+/// for; every array starts at 0.25 so accumulation is visible.
+Results run(const Cell &cell, const Problem &problem, bool reverse,
+            bool train) {
+  const Plan &plan = cell.getPlan();
+  int64_t T = Problem::T, B = Problem::B;
+  ForwardArgs args = problem.args(reverse);
+  Results results;
+  auto &arrays = results.arrays;
+  arrays.emplace_back(T * B * problem.outputWidth, 0.25f);
+  args.output = {arrays.back().data(), {T, B, problem.outputWidth}};
+  size_t firstFinal = arrays.size();
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    arrays.emplace_back(B * problem.stateWidths[i], 0.25f);
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    args.finalStates.push_back(
+        {arrays[firstFinal + i].data(), {B, problem.stateWidths[i]}});
+  if (!train) {
+    Status status = cell.forward(args);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return results;
+  }
+  Tape tape;
+  Status status = cell.forward(args, tape);
+  EXPECT_TRUE(status.ok()) << status.message();
+  BackwardArgs gradients;
+  gradients.outputGradient = {problem.outputGradient.data(),
+                              {T, B, problem.outputWidth}};
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    gradients.finalStateGradients.push_back(
+        {problem.finalStateGradients[i].data(), {B, problem.stateWidths[i]}});
+  size_t first = arrays.size();
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    arrays.emplace_back(T * B * problem.inputWidths[i], 0.25f);
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    arrays.emplace_back(B * problem.stateWidths[i], 0.25f);
+  for (const ParamDecl &param : plan.params)
+    arrays.emplace_back(problem.params.at(param.name).first.size(), 0.25f);
+  size_t at = first;
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    gradients.inputGradients.push_back(
+        {arrays[at++].data(), {T, B, problem.inputWidths[i]}});
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    gradients.initialStateGradients.push_back(
+        {arrays[at++].data(), {B, problem.stateWidths[i]}});
+  for (const ParamDecl &param : plan.params)
+    gradients.paramGradients[param.name] = {
+        arrays[at++].data(), problem.params.at(param.name).second};
+  status = cell.backward(args, gradients, tape);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return results;
+}
+
+void expectSameResults(const cellrt_image &image) {
+  Expected<Cell> onHost = Cell::load(image);
+  ASSERT_TRUE(onHost.ok()) << onHost.getStatus().message();
+  auto device = separateDevice(image);
+  Expected<Plan> plan = parsePlan(image.plan);
+  ASSERT_TRUE(plan.ok());
+  Expected<Cell> onDevice = Cell::create(std::move(*plan), device);
+  ASSERT_TRUE(onDevice.ok()) << onDevice.getStatus().message();
+  Problem problem(onHost->getPlan(), 7);
+  bool canTrain = onHost->hasBackward();
+  for (bool reverse : {false, true})
+    for (bool train : {false, true}) {
+      if (train && !canTrain)
+        continue;
+      SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") +
+                   (train ? ", training" : ", inference"));
+      Results expected = run(*onHost, problem, reverse, train);
+      // Twice: the second call reuses the device's blocks, whose contents
+      // are the first call's, not zeros.
+      for (int call = 0; call < 2; ++call) {
+        Results actual = run(*onDevice, problem, reverse, train);
+        ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
+        for (size_t i = 0; i < actual.arrays.size(); ++i)
+          for (size_t j = 0; j < actual.arrays[i].size(); ++j)
+            ASSERT_EQ(actual.arrays[i][j], expected.arrays[i][j])
+                << "array " << i << " element " << j << " (call " << call
+                << ")";
+      }
+    }
+  EXPECT_TRUE(device->errors.empty())
+      << device->errors.size() << " errors, first: " << device->errors[0];
+  // The device path really ran: copies in and out, kernels launched.
+  EXPECT_GT(device->uploads, 0);
+  EXPECT_GT(device->downloads, 0);
+  EXPECT_GT(device->launches, 0);
+}
+
+} // namespace
+
+#define DEVICE_TEST(Name, name)                                                \
+  TEST(SeparateMemoryDevice, Name) { expectSameResults(cellc_##name##_image()); }
+
+DEVICE_TEST(Atr, atr)
+DEVICE_TEST(Gru, gru)
+DEVICE_TEST(Lstm, lstm)
+DEVICE_TEST(Ran, ran)
+DEVICE_TEST(Lau, lau)
+DEVICE_TEST(Sru, sru)
+DEVICE_TEST(Srnmt, srnmt)
+DEVICE_TEST(Rnn, rnn)
+
+TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
+  /// A device that can never allocate: the call fails cleanly.
+  class Full : public SeparateMemoryDevice {
+  public:
+    using SeparateMemoryDevice::SeparateMemoryDevice;
+    void *allocate(size_t) override { return nullptr; }
+  };
+  cellrt_image image = cellc_atr_image();
+  std::vector<cellrt_kernel_fn> kernels(image.kernels,
+                                        image.kernels + image.num_kernels);
+  Expected<Plan> plan = parsePlan(image.plan);
+  ASSERT_TRUE(plan.ok());
+  Expected<Cell> cell =
+      Cell::create(std::move(*plan), std::make_shared<Full>(kernels));
+  ASSERT_TRUE(cell.ok());
+  Problem problem(cell->getPlan(), 3);
+  ForwardArgs args = problem.args(false);
+  Status status = cell->forward(args);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("out of device memory"), std::string::npos)
+      << status.message();
+}

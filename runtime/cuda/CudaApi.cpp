@@ -52,6 +52,15 @@ Expected<const Api *> load() {
             resolve(driver, "cuMemcpyDtoH_v2", api.memcpyDtoH, error) &&
             resolve(driver, "cuMemcpyDtoD_v2", api.memcpyDtoD, error) &&
             resolve(driver, "cuMemsetD32_v2", api.memsetD32, error) &&
+            resolve(driver, "cuMemcpyHtoDAsync_v2", api.memcpyHtoDAsync,
+                    error) &&
+            resolve(driver, "cuMemcpyDtoHAsync_v2", api.memcpyDtoHAsync,
+                    error) &&
+            resolve(driver, "cuMemcpyDtoDAsync_v2", api.memcpyDtoDAsync,
+                    error) &&
+            resolve(driver, "cuMemsetD32Async", api.memsetD32Async, error) &&
+            resolve(driver, "cuStreamCreate", api.streamCreate, error) &&
+            resolve(driver, "cuStreamDestroy_v2", api.streamDestroy, error) &&
             resolve(driver, "cuStreamSynchronize", api.streamSynchronize,
                     error) &&
             resolve(driver, "cuGetErrorString", api.getErrorString, error);
@@ -66,7 +75,10 @@ Expected<const Api *> load() {
                          "); install the CUDA toolkit or use --device cpu");
   ok = resolve(blas, "cublasCreate_v2", api.blasCreate, error) &&
        resolve(blas, "cublasDestroy_v2", api.blasDestroy, error) &&
-       resolve(blas, "cublasSgemm_v2", api.sgemm, error);
+       resolve(blas, "cublasSetStream_v2", api.blasSetStream, error) &&
+       resolve(blas, "cublasSgemm_v2", api.sgemm, error) &&
+       resolve(blas, "cublasSgemv_v2", api.sgemv, error) &&
+       resolve(blas, "cublasSaxpy_v2", api.saxpy, error);
   if (!ok)
     return Status::error("cuBLAS is unusable (" + error + ")");
 

@@ -33,11 +33,20 @@ struct Api {
   decltype(&::cuMemcpyDtoH) memcpyDtoH;
   decltype(&::cuMemcpyDtoD) memcpyDtoD;
   decltype(&::cuMemsetD32) memsetD32;
+  decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync;
+  decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync;
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync;
+  decltype(&::cuMemsetD32Async) memsetD32Async;
+  decltype(&::cuStreamCreate) streamCreate;
+  decltype(&::cuStreamDestroy) streamDestroy;
   decltype(&::cuStreamSynchronize) streamSynchronize;
   decltype(&::cuGetErrorString) getErrorString;
   decltype(&::cublasCreate) blasCreate;
   decltype(&::cublasDestroy) blasDestroy;
+  decltype(&::cublasSetStream) blasSetStream;
   decltype(&::cublasSgemm) sgemm;
+  decltype(&::cublasSgemv) sgemv;
+  decltype(&::cublasSaxpy) saxpy;
 
   /// The process-wide API with a current context on device 0, or the reason
   /// there is none ("no CUDA driver found (...); use --device cpu").

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuCell.h"
+#include "CudaCell.h"
 #include "KernelLaunch.h"
 
 #include <gtest/gtest.h>
@@ -79,7 +79,7 @@ TEST(CudaLaunch, OneThreadPerRow) {
 TEST(CudaBackend, WithoutADriverSaysUseTheCpu) {
   std::string plan = readFile(std::string(CELLC_PTX_DIR) + "/gru.plan");
   std::string ptx = readFile(std::string(CELLC_PTX_DIR) + "/gru.ptx");
-  auto cell = GpuCell::load(plan, ptx);
+  auto cell = loadCell(plan, ptx);
   if (cell.ok())
     GTEST_SKIP() << "this machine has a CUDA driver and a GPU";
   EXPECT_NE(cell.error().find("use --device cpu"), std::string::npos)

@@ -1,0 +1,30 @@
+//===- CudaCell.h - Compiled cells on an NVIDIA GPU -------------*- C++ -*-===//
+//
+// loadCell gives a cellrt::Cell whose plan runs on GPU 0: the same plan as
+// on the CPU (cellc -emit=plan), the kernels as PTX (cellc --target=nvptx
+// -emit=ptx) loaded with the driver API, the products on cuBLAS. forward,
+// forward with a Tape, backward and step work as on the CPU, with host
+// arrays: the executor copies them to the device and the results back.
+//
+// Nothing here has been executed on a GPU: these machines have none. The
+// executor it runs is the CPU's, tested on a device with separate memory
+// (test/unit/DeviceTest.cpp); docs/gpu.md says what has been checked.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_CUDA_CUDACELL_H
+#define CELLRT_CUDA_CUDACELL_H
+
+#include "cellrt/Runtime.h"
+
+#include <string>
+
+namespace cellrt::cuda {
+
+/// Loads the plan and the PTX module on GPU 0; fails with "no CUDA driver
+/// found (...); use --device cpu" where there is no GPU.
+Expected<Cell> loadCell(const std::string &planText, const std::string &ptx);
+
+} // namespace cellrt::cuda
+
+#endif // CELLRT_CUDA_CUDACELL_H

@@ -38,6 +38,8 @@ Expected<const Api *> load() {
                          "); use --device cpu");
   bool ok = resolve(driver, "cuInit", api.init, error) &&
             resolve(driver, "cuDeviceGet", api.deviceGet, error) &&
+            resolve(driver, "cuDeviceGetAttribute", api.deviceGetAttribute,
+                    error) &&
             resolve(driver, "cuDevicePrimaryCtxRetain",
                     api.primaryContextRetain, error) &&
             resolve(driver, "cuCtxSetCurrent", api.contextSetCurrent, error) &&

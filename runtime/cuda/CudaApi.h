@@ -21,6 +21,7 @@ namespace cellrt::cuda {
 struct Api {
   decltype(&::cuInit) init;
   decltype(&::cuDeviceGet) deviceGet;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
   decltype(&::cuDevicePrimaryCtxRetain) primaryContextRetain;
   decltype(&::cuCtxSetCurrent) contextSetCurrent;
   decltype(&::cuModuleLoadData) moduleLoadData;

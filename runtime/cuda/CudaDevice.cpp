@@ -154,9 +154,10 @@ public:
     packed.pointers = arguments;
     packed.strides = arguments + pointerBytes;
     std::array<void *, 7> parameters = packKernelArguments(packed);
+    LaunchShape shape = launchShape(rows, multiprocessors);
     CUresult result = api->launchKernel(
-        kernels[call.kernel], static_cast<unsigned>(blocksFor(rows)), 1, 1,
-        static_cast<unsigned>(kRowsPerBlock), 1, 1, 0, stream,
+        kernels[call.kernel], static_cast<unsigned>(shape.blocks), 1, 1,
+        static_cast<unsigned>(shape.threads), 1, 1, 0, stream,
         parameters.data(), nullptr);
     if (result != CUDA_SUCCESS)
       return Status::error(api->describe(
@@ -253,6 +254,7 @@ private:
   CUdeviceptr arguments = 0, ones = 0;
   size_t argumentBytes = 0;
   int64_t onesLength = 0;
+  int64_t multiprocessors = 1;
   Status firstError;
 };
 
@@ -260,6 +262,13 @@ Expected<std::shared_ptr<CudaDevice>>
 CudaDevice::load(const Api &api, const Plan &plan, const std::string &ptx) {
   auto device = std::make_shared<CudaDevice>();
   device->api = &api;
+  CUdevice gpu;
+  int count = 0;
+  if (api.deviceGet(&gpu, 0) == CUDA_SUCCESS &&
+      api.deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             gpu) == CUDA_SUCCESS &&
+      count > 0)
+    device->multiprocessors = count;
   CUresult result = api.streamCreate(&device->stream, CU_STREAM_NON_BLOCKING);
   if (result != CUDA_SUCCESS)
     return Status::error(api.describe(result, "creating a stream"));

@@ -2,6 +2,7 @@
 
 #include "KernelLaunch.h"
 
+#include <algorithm>
 #include <regex>
 
 using namespace cellrt::cuda;
@@ -9,6 +10,18 @@ using namespace cellrt::cuda;
 std::array<void *, 7> cellrt::cuda::packKernelArguments(KernelCall &call) {
   return {&call.rowBegin, &call.rowEnd,   &call.step,   &call.lengths,
           &call.dims,     &call.pointers, &call.strides};
+}
+
+LaunchShape cellrt::cuda::launchShape(int64_t rows, int64_t multiprocessors) {
+  constexpr int64_t warp = 32, largest = 256;
+  if (rows <= 0)
+    return {0, 0};
+  int64_t perMultiprocessor =
+      (rows + std::max<int64_t>(multiprocessors, 1) - 1) /
+      std::max<int64_t>(multiprocessors, 1);
+  int64_t threads = (perMultiprocessor + warp - 1) / warp * warp;
+  threads = std::min(std::max(threads, warp), largest);
+  return {(rows + threads - 1) / threads, threads};
 }
 
 std::array<size_t, 7> cellrt::cuda::packedArgumentSizes() {

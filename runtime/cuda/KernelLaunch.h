@@ -3,8 +3,7 @@
 // Every cellc GPU kernel has the signature of cellrt_kernel_fn:
 //   (i64 row_begin, i64 row_end, i64 step, i32* lengths, i64* dims,
 //    f32** ptrs, i64* strides)
-// and runs one thread per row: blocks of kRowsPerBlock threads, as many
-// blocks as the rows need. This header has no CUDA dependency so the
+// and runs one thread per row, in blocks sized per launch (launchShape). This header has no CUDA dependency so the
 // packing is unit-tested against the .entry declarations in cellc's PTX.
 //
 //===----------------------------------------------------------------------===//
@@ -19,9 +18,19 @@
 
 namespace cellrt::cuda {
 
-/// Threads per block. Rows are independent, and 128 keeps 4 warps per block
-/// so small batches (B = 10 in beam search) still fill one block.
-constexpr int64_t kRowsPerBlock = 128;
+/// One launch's geometry: `blocks` blocks of `threads` threads, one per row.
+struct LaunchShape {
+  int64_t blocks = 0, threads = 0;
+};
+
+/// The geometry for `rows` rows on a GPU with `multiprocessors` SMs, chosen
+/// per launch: rows are independent and each thread walks a whole row (a
+/// scan kernel: every step of it), so a launch is only as parallel as its
+/// blocks are many. Blocks are made small enough (down to one warp) that a
+/// step over B rows still reaches min(rows / 32, SMs) multiprocessors, and
+/// grow (up to 256 threads) only once every SM already has a block, as for
+/// the `pre` kernels over all T*B rows.
+LaunchShape launchShape(int64_t rows, int64_t multiprocessors);
 
 /// The values of one launch, in the kernel's parameter order. Pointers are
 /// device addresses.
@@ -36,10 +45,6 @@ std::array<void *, 7> packKernelArguments(KernelCall &call);
 /// Byte sizes of the parameters `packKernelArguments` passes, in order.
 std::array<size_t, 7> packedArgumentSizes();
 
-/// Grid size in blocks for `rows` rows.
-inline int64_t blocksFor(int64_t rows) {
-  return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-}
 
 /// The PTX types (".u64", ".u32", ...) of `entry`'s parameters, read from
 /// its `.entry` declaration; empty if `entry` is not in `ptx`.

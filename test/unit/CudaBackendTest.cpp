@@ -69,11 +69,25 @@ TEST(CudaLaunch, ArgumentsPointAtTheCallInOrder) {
     EXPECT_EQ(*static_cast<uint64_t *>(args[i]), uint64_t(i + 1));
 }
 
-TEST(CudaLaunch, OneThreadPerRow) {
-  EXPECT_EQ(blocksFor(1), 1);
-  EXPECT_EQ(blocksFor(kRowsPerBlock), 1);
-  EXPECT_EQ(blocksFor(kRowsPerBlock + 1), 2);
-  EXPECT_EQ(blocksFor(50 * 64), 25);
+TEST(CudaLaunch, OneThreadPerRowInBlocksSizedPerLaunch) {
+  // Every row gets a thread, blocks are whole warps of at most 256.
+  for (int64_t rows : {1, 10, 31, 64, 100, 640, 3200, 100000})
+    for (int64_t sms : {1, 108, 132}) {
+      LaunchShape shape = launchShape(rows, sms);
+      EXPECT_GE(shape.blocks * shape.threads, rows) << rows << " on " << sms;
+      EXPECT_LT((shape.blocks - 1) * shape.threads, rows);
+      EXPECT_EQ(shape.threads % 32, 0);
+      EXPECT_LE(shape.threads, 256);
+    }
+  // A decoding step (B = 64) on an A100 (108 SMs): warps, on 2 SMs rather
+  // than one block of 128 threads on one.
+  EXPECT_EQ(launchShape(64, 108).threads, 32);
+  EXPECT_EQ(launchShape(64, 108).blocks, 2);
+  // A pre kernel over T*B = 50*64 rows: every SM busy.
+  EXPECT_GE(launchShape(3200, 108).blocks, 100);
+  // Very many rows: 256-thread blocks.
+  EXPECT_EQ(launchShape(1 << 20, 108).threads, 256);
+  EXPECT_EQ(launchShape(0, 108).blocks, 0);
 }
 
 TEST(CudaBackend, WithoutADriverSaysUseTheCpu) {

@@ -9,6 +9,7 @@
 
 #include "cellrt/Runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace cellrt;
@@ -42,7 +43,9 @@ Status Cell::step(const StepArgs &args) const {
   forwardArgs.lengths = lengths.data();
   forwardArgs.params = args.params;
 
-  // Beam search: gather each row's parent state.
+  // Beam search: gather each row's parent state. The states may have any
+  // number of rows (the previous step's live hypotheses); the step has
+  // `batch` rows, one per input row.
   std::vector<std::vector<float>> gathered(args.states.size());
   for (size_t i = 0; i < args.states.size(); ++i) {
     const ConstArray &state = args.states[i];
@@ -51,8 +54,8 @@ Status Cell::step(const StepArgs &args) const {
       continue;
     }
     int64_t rows = state.shape[0], width = state.shape[1];
-    gathered[i].resize(rows * width);
-    for (int64_t b = 0; b < rows; ++b) {
+    gathered[i].resize(std::max<int64_t>(batch, 0) * width);
+    for (int64_t b = 0; b < batch; ++b) {
       int32_t source = args.sourceRows[b];
       if (source < 0 || source >= rows)
         return Status::error("sourceRows[" + std::to_string(b) + "] = " +
@@ -62,7 +65,7 @@ Status Cell::step(const StepArgs &args) const {
       std::memcpy(&gathered[i][b * width], state.data + source * width,
                   width * sizeof(float));
     }
-    forwardArgs.initialStates.push_back({gathered[i].data(), state.shape});
+    forwardArgs.initialStates.push_back({gathered[i].data(), {batch, width}});
   }
   if (args.output.data)
     forwardArgs.output = {args.output.data,

@@ -376,6 +376,11 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   encode(batch, false);
   const float minusInf = -std::numeric_limits<float>::infinity();
 
+  // Row r = b*K + k is hypothesis k of sentence b. Each step runs only the
+  // live rows (a hypothesis still extended, of a sentence not finished),
+  // packed: `active` lists them, and the states after the step have one row
+  // per active row. parents[r] is the row of r's parent in `S`, the packed
+  // states of the previous step.
   std::vector<int32_t> row2seq(rows), parents(rows), prev(rows, Vocab::Bos);
   std::vector<float> scores(rows, minusInf);
   for (int64_t r = 0; r < rows; ++r) {
@@ -386,15 +391,13 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   }
   std::vector<std::vector<float>> S(widths.size()), St(widths.size()),
       Snext(widths.size());
-  for (size_t k = 0; k < widths.size(); ++k) {
+  for (size_t k = 0; k < widths.size(); ++k)
     S[k].assign(rows * widths[k], 0.f);
-    St[k].assign(rows * widths[k], 0.f);
-    Snext[k].assign(rows * widths[k], 0.f);
-  }
   int64_t S0 = widths[0];
   for (int64_t r = 0; r < rows; ++r)
     std::copy(s0.begin() + row2seq[r] * S0, s0.begin() + (row2seq[r] + 1) * S0,
               S[0].begin() + r * S0);
+  int64_t stateRows = rows;
   std::vector<std::vector<int32_t>> hyps(rows), nextHyps(rows);
   struct Finished {
     double score;
@@ -408,12 +411,10 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
     limit[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
     longest = std::max(longest, limit[b]);
   }
-  std::vector<float> ye(rows * E), out1(rows * O1), Q(rows * A),
-      alpha(Tx * rows), ctx(rows * C), out2(rows * O2), T(rows * R),
-      logits(rows * V);
-  std::vector<int32_t> newParents(rows), newPrev(rows);
+  std::vector<float> ye, out1, Q, alpha, ctx, out2, T, logits;
+  std::vector<int32_t> newParents(rows), newPrev(rows), active, packedOf(rows),
+      activeParents, activePrev, activeSeq;
   std::vector<float> newScores(rows);
-  AttentionShape shape{Tx, B, C, A, rows};
   auto norm = [&](double score, size_t length) {
     return score / std::pow(double(length), double(lengthPenalty));
   };
@@ -422,75 +423,118 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   auto packed2 = dec2->cell().packWeights(dec2->paramArrays());
   check(packed1.getStatus(), "decoder cell 1 weights");
   check(packed2.getStatus(), "decoder cell 2 weights");
+  struct Candidate {
+    float score;
+    int32_t row, word;
+  };
+  auto better = [](const Candidate &x, const Candidate &y) {
+    return x.score > y.score;
+  };
+  std::vector<Candidate> candidates, best;
   for (int64_t step = 0; step < longest; ++step) {
-    embeddingForward(Etgt->value.data(), E, prev.data(), rows, ye.data());
+    active.clear();
+    activeParents.clear();
+    activePrev.clear();
+    activeSeq.clear();
+    for (int64_t r = 0; r < rows; ++r)
+      if (!done[row2seq[r]] && scores[r] != minusInf) {
+        packedOf[r] = int32_t(active.size());
+        active.push_back(int32_t(r));
+        activeParents.push_back(parents[r]);
+        activePrev.push_back(prev[r]);
+        activeSeq.push_back(row2seq[r]);
+      }
+    const int64_t n = int64_t(active.size());
+    if (n == 0)
+      break;
+    ye.resize(n * E);
+    out1.resize(n * O1);
+    Q.resize(n * A);
+    alpha.resize(Tx * n);
+    ctx.resize(n * C);
+    out2.resize(n * O2);
+    T.resize(n * R);
+    logits.resize(n * V);
+    for (size_t k = 0; k < widths.size(); ++k) {
+      St[k].resize(n * widths[k]);
+      Snext[k].resize(n * widths[k]);
+    }
+    embeddingForward(Etgt->value.data(), E, activePrev.data(), n, ye.data());
     cellrt::StepArgs a1;
     a1.packedWeights = &*packed1;
-    a1.inputs = {{ye.data(), {rows, E}}};
+    a1.inputs = {{ye.data(), {n, E}}};
     for (size_t k = 0; k < widths.size(); ++k) {
-      a1.states.push_back({S[k].data(), {rows, widths[k]}});
-      a1.nextStates.push_back({St[k].data(), {rows, widths[k]}});
+      a1.states.push_back({S[k].data(), {stateRows, widths[k]}});
+      a1.nextStates.push_back({St[k].data(), {n, widths[k]}});
     }
-    a1.sourceRows = step ? parents.data() : nullptr;
+    a1.sourceRows = activeParents.data();
     a1.params = dec1->paramArrays();
-    a1.output = {out1.data(), {rows, O1}};
+    a1.output = {out1.data(), {n, O1}};
     check(dec1->cell().step(a1), "decoder cell 1 step");
-    linear(out1.data(), rows, O1, Wa->value.data(), A, Q.data(), false);
+    linear(out1.data(), n, O1, Wa->value.data(), A, Q.data(), false);
+    AttentionShape shape{Tx, B, C, A, n};
     attentionForward(shape, ann.data(), UH.data(), batch.srcLen.data(),
-                     row2seq.data(), Q.data(), va->value.data(), alpha.data(),
-                     ctx.data());
+                     activeSeq.data(), Q.data(), va->value.data(),
+                     alpha.data(), ctx.data());
     cellrt::StepArgs a2;
     a2.packedWeights = &*packed2;
-    a2.inputs = {{ctx.data(), {rows, C}}};
+    a2.inputs = {{ctx.data(), {n, C}}};
     for (size_t k = 0; k < widths.size(); ++k) {
-      a2.states.push_back({St[k].data(), {rows, widths[k]}});
-      a2.nextStates.push_back({Snext[k].data(), {rows, widths[k]}});
+      a2.states.push_back({St[k].data(), {n, widths[k]}});
+      a2.nextStates.push_back({Snext[k].data(), {n, widths[k]}});
     }
     a2.params = dec2->paramArrays();
-    a2.output = {out2.data(), {rows, O2}};
+    a2.output = {out2.data(), {n, O2}};
     check(dec2->cell().step(a2), "decoder cell 2 step");
-    tanhInPlace(out2.data(), rows * O2);
-    linear(out2.data(), rows, O2, Ws->value.data(), R, T.data(), false);
-    linear(ye.data(), rows, E, Wy->value.data(), R, T.data(), true);
-    linear(ctx.data(), rows, C, Wc->value.data(), R, T.data(), true);
-    addBias(T.data(), rows, R, bo->value.data());
-    tanhInPlace(T.data(), rows * R);
-    linear(T.data(), rows, R, Wout->value.data(), V, logits.data(), false);
-    addBias(logits.data(), rows, V, bout->value.data());
-    logSoftmax(logits.data(), rows, V);
+    tanhInPlace(out2.data(), n * O2);
+    linear(out2.data(), n, O2, Ws->value.data(), R, T.data(), false);
+    linear(ye.data(), n, E, Wy->value.data(), R, T.data(), true);
+    linear(ctx.data(), n, C, Wc->value.data(), R, T.data(), true);
+    addBias(T.data(), n, R, bo->value.data());
+    tanhInPlace(T.data(), n * R);
+    linear(T.data(), n, R, Wout->value.data(), V, logits.data(), false);
+    addBias(logits.data(), n, V, bout->value.data());
+    logSoftmax(logits.data(), n, V);
 
-    bool allDone = true;
+    // Per sentence: the best 2K extensions of its live hypotheses (each
+    // row's own best 2K first, so only K*2K candidates are sorted).
+    const size_t wanted = size_t(2 * K);
     for (int64_t b = 0; b < B; ++b) {
       int64_t first = b * K;
       if (done[b]) {
         for (int64_t k = 0; k < K; ++k) {
-          newParents[first + k] = int32_t(first + k);
+          newParents[first + k] = 0;
           newPrev[first + k] = Vocab::Eos;
           newScores[first + k] = minusInf;
           nextHyps[first + k].clear();
         }
         continue;
       }
-      struct Candidate {
-        float score;
-        int32_t row, word;
-      };
-      std::vector<Candidate> candidates;
+      candidates.clear();
       for (int64_t k = 0; k < K; ++k) {
         int64_t r = first + k;
         if (scores[r] == minusInf)
           continue;
-        for (int64_t w = 0; w < V; ++w)
-          if (w != Vocab::Pad && w != Vocab::Bos)
-            candidates.push_back({scores[r] + logits[r * V + w], int32_t(r),
-                                  int32_t(w)});
+        const float *row = logits.data() + int64_t(packedOf[r]) * V;
+        best.clear();
+        for (int64_t w = 0; w < V; ++w) {
+          if (w == Vocab::Pad || w == Vocab::Bos)
+            continue;
+          Candidate cand{scores[r] + row[w], int32_t(r), int32_t(w)};
+          if (best.size() < wanted) {
+            best.push_back(cand);
+            std::push_heap(best.begin(), best.end(), better);
+          } else if (cand.score > best.front().score) {
+            std::pop_heap(best.begin(), best.end(), better);
+            best.back() = cand;
+            std::push_heap(best.begin(), best.end(), better);
+          }
+        }
+        candidates.insert(candidates.end(), best.begin(), best.end());
       }
-      size_t keep = std::min<size_t>(candidates.size(), size_t(2 * K));
+      size_t keep = std::min(candidates.size(), wanted);
       std::partial_sort(candidates.begin(), candidates.begin() + keep,
-                        candidates.end(),
-                        [](const Candidate &x, const Candidate &y) {
-                          return x.score > y.score;
-                        });
+                        candidates.end(), better);
       int64_t live = 0;
       bool last = step + 1 >= limit[b];
       for (size_t c = 0; c < keep && live < K; ++c) {
@@ -501,14 +545,14 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
           continue;
         }
         int64_t r = first + live++;
-        newParents[r] = cand.row;
+        newParents[r] = packedOf[cand.row];
         newPrev[r] = cand.word;
         newScores[r] = cand.score;
         nextHyps[r] = hyps[cand.row];
         nextHyps[r].push_back(cand.word);
       }
       for (int64_t r = first + live; r < first + K; ++r) {
-        newParents[r] = int32_t(first);
+        newParents[r] = 0;
         newPrev[r] = Vocab::Eos;
         newScores[r] = minusInf;
         nextHyps[r].clear();
@@ -519,16 +563,13 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
               {norm(newScores[r], nextHyps[r].size()), nextHyps[r]});
       if (last || int64_t(finished[b].size()) >= K || live == 0)
         done[b] = true;
-      if (!done[b])
-        allDone = false;
     }
     std::swap(S, Snext);
+    stateRows = n;
     std::swap(hyps, nextHyps);
     parents = newParents;
     prev = newPrev;
     scores = newScores;
-    if (allDone)
-      break;
   }
   std::vector<std::vector<int32_t>> result(B);
   for (int64_t b = 0; b < B; ++b) {

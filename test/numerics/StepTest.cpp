@@ -149,14 +149,24 @@ void checkStepping(const cellrt_image &image,
   EXPECT_EQ(packedFinals, finals);
 }
 
-/// Reordering rows by sourceRows equals stepping permuted states.
+/// Reordering rows by sourceRows equals stepping permuted states. With
+/// `extraRows`, the states have more rows than the step (a beam whose
+/// previous step had more live hypotheses).
 void checkBeamReorder(const cellrt_image &image,
-                      std::map<std::string, int64_t> dims) {
+                      std::map<std::string, int64_t> dims,
+                      int64_t extraRows = 0) {
   auto loaded = cellrt::Cell::load(image);
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   Problem p(std::move(*loaded), std::move(dims));
   const cellrt::Plan &plan = p.cell.getPlan();
   std::vector<int32_t> parents = {2, 2, 0, 4, 1};
+  if (extraRows) {
+    parents = {int32_t(p.batch + extraRows - 1), 2, 0, int32_t(p.batch), 1};
+    for (size_t i = 0; i < plan.states.size(); ++i) {
+      std::vector<float> more = p.random(extraRows * p.width(plan.states[i]));
+      p.states[i].insert(p.states[i].end(), more.begin(), more.end());
+    }
+  }
   auto run = [&](bool gatherInside) {
     cellrt::StepArgs step;
     step.params = p.paramArrays();
@@ -172,7 +182,7 @@ void checkBeamReorder(const cellrt_image &image,
         std::copy_n(&p.states[i][parents[b] * w], w, &permuted[i][b * w]);
       step.states.push_back(
           {gatherInside ? p.states[i].data() : permuted[i].data(),
-           {p.batch, w}});
+           {gatherInside ? p.batch + extraRows : p.batch, w}});
       next[i].resize(p.batch * w);
       step.nextStates.push_back({next[i].data(), {p.batch, w}});
     }
@@ -204,6 +214,10 @@ TEST(CellStep, SruScanEqualsSteps) {
 }
 TEST(CellStep, BeamReorderGathersParents) {
   checkBeamReorder(cellc_gru_image(), {{"H", 9}, {"I", 5}});
+}
+TEST(CellStep, BeamGatherFromMoreRowsThanTheStep) {
+  checkBeamReorder(cellc_gru_image(), {{"H", 9}, {"I", 5}}, 3);
+  checkBeamReorder(cellc_lstm_image(), {{"H", 10}, {"I", 6}}, 2);
 }
 
 /// Kernels split rows across threads; every row is computed by the same

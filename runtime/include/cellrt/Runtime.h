@@ -127,7 +127,9 @@ struct StepArgs {
   /// One per plan state, [B, LEN]; empty, or null data, means zeros.
   std::vector<ConstArray> states;
   /// Beam search: when set, row b of every state is read from row
-  /// sourceRows[b] of `states` (the surviving hypotheses' parents).
+  /// sourceRows[b] of `states` (the surviving hypotheses' parents). `states`
+  /// may then have any number of rows, e.g. only the previous step's live
+  /// hypotheses.
   const int32_t *sourceRows = nullptr;
   std::map<std::string, ConstArray> params;
   /// [B, output width]; null data: not written.

@@ -5,6 +5,7 @@
 #include "codegen/Codegen.h"
 #include "frontend/AST.h"
 #include "frontend/Frontend.h"
+#include "ir/CellOps.h"
 #include "tools/common/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -223,15 +224,23 @@ cellrt::Expected<std::string> selectCell(const cellc::ast::Module &module,
                names + "); choose one with --cell NAME");
 }
 
-/// Runs cellc's pipeline on `source` and writes the object into `object`.
-/// Returns the compiled cell's name, or the diagnostics.
-cellrt::Expected<std::string>
-compileToObject(const std::string &source, const std::string &displayName,
-                const CompileOptions &options,
-                llvm::SmallVectorImpl<char> &object, std::string &warnings) {
+/// The front end and the cell-level passes on `source`: the optimised
+/// module of the selected cell, or the diagnostics. `diagnostics` collects
+/// everything reported (warnings included) while it lives.
+struct OptimizedCell {
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string cellName;
+};
+
+cellrt::Expected<OptimizedCell>
+optimizeCell(const std::string &source, const std::string &displayName,
+             const CompileOptions &options, std::string &warnings) {
   mlir::DialectRegistry registry;
   cellc::registerAllCellDialects(registry);
-  mlir::MLIRContext context(registry);
+  OptimizedCell result;
+  result.context = std::make_unique<mlir::MLIRContext>(registry);
+  mlir::MLIRContext &context = *result.context;
   context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
@@ -250,27 +259,48 @@ compileToObject(const std::string &source, const std::string &displayName,
   auto cellName = selectCell(*file->module, displayName, options.cellName);
   if (!cellName)
     return cellName.getStatus();
-  auto module = cellc::generateCellIR(*file, context, *cellName);
-  if (!module)
+  result.module = cellc::generateCellIR(*file, context, *cellName);
+  if (!result.module)
     return failedWith();
 
   // Hoist, stack, fuse (and derive the backward kernels for training).
   mlir::PassManager optimize(&context);
   cellc::addCellOptimizationPasses(optimize, options.withBackward);
-  if (mlir::failed(optimize.run(*module)))
+  if (mlir::failed(optimize.run(*result.module)))
     return failedWith();
+  warnings = diagnosticStream.str();
+  result.cellName = *cellName;
+  return result;
+}
+
+/// Runs cellc's pipeline on `source` and writes the object into `object`.
+/// Returns the compiled cell's name, or the diagnostics.
+cellrt::Expected<std::string>
+compileToObject(const std::string &source, const std::string &displayName,
+                const CompileOptions &options,
+                llvm::SmallVectorImpl<char> &object, std::string &warnings) {
+  auto cell = optimizeCell(source, displayName, options, warnings);
+  if (!cell)
+    return cell.getStatus();
+  mlir::ModuleOp module = *cell->module;
+  std::string diagnosticText;
+  llvm::raw_string_ostream diagnosticStream(diagnosticText);
+  mlir::ScopedDiagnosticHandler handler(
+      cell->context.get(), [&](mlir::Diagnostic &diagnostic) {
+        diagnosticStream << diagnostic << "\n";
+        return mlir::success();
+      });
   // Kernels to loops to the LLVM dialect, plan and kernel table as data.
-  mlir::PassManager lower(&context);
+  mlir::PassManager lower(cell->context.get());
   cellc::addLoweringToLLVMPasses(lower);
-  if (mlir::failed(lower.run(*module)))
-    return failedWith();
+  if (mlir::failed(lower.run(module)))
+    return error(diagnosticStream.str());
   // LLVM O3 for the target CPU, into memory.
   llvm::raw_svector_ostream objectStream(object);
   if (mlir::failed(cellc::emitObjectFile(
-          *module, cellc::TargetOptions{options.cpu}, objectStream)))
-    return failedWith();
-  warnings = diagnosticStream.str();
-  return *cellName;
+          module, cellc::TargetOptions{options.cpu}, objectStream)))
+    return error(diagnosticStream.str());
+  return cell->cellName;
 }
 
 /// Writes `object` to `path` atomically (a unique temporary, then rename),
@@ -358,4 +388,54 @@ CompileResult cellc::jit::compileFile(const std::string &path,
   if (!buffer)
     return error(path + ": error: cannot read: " + buffer.getError().message());
   return compileSource((*buffer)->getBuffer().str(), path, options);
+}
+
+cellrt::Expected<GpuCode>
+cellc::jit::compileSourceForGPU(const std::string &source,
+                                const std::string &displayName,
+                                const CompileOptions &options,
+                                const std::string &gpuArch) {
+  GpuCode code;
+  auto cell = optimizeCell(source, displayName, options, code.warnings);
+  if (!cell)
+    return cell.getStatus();
+  code.cellName = cell->cellName;
+  std::string diagnosticText;
+  llvm::raw_string_ostream diagnosticStream(diagnosticText);
+  mlir::ScopedDiagnosticHandler handler(
+      cell->context.get(), [&](mlir::Diagnostic &diagnostic) {
+        diagnosticStream << diagnostic << "\n";
+        return mlir::success();
+      });
+  // The plan is the CPU's (`cellc -emit=plan`): lower a copy to loops and
+  // print it; the kernels go to PTX from the original.
+  mlir::OwningOpRef<mlir::ModuleOp> forPlan = cell->module->clone();
+  mlir::PassManager toLoops(cell->context.get());
+  toLoops.addPass(mlir::cell::createLowerToLoops());
+  if (mlir::failed(toLoops.run(*forPlan)))
+    return error(diagnosticStream.str());
+  for (auto cellOp : forPlan->getOps<mlir::cell::CellOp>())
+    code.plan += cellc::emitPlan(cellOp);
+  mlir::PassManager toGPU(cell->context.get());
+  cellc::addLoweringToGPUPasses(toGPU);
+  if (mlir::failed(toGPU.run(*cell->module)))
+    return error(diagnosticStream.str());
+  cellc::GPUOptions gpu;
+  gpu.arch = gpuArch;
+  llvm::raw_string_ostream ptxStream(code.ptx);
+  if (mlir::failed(cellc::emitPTX(*cell->module, gpu, ptxStream)))
+    return error(diagnosticStream.str());
+  ptxStream.flush();
+  return code;
+}
+
+cellrt::Expected<GpuCode>
+cellc::jit::compileFileForGPU(const std::string &path,
+                              const CompileOptions &options,
+                              const std::string &gpuArch) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return error(path + ": error: cannot read: " + buffer.getError().message());
+  return compileSourceForGPU((*buffer)->getBuffer().str(), path, options,
+                             gpuArch);
 }

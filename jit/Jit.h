@@ -93,6 +93,23 @@ CompileResult compileSource(const std::string &source,
                             const std::string &displayName,
                             const CompileOptions &options);
 
+/// The GPU form of a cell: the plan the executor runs and the PTX of its
+/// kernels (what `cellc -emit=plan` and `cellc --target=nvptx -emit=ptx`
+/// write), for cellrt::cuda::loadCell. Not cached: PTX is compiled again
+/// by the driver anyway.
+struct GpuCode {
+  std::string cellName, plan, ptx, warnings;
+};
+cellrt::Expected<GpuCode> compileFileForGPU(const std::string &path,
+                                            const CompileOptions &options,
+                                            const std::string &gpuArch =
+                                                "sm_80");
+cellrt::Expected<GpuCode> compileSourceForGPU(const std::string &source,
+                                              const std::string &displayName,
+                                              const CompileOptions &options,
+                                              const std::string &gpuArch =
+                                                  "sm_80");
+
 /// The version string that is part of every cache key.
 const char *cacheVersion();
 

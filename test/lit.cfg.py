@@ -27,6 +27,18 @@ llvm_config.add_tool_substitutions(["cellc", "cell-opt"], [config.cellc_tools_di
 if os.path.exists(os.path.join(config.cellc_tools_dir, "cellc-check")):
     config.available_features.add("cellc-check")
 
+# The GPU backend is linked into cellc; a GPU run needs a CUDA driver too.
+if getattr(config, "cellc_has_cuda", False):
+    config.available_features.add("cuda-backend")
+def usable_gpu():
+    import ctypes
+    try:
+        return ctypes.CDLL("libcuda.so.1").cuInit(0) == 0
+    except (OSError, AttributeError):
+        return False
+if usable_gpu():
+    config.available_features.add("cuda-driver")
+
 # PTX validation needs ptxas (CUDA toolkit); tests say REQUIRES: ptxas.
 ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):

@@ -21,6 +21,10 @@
 
 namespace cellrt::cuda {
 
+/// Whether a CUDA driver and GPU 0 are usable; the error says why not
+/// ("no CUDA driver found (...); use --device cpu").
+Status available();
+
 /// Loads the plan and the PTX module on GPU 0; fails with "no CUDA driver
 /// found (...); use --device cpu" where there is no GPU.
 Expected<Cell> loadCell(const std::string &planText, const std::string &ptx);

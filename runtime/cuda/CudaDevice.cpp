@@ -291,6 +291,11 @@ CudaDevice::load(const Api &api, const Plan &plan, const std::string &ptx) {
 
 } // namespace
 
+Status cellrt::cuda::available() {
+  Expected<const Api *> api = Api::get();
+  return api ? Status::success() : api.getStatus();
+}
+
 Expected<Cell> cellrt::cuda::loadCell(const std::string &planText,
                                       const std::string &ptx) {
   Expected<Plan> plan = parsePlan(planText);

@@ -1,6 +1,7 @@
 //===- RunCommand.cpp - `cellc run`: a cell on .npy arrays ----------------===//
 //
 // cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D [--reverse]
+//           [--device auto|cpu|gpu]
 //
 // Reads from D (float32 unless noted):
 //   x_<input>.npy [T, B, LEN]      one per input (required)
@@ -19,6 +20,9 @@
 
 #include "cellrt/Runtime.h"
 #include "jit/Jit.h"
+#ifdef CELLC_HAS_CUDA
+#include "CudaCell.h"
+#endif
 #include "jit/Npy.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -32,7 +36,7 @@ namespace {
 
 const char kUsage[] =
     "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
-    "[--reverse] [--no-cache]";
+    "[--reverse] [--no-cache] [--device auto|cpu|gpu]";
 
 std::string pathIn(const std::string &dir, const std::string &file) {
   llvm::SmallString<256> path(dir);
@@ -324,7 +328,8 @@ std::string cellc::parseRunArguments(int argc, char **argv,
     std::string text;
     std::string result;
     if (!(result = value("cell", options.cellName)).empty() ||
-        !(result = value("dir", options.dir)).empty()) {
+        !(result = value("dir", options.dir)).empty() ||
+        !(result = value("device", options.device)).empty()) {
       if (result != "ok")
         return result;
       continue;
@@ -356,8 +361,54 @@ std::string cellc::parseRunArguments(int argc, char **argv,
     return "no input .cell file";
   if (options.dir.empty())
     return "--dir D is required";
+  if (options.device != "auto" && options.device != "cpu" &&
+      options.device != "gpu")
+    return "--device must be auto, cpu or gpu, not '" + options.device + "'";
   return "";
 }
+
+namespace {
+
+/// The compiled cell on the device `options.device` asks for: `auto` takes
+/// the GPU when a driver and GPU are there, else the CPU. `keep` holds the
+/// CPU's JIT-compiled code, which must outlive the cell.
+cellrt::Expected<cellrt::Cell>
+loadOnDevice(const RunOptions &options,
+             const jit::CompileOptions &compileOptions,
+             std::optional<jit::CompiledCell> &keep, llvm::raw_ostream &log) {
+  std::string cpuReason;
+  if (options.device != "cpu") {
+#ifdef CELLC_HAS_CUDA
+    cellrt::Status gpu = cellrt::cuda::available();
+    if (gpu.ok()) {
+      auto code = jit::compileFileForGPU(options.cellFile, compileOptions);
+      if (!code)
+        return code.getStatus();
+      auto cell = cellrt::cuda::loadCell(code->plan, code->ptx);
+      if (cell)
+        log << "device: gpu\n";
+      return cell;
+    }
+    cpuReason = gpu.message();
+#else
+    cpuReason = "cellc was built without the CUDA backend (no CUDA headers "
+                "at build time); use --device cpu";
+#endif
+    if (options.device == "gpu")
+      return cellrt::Status::error(cpuReason);
+  }
+  auto compiled = jit::compileFile(options.cellFile, compileOptions);
+  if (!compiled)
+    return compiled.getStatus();
+  keep.emplace(std::move(*compiled));
+  auto cell = cellrt::Cell::load(keep->image());
+  if (cell)
+    log << "device: cpu" << (cpuReason.empty() ? "" : " (" + cpuReason + ")")
+        << "\n";
+  return cell;
+}
+
+} // namespace
 
 std::string cellc::runOnDirectory(const RunOptions &options,
                                   llvm::raw_ostream &log) {
@@ -367,10 +418,8 @@ std::string cellc::runOnDirectory(const RunOptions &options,
   compileOptions.cacheDir = options.cacheDir;
   if (!llvm::sys::fs::is_directory(options.dir))
     return options.dir + ": not a directory";
-  auto compiled = jit::compileFile(options.cellFile, compileOptions);
-  if (!compiled)
-    return compiled.error();
-  auto cell = cellrt::Cell::load(compiled->image());
+  std::optional<jit::CompiledCell> compiled;
+  auto cell = loadOnDevice(options, compileOptions, compiled, log);
   if (!cell)
     return cell.error();
   const cellrt::Plan &plan = cell->getPlan();

@@ -26,6 +26,8 @@ struct RunOptions {
   std::map<std::string, int64_t> fixedDims;
   std::string dir;
   bool reverse = false;
+  /// auto (the GPU when there is one, else the CPU), cpu or gpu.
+  std::string device = "auto";
   /// std::nullopt: the JIT's default cache; "": no cache.
   std::optional<std::string> cacheDir;
 };

@@ -223,3 +223,27 @@ TEST(Jit, BitIdenticalToTheAheadOfTimeObject) {
 }
 
 } // namespace
+
+TEST(Jit, GpuCodeHasTheAheadOfTimePlanAndEveryKernel) {
+  // The GPU form of a cell runs the same plan as cellc's CPU object.
+  auto code = cellc::jit::compileFileForGPU(kAtrPath, {});
+  ASSERT_TRUE(code.ok()) << code.error();
+  EXPECT_EQ(code->cellName, "atr");
+  EXPECT_EQ(code->plan, std::string(cellc_atr_image().plan));
+  int64_t kernels = cellc_atr_image().num_kernels;
+  for (int64_t k = 0; k < kernels; ++k)
+    EXPECT_NE(code->ptx.find(".entry cellc_atr_k" + std::to_string(k)),
+              std::string::npos)
+        << k;
+  EXPECT_EQ(code->ptx.find(".entry cellc_atr_k" + std::to_string(kernels)),
+            std::string::npos);
+  EXPECT_NE(code->ptx.find(".target sm_80"), std::string::npos);
+
+  auto bad = cellc::jit::compileSourceForGPU(
+      "cell bad(x: [I]) {\n  state h: [H]\n  h' = sigmod(x)\n}\n", "bad.cell",
+      {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("bad.cell:3:8: error: unknown function"),
+            std::string::npos)
+      << bad.error();
+}

@@ -273,6 +273,24 @@ optimizeCell(const std::string &source, const std::string &displayName,
   return result;
 }
 
+/// Everything the back end reports while it lives (lowering and code
+/// generation have no source locations to point at).
+class CollectedDiagnostics {
+public:
+  explicit CollectedDiagnostics(mlir::MLIRContext &context)
+      : stream(collected),
+        handler(&context, [this](mlir::Diagnostic &diagnostic) {
+          stream << diagnostic << "\n";
+          return mlir::success();
+        }) {}
+  std::string text() { return stream.str(); }
+
+private:
+  std::string collected;
+  llvm::raw_string_ostream stream;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
 /// Runs cellc's pipeline on `source` and writes the object into `object`.
 /// Returns the compiled cell's name, or the diagnostics.
 cellrt::Expected<std::string>
@@ -283,23 +301,17 @@ compileToObject(const std::string &source, const std::string &displayName,
   if (!cell)
     return cell.getStatus();
   mlir::ModuleOp module = *cell->module;
-  std::string diagnosticText;
-  llvm::raw_string_ostream diagnosticStream(diagnosticText);
-  mlir::ScopedDiagnosticHandler handler(
-      cell->context.get(), [&](mlir::Diagnostic &diagnostic) {
-        diagnosticStream << diagnostic << "\n";
-        return mlir::success();
-      });
+  CollectedDiagnostics diagnostics(*cell->context);
   // Kernels to loops to the LLVM dialect, plan and kernel table as data.
   mlir::PassManager lower(cell->context.get());
   cellc::addLoweringToLLVMPasses(lower);
   if (mlir::failed(lower.run(module)))
-    return error(diagnosticStream.str());
+    return error(diagnostics.text());
   // LLVM O3 for the target CPU, into memory.
   llvm::raw_svector_ostream objectStream(object);
   if (mlir::failed(cellc::emitObjectFile(
           module, cellc::TargetOptions{options.cpu}, objectStream)))
-    return error(diagnosticStream.str());
+    return error(diagnostics.text());
   return cell->cellName;
 }
 
@@ -400,31 +412,25 @@ cellc::jit::compileSourceForGPU(const std::string &source,
   if (!cell)
     return cell.getStatus();
   code.cellName = cell->cellName;
-  std::string diagnosticText;
-  llvm::raw_string_ostream diagnosticStream(diagnosticText);
-  mlir::ScopedDiagnosticHandler handler(
-      cell->context.get(), [&](mlir::Diagnostic &diagnostic) {
-        diagnosticStream << diagnostic << "\n";
-        return mlir::success();
-      });
+  CollectedDiagnostics diagnostics(*cell->context);
   // The plan is the CPU's (`cellc -emit=plan`): lower a copy to loops and
   // print it; the kernels go to PTX from the original.
   mlir::OwningOpRef<mlir::ModuleOp> forPlan = cell->module->clone();
   mlir::PassManager toLoops(cell->context.get());
   toLoops.addPass(mlir::cell::createLowerToLoops());
   if (mlir::failed(toLoops.run(*forPlan)))
-    return error(diagnosticStream.str());
+    return error(diagnostics.text());
   for (auto cellOp : forPlan->getOps<mlir::cell::CellOp>())
     code.plan += cellc::emitPlan(cellOp);
   mlir::PassManager toGPU(cell->context.get());
   cellc::addLoweringToGPUPasses(toGPU);
   if (mlir::failed(toGPU.run(*cell->module)))
-    return error(diagnosticStream.str());
+    return error(diagnostics.text());
   cellc::GPUOptions gpu;
   gpu.arch = gpuArch;
   llvm::raw_string_ostream ptxStream(code.ptx);
   if (mlir::failed(cellc::emitPTX(*cell->module, gpu, ptxStream)))
-    return error(diagnosticStream.str());
+    return error(diagnostics.text());
   ptxStream.flush();
   return code;
 }

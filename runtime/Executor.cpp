@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 using namespace cellrt;
 using cellrt::detail::DimBinder;
@@ -90,6 +91,7 @@ Expected<Cell> Cell::create(Plan plan, std::shared_ptr<Device> device,
   cell.device = std::move(device);
   cell.kernelNames = std::move(kernelNames);
   cell.kernelNames.resize(cell.device->numKernels());
+  cell.workspaces = std::make_shared<detail::WorkspacePool>();
   return cell;
 }
 
@@ -281,6 +283,28 @@ struct GradientSpace {
 };
 
 } // namespace
+
+/// Workspaces of inference calls, kept between calls: a call takes one (or
+/// a new one when all are in use by other threads) and gives it back.
+class cellrt::detail::WorkspacePool {
+public:
+  std::unique_ptr<Workspace> take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (spare.empty())
+      return std::make_unique<Workspace>();
+    std::unique_ptr<Workspace> work = std::move(spare.back());
+    spare.pop_back();
+    return work;
+  }
+  void give(std::unique_ptr<Workspace> work) {
+    std::lock_guard<std::mutex> lock(mutex);
+    spare.push_back(std::move(work));
+  }
+
+private:
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Workspace>> spare;
+};
 
 struct cellrt::Tape::Storage {
   bool recorded = false;
@@ -1134,11 +1158,14 @@ Status Cell::forward(const ForwardArgs &args) const {
   Expected<Sizes> sizes = DimBinder(plan, args).bind();
   if (!sizes)
     return sizes.getStatus();
-  // Inference reuses this thread's blocks from call to call.
-  thread_local Workspace work;
-  work.blocks.use(device);
-  return Execution(plan, *device, args, *sizes, work, /*training=*/false)
-      .forward();
+  // Inference reuses the blocks of an earlier call.
+  std::unique_ptr<Workspace> work = workspaces->take();
+  work->blocks.use(device);
+  Status status =
+      Execution(plan, *device, args, *sizes, *work, /*training=*/false)
+          .forward();
+  workspaces->give(std::move(work));
+  return status;
 }
 
 bool Cell::hasBackward() const { return plan.hasBackward(); }

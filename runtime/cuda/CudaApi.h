@@ -11,6 +11,7 @@
 #define CELLRT_CUDA_CUDAAPI_H
 
 #include "cellrt/Plan.h"
+#include "cellrt/Runtime.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -56,6 +57,11 @@ struct Api {
   /// `what: <driver's message>` for a failed driver call.
   std::string describe(CUresult result, const std::string &what) const;
 };
+
+/// cuda::loadCell with the driver and cuBLAS entry points in `api` (which
+/// must outlive the cell); tests pass an emulation of them.
+Expected<Cell> loadCellWithApi(const Api &api, const std::string &planText,
+                               const std::string &ptx);
 
 } // namespace cellrt::cuda
 

@@ -298,14 +298,20 @@ Status cellrt::cuda::available() {
 
 Expected<Cell> cellrt::cuda::loadCell(const std::string &planText,
                                       const std::string &ptx) {
-  Expected<Plan> plan = parsePlan(planText);
-  if (!plan)
-    return plan.getStatus();
   Expected<const Api *> api = Api::get();
   if (!api)
     return api.getStatus();
+  return loadCellWithApi(**api, planText, ptx);
+}
+
+Expected<Cell> cellrt::cuda::loadCellWithApi(const Api &api,
+                                             const std::string &planText,
+                                             const std::string &ptx) {
+  Expected<Plan> plan = parsePlan(planText);
+  if (!plan)
+    return plan.getStatus();
   Expected<std::shared_ptr<CudaDevice>> device =
-      CudaDevice::load(**api, *plan, ptx);
+      CudaDevice::load(api, *plan, ptx);
   if (!device)
     return device.getStatus();
   std::vector<std::string> names;

@@ -13,6 +13,7 @@
 
 #include "cellrt/Runtime.h"
 #include "runtime/HostDevice.h"
+#include "test/unit/CellRunner.h"
 
 #include "atr.h"
 #include "gru.h"
@@ -32,6 +33,7 @@
 #include <random>
 
 using namespace cellrt;
+using namespace cellrt_test;
 
 namespace {
 
@@ -166,126 +168,6 @@ std::shared_ptr<SeparateMemoryDevice> separateDevice(const cellrt_image &image) 
   std::vector<cellrt_kernel_fn> kernels(image.kernels,
                                         image.kernels + image.num_kernels);
   return std::make_shared<SeparateMemoryDevice>(std::move(kernels));
-}
-
-/// Random values for every array of one call at small, distinct sizes.
-struct Problem {
-  Problem(const Plan &plan, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
-    auto fill = [&](int64_t count) {
-      std::vector<float> values(count);
-      for (float &value : values)
-        value = uniform(rng);
-      return values;
-    };
-    int64_t next = 5;
-    for (const std::string &dim : plan.dims)
-      dims[dim] = next++;
-    auto eval = [&](const DimExpr &e) { return *e.evaluate(dims); };
-    for (const VectorDecl &input : plan.inputs)
-      inputs.push_back(fill(T * B * eval(input.length)));
-    for (const VectorDecl &state : plan.states)
-      states.push_back(fill(B * eval(state.length)));
-    for (const ParamDecl &param : plan.params) {
-      int64_t count = 1;
-      std::vector<int64_t> shape;
-      for (const DimExpr &extent : param.shape) {
-        shape.push_back(eval(extent));
-        count *= shape.back();
-      }
-      params[param.name] = {fill(count), shape};
-    }
-    outputWidth = eval(plan.outputWidth);
-    outputGradient = fill(T * B * outputWidth);
-    for (const VectorDecl &state : plan.states)
-      finalStateGradients.push_back(fill(B * eval(state.length)));
-    for (const VectorDecl &input : plan.inputs)
-      inputWidths.push_back(eval(input.length));
-    for (const VectorDecl &state : plan.states)
-      stateWidths.push_back(eval(state.length));
-  }
-
-  ForwardArgs args(bool reverse) const {
-    ForwardArgs a;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      a.inputs.push_back({inputs[i].data(), {T, B, inputWidths[i]}});
-    a.lengths = lengths.data();
-    for (size_t i = 0; i < states.size(); ++i)
-      a.initialStates.push_back({states[i].data(), {B, stateWidths[i]}});
-    for (const auto &[name, param] : params)
-      a.params[name] = {param.first.data(), param.second};
-    a.reverse = reverse;
-    return a;
-  }
-
-  static constexpr int64_t T = 6, B = 4;
-  std::vector<int32_t> lengths = {6, 3, 1, 5};
-  std::map<std::string, int64_t> dims;
-  std::vector<std::vector<float>> inputs, states, finalStateGradients;
-  std::map<std::string, std::pair<std::vector<float>, std::vector<int64_t>>>
-      params;
-  std::vector<int64_t> inputWidths, stateWidths;
-  int64_t outputWidth = 0;
-  std::vector<float> outputGradient;
-};
-
-/// Everything one forward (and backward) call writes.
-struct Results {
-  std::vector<std::vector<float>> arrays;
-};
-
-/// Runs forward or forward+backward with every output and gradient asked
-/// for; every array starts at 0.25 so accumulation is visible.
-Results run(const Cell &cell, const Problem &problem, bool reverse,
-            bool train) {
-  const Plan &plan = cell.getPlan();
-  int64_t T = Problem::T, B = Problem::B;
-  ForwardArgs args = problem.args(reverse);
-  Results results;
-  auto &arrays = results.arrays;
-  arrays.emplace_back(T * B * problem.outputWidth, 0.25f);
-  args.output = {arrays.back().data(), {T, B, problem.outputWidth}};
-  size_t firstFinal = arrays.size();
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    arrays.emplace_back(B * problem.stateWidths[i], 0.25f);
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    args.finalStates.push_back(
-        {arrays[firstFinal + i].data(), {B, problem.stateWidths[i]}});
-  if (!train) {
-    Status status = cell.forward(args);
-    EXPECT_TRUE(status.ok()) << status.message();
-    return results;
-  }
-  Tape tape;
-  Status status = cell.forward(args, tape);
-  EXPECT_TRUE(status.ok()) << status.message();
-  BackwardArgs gradients;
-  gradients.outputGradient = {problem.outputGradient.data(),
-                              {T, B, problem.outputWidth}};
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    gradients.finalStateGradients.push_back(
-        {problem.finalStateGradients[i].data(), {B, problem.stateWidths[i]}});
-  size_t first = arrays.size();
-  for (size_t i = 0; i < plan.inputs.size(); ++i)
-    arrays.emplace_back(T * B * problem.inputWidths[i], 0.25f);
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    arrays.emplace_back(B * problem.stateWidths[i], 0.25f);
-  for (const ParamDecl &param : plan.params)
-    arrays.emplace_back(problem.params.at(param.name).first.size(), 0.25f);
-  size_t at = first;
-  for (size_t i = 0; i < plan.inputs.size(); ++i)
-    gradients.inputGradients.push_back(
-        {arrays[at++].data(), {T, B, problem.inputWidths[i]}});
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    gradients.initialStateGradients.push_back(
-        {arrays[at++].data(), {B, problem.stateWidths[i]}});
-  for (const ParamDecl &param : plan.params)
-    gradients.paramGradients[param.name] = {
-        arrays[at++].data(), problem.params.at(param.name).second};
-  status = cell.backward(args, gradients, tape);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return results;
 }
 
 void expectSameResults(const cellrt_image &image) {

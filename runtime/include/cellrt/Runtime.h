@@ -30,6 +30,9 @@
 namespace cellrt {
 
 class Device;
+namespace detail {
+class WorkspacePool;
+} // namespace detail
 
 /// A dense row-major float32 array the caller owns.
 struct ConstArray {
@@ -222,6 +225,9 @@ private:
   Plan plan;
   std::shared_ptr<Device> device;
   std::vector<std::string> kernelNames;
+  /// Inference calls' device memory, kept for the next call (one workspace
+  /// per concurrent call) and freed with the last copy of this Cell.
+  std::shared_ptr<detail::WorkspacePool> workspaces;
 };
 
 } // namespace cellrt

@@ -143,11 +143,19 @@ FusedOp buildFused(Block &block, ArrayRef<Operation *> ops,
     yielded.push_back(mapping.lookup(result));
   builder.create<YieldOp>(loc, yielded);
 
-  // Users outside the group now read the kernel's results.
-  for (auto [original, replacement] : llvm::zip(results, fused.getResults()))
+  // Users outside the group now read the kernel's results. A value that
+  // only passes through (a state read as the output, a new state computed by
+  // an earlier kernel) keeps its other users: products placed before this
+  // kernel read it too, and must not be made to read this kernel's result.
+  Operation *terminator = block.getTerminator();
+  for (auto [original, replacement] : llvm::zip(results, fused.getResults())) {
+    bool passesThrough = isExternal(original);
     original.replaceUsesWithIf(replacement, [&](OpOperand &use) {
+      if (passesThrough)
+        return use.getOwner() == terminator;
       return !inGroup.contains(use.getOwner()) && use.getOwner() != fused;
     });
+  }
   return fused;
 }
 

@@ -25,6 +25,23 @@ namespace cellc {
 
 void registerCodegenPasses();
 
+/// While alive, errors reported through `context` (by a pass, a verifier
+/// or the lowering) are re-emitted as internal compiler errors that say they
+/// are cellc's bug. Install it once the front end has accepted the cell.
+class InternalErrorScope {
+public:
+  explicit InternalErrorScope(mlir::MLIRContext &context);
+  ~InternalErrorScope();
+  InternalErrorScope(const InternalErrorScope &) = delete;
+  InternalErrorScope &operator=(const InternalErrorScope &) = delete;
+
+private:
+  mlir::LogicalResult rewrite(mlir::Diagnostic &diagnostic);
+  mlir::MLIRContext &context;
+  mlir::DiagnosticEngine::HandlerID handlerId;
+  bool rewriting = false;
+};
+
 /// The symbolic dimensions a cell's types mention, sorted: the order of the
 /// `dims` array every kernel of the cell receives.
 std::vector<std::string> collectDims(mlir::cell::CellOp cell);

@@ -264,6 +264,8 @@ optimizeCell(const std::string &source, const std::string &displayName,
     return failedWith();
 
   // Hoist, stack, fuse (and derive the backward kernels for training).
+  // From here on an error is cellc's bug, never the cell's.
+  cellc::InternalErrorScope internalErrors(context);
   mlir::PassManager optimize(&context);
   cellc::addCellOptimizationPasses(optimize, options.withBackward);
   if (mlir::failed(optimize.run(*result.module)))
@@ -305,8 +307,11 @@ compileToObject(const std::string &source, const std::string &displayName,
   // Kernels to loops to the LLVM dialect, plan and kernel table as data.
   mlir::PassManager lower(cell->context.get());
   cellc::addLoweringToLLVMPasses(lower);
-  if (mlir::failed(lower.run(module)))
-    return error(diagnostics.text());
+  {
+    cellc::InternalErrorScope internalErrors(*cell->context);
+    if (mlir::failed(lower.run(module)))
+      return error(diagnostics.text());
+  }
   // LLVM O3 for the target CPU, into memory.
   llvm::raw_svector_ostream objectStream(object);
   if (mlir::failed(cellc::emitObjectFile(

@@ -29,6 +29,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <optional>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -230,6 +232,9 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     return success();
   }
 
+  // From here until the back end an error is cellc's bug, never the cell's.
+  std::optional<cellc::InternalErrorScope> internalErrors(std::in_place,
+                                                          context);
   PassManager pm(&context);
   applyPassManagerCLOptions(pm);
   cellc::addCellOptimizationPasses(pm, !inferenceOnly, saveActivations);
@@ -261,6 +266,8 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
       cellc::addLoweringToLLVMPasses(lowering);
       if (failed(lowering.run(module)))
         return failure();
+      // The target machine's errors (an unknown --mcpu) are the user's.
+      internalErrors.reset();
       cellc::TargetOptions target{targetCPU};
       if (failed(emitAction == Emit::LLVMIR
                      ? cellc::emitLLVMIR(module, target, output->os())

@@ -60,4 +60,31 @@ TEST(CheckCompare, ScaleReplacesTheDenominator) {
   EXPECT_NEAR(row.maxRelError, 1e-9, 1e-15);
 }
 
+TEST(CheckCompare, WellConditionedKeepsTheStatedTolerance) {
+  // The float32 reference is as close as rounding allows: the bar stays.
+  Comparison row = compareConditioned("out", {1.001, 0.5}, {1.0, 0.5},
+                                      {1.0 + 1e-7, 0.5}, kForwardTolerance);
+  EXPECT_FALSE(row.pass);
+  EXPECT_EQ(row.tolerance, kForwardTolerance);
+  EXPECT_TRUE(row.note.empty());
+}
+
+TEST(CheckCompare, IllConditionedWidensToTheFloat32Error) {
+  // A saturated tanh: float32 itself gets 10% of a tiny gradient wrong.
+  std::vector<double> expected = {4e-7, -2e-7};
+  Comparison row = compareConditioned("g", {3e-7, -2e-7}, expected,
+                                      {3.6e-7, -2e-7}, kGradientTolerance);
+  EXPECT_TRUE(row.pass) << formatRow(row);
+  EXPECT_NEAR(row.tolerance, kConditioningFactor * 0.1, 1e-9);
+  EXPECT_NE(formatRow(row).find("ill-conditioned"), std::string::npos);
+  // Still fails when the compiled result is far worse than float32's.
+  EXPECT_FALSE(compareConditioned("g", {-4e-7, -2e-7}, expected,
+                                  {3.99e-7, -2e-7}, kGradientTolerance)
+                   .pass);
+}
+
+TEST(CheckCompare, NaNStaysAFailureWhateverTheConditioning) {
+  EXPECT_FALSE(compareConditioned("g", {NAN}, {1.0}, {1.5}, 1e-3).pass);
+}
+
 } // namespace

@@ -165,7 +165,8 @@ std::vector<int64_t> shapeOf(const ast::Cell &cell, const ast::Decl &decl,
 /// A leaf tensor holding a copy of `data` in `shape`.
 torch::Tensor leaf(const std::vector<double> &data,
                    const std::vector<int64_t> &shape, bool requiresGrad,
-                   const std::string &what) {
+                   const std::string &what,
+                   const torch::TensorOptions &options = kDouble) {
   int64_t count = 1;
   for (int64_t extent : shape)
     count *= extent;
@@ -174,6 +175,7 @@ torch::Tensor leaf(const std::vector<double> &data,
                          " values, its shape needs " + std::to_string(count)};
   torch::Tensor tensor =
       torch::from_blob(const_cast<double *>(data.data()), shape, kDouble)
+          .to(options)
           .clone();
   return tensor.set_requires_grad(requiresGrad);
 }
@@ -195,7 +197,8 @@ lookup(const std::map<std::string, std::vector<double>> &arrays,
 
 void evaluateBatch(const ast::Cell &cell,
                    const std::map<std::string, int64_t> &sizes,
-                   const Batch &batch, bool withGradients, Evaluation &result) {
+                   const Batch &batch, bool withGradients, Evaluation &result,
+                   const torch::TensorOptions &options) {
   torch::AutoGradMode gradMode(withGradients);
   const int64_t T = batch.T, B = batch.B;
 
@@ -203,7 +206,7 @@ void evaluateBatch(const ast::Cell &cell,
   for (const ast::Decl &decl : cell.inputs) {
     std::vector<int64_t> shape = {T, B, shapeOf(cell, decl, sizes).at(0)};
     inputs[decl.name] = leaf(lookup(batch.inputs, decl.name, "input"), shape,
-                             withGradients, "input " + decl.name);
+                             withGradients, "input " + decl.name, options);
   }
   for (const ast::Decl &decl : cell.states) {
     std::vector<int64_t> shape = {B, shapeOf(cell, decl, sizes).at(0)};
@@ -211,12 +214,13 @@ void evaluateBatch(const ast::Cell &cell,
     std::vector<double> zeros(shape[0] * shape[1], 0.0);
     initialStates[decl.name] =
         leaf(it == batch.initialStates.end() ? zeros : it->second, shape,
-             withGradients, "initial state " + decl.name);
+             withGradients, "initial state " + decl.name, options);
   }
   for (const ast::Decl &decl : cell.params)
     params[decl.name] =
         leaf(lookup(batch.params, decl.name, "param"),
-             shapeOf(cell, decl, sizes), withGradients, "param " + decl.name);
+             shapeOf(cell, decl, sizes), withGradients, "param " + decl.name,
+             options);
 
   std::string outputName = cell.outputs.empty()
                                ? cell.states.at(0).name + "'"
@@ -259,13 +263,13 @@ void evaluateBatch(const ast::Cell &cell,
     for (int64_t b = 0; b < B; ++b)
       rows.push_back(out[t][b].defined()
                          ? out[t][b]
-                         : torch::zeros({outputWidth}, kDouble));
+                         : torch::zeros({outputWidth}, options));
   torch::Tensor output = torch::stack(rows).reshape({T, B, outputWidth});
 
   torch::Tensor loss = torch::zeros({}, kDouble);
   if (!batch.outputGradient.empty())
     loss = loss + (output * leaf(batch.outputGradient, {T, B, outputWidth},
-                                 false, "output gradient"))
+                                 false, "output gradient", options))
                       .sum();
   result.output = toVector(output);
   for (const ast::Decl &decl : cell.states) {
@@ -274,7 +278,8 @@ void evaluateBatch(const ast::Cell &cell,
     auto it = batch.finalStateGradients.find(decl.name);
     if (it != batch.finalStateGradients.end() && !it->second.empty())
       loss = loss + (final * leaf(it->second, {final.size(0), final.size(1)},
-                                  false, "final state gradient " + decl.name))
+                                  false, "final state gradient " + decl.name,
+                                  options))
                         .sum();
   }
   result.loss = loss.item<double>();
@@ -309,9 +314,12 @@ void evaluateBatch(const ast::Cell &cell,
 
 std::string check::evaluateReference(
     const ast::Cell &cell, const std::map<std::string, int64_t> &sizes,
-    const Batch &batch, bool withGradients, Evaluation &result) {
+    const Batch &batch, bool withGradients, Evaluation &result,
+    bool singlePrecision) {
   try {
-    evaluateBatch(cell, sizes, batch, withGradients, result);
+    evaluateBatch(cell, sizes, batch, withGradients, result,
+                  singlePrecision ? torch::TensorOptions(torch::kFloat32)
+                                  : kDouble);
     return "";
   } catch (const ReferenceError &error) {
     return "reference: " + error.message;

@@ -53,11 +53,14 @@ struct Evaluation {
 };
 
 /// Evaluates `cell` over `batch`; `sizes` gives every symbolic dimension's
-/// value. Returns "" on success, else an error.
+/// value. Returns "" on success, else an error. `singlePrecision` computes
+/// in float32 (results still as double): how far that lands from float64
+/// measures how much rounding the batch amplifies.
 std::string evaluateReference(const ast::Cell &cell,
                               const std::map<std::string, int64_t> &sizes,
                               const Batch &batch, bool withGradients,
-                              Evaluation &result);
+                              Evaluation &result,
+                              bool singlePrecision = false);
 
 /// The concrete shape of a declaration of `cell` (input/state: [LEN];
 /// param: [ROWS, COLS] or [LEN]) under `sizes`.

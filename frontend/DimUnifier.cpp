@@ -16,6 +16,7 @@ bool cellc::isNeverPositive(const DimExpr &expr) {
 }
 
 bool DimUnifier::unify(const DimExpr &a, const DimExpr &b) {
+  eliminatedUserDim.reset();
   DimExpr difference = resolve(a) - resolve(b);
   if (difference.isConstant())
     return difference.getConstant() == 0;
@@ -49,6 +50,8 @@ bool DimUnifier::unify(const DimExpr &a, const DimExpr &b) {
   for (auto &binding : bindings)
     binding.second = binding.second.substitute(solved);
   bindings[chosen->first] = *value;
+  if (!fresh.count(chosen->first))
+    eliminatedUserDim.emplace(chosen->first, *value);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include "ir/DimExpr.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -40,6 +41,14 @@ public:
   /// Adds `a == b`; returns false and changes nothing on a contradiction.
   bool unify(const DimExpr &a, const DimExpr &b);
 
+  /// The dimension the user wrote that the last `unify` eliminated (`I`
+  /// in `I == H`), with its value: two names the researcher meant as two
+  /// sizes that an expression forces to be one.
+  const std::optional<std::pair<std::string, DimExpr>> &
+  lastEliminatedUserDim() const {
+    return eliminatedUserDim;
+  }
+
   /// A symbol named after `base` that occurs nowhere yet.
   std::string freshSymbol(const std::string &base) {
     std::string name = base;
@@ -65,6 +74,7 @@ private:
   }
   std::map<std::string, unsigned> rank;
   std::set<std::string> fresh;
+  std::optional<std::pair<std::string, DimExpr>> eliminatedUserDim;
 };
 
 

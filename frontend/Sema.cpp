@@ -115,6 +115,9 @@ private:
   /// ` (that is, [4] vs [5])` when unification or `--dim` makes the shapes
   /// read differently from how they were written, else "".
   std::string unifiedSuffix(const Shape &a, const Shape &b) const;
+  /// dims.unify(a, b), warning at `loc` when it makes a dimension the user
+  /// named equal to another (`a * v` with `[H]` and `[I]`).
+  bool unifyAt(const DimExpr &a, const DimExpr &b, Location loc);
   /// `; did you mean 'x'?` for the closest candidate, or "".
   static std::string suggest(llvm::StringRef name,
                              llvm::ArrayRef<std::string> candidates);
@@ -303,7 +306,7 @@ void CellChecker::define(Target &target, const Shape &shape) {
   }
   const Shape &stateShape = state->second.shape;
   if (shape.isVector() && stateShape.isVector() &&
-      !dims.unify(stateShape.dims[0], shape.dims[0]))
+      !unifyAt(stateShape.dims[0], shape.dims[0], target.loc))
     error(target.loc) << "shape mismatch: state '" << target.name << "' is "
                       << stateShape.str() << " but its next value is "
                       << shape.str() << unifiedSuffix(stateShape, shape);
@@ -424,7 +427,7 @@ Shape CellChecker::checkBinary(BinaryExpr &binary) {
     return rhs;
   if (rhs.isScalar())
     return lhs;
-  if (!dims.unify(lhs.dims[0], rhs.dims[0])) {
+  if (!unifyAt(lhs.dims[0], rhs.dims[0], binary.loc)) {
     error(binary.loc) << "shape mismatch: " << lhs.str() << " vs " << rhs.str()
                       << unifiedSuffix(lhs, rhs);
     return Shape::invalid();
@@ -465,7 +468,7 @@ Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
   if (matrix.isInvalid() || vector.isInvalid())
     return matrix.isInvalid() ? Shape::invalid()
                               : Shape::vector(matrix.dims[0]);
-  if (!dims.unify(matrix.dims[1], vector.dims[0])) {
+  if (!unifyAt(matrix.dims[1], vector.dims[0], matVec.loc)) {
     error(matVec.loc) << "shape mismatch: '" << name->spelling() << "' is "
                       << matrix.str() << " but its operand is " << vector.str()
                       << unifiedSuffix(matrix, vector);
@@ -547,7 +550,7 @@ void CellChecker::checkVectorParam(Expr &expr, const DimExpr &length,
                     << " of 'layernorm' must be a vector param";
     return;
   }
-  if (length != DimExpr() && !dims.unify(length, shape.dims[0]))
+  if (length != DimExpr() && !unifyAt(length, shape.dims[0], expr.loc))
     error(expr.loc) << "shape mismatch: the " << role << " '"
                     << name->spelling() << "' is " << shape.str()
                     << " but the normalised vector is [" << length.str() << "]";
@@ -613,6 +616,25 @@ void CellChecker::resolveShapes() {
   for (Output &output : cell.outputs)
     output.target.shape = resolve(output.target.shape);
   cell.dimBindings.assign(dims.bindings.begin(), dims.bindings.end());
+}
+
+bool CellChecker::unifyAt(const DimExpr &a, const DimExpr &b, Location loc) {
+  if (!dims.unify(a, b))
+    return false;
+  if (const auto &eliminated = dims.lastEliminatedUserDim()) {
+    const auto &[name, value] = *eliminated;
+    mlir::InFlightDiagnostic warning = mlir::emitWarning(toLoc(loc));
+    warning << (value.isConstant() ? "this expression fixes dimension '"
+                                   : "this expression makes dimension '")
+            << name << (value.isConstant() ? "' to " : "' equal to '")
+            << value.str()
+            << (value.isConstant() ? "" : "' everywhere in the cell") << " ("
+            << a.str() << " vs " << b.str() << "); "
+            << (value.isConstant()
+                    ? "declare it as " + value.str() + " if that is meant"
+                    : "write one name if they are meant to be the same size");
+  }
+  return true;
 }
 
 std::string CellChecker::unifiedSuffix(const Shape &a, const Shape &b) const {

@@ -118,7 +118,8 @@ Status DimBinder::collect() {
   return Status::success();
 }
 
-bool DimBinder::solveOne(const DimExpr &expr, int64_t value) {
+bool DimBinder::solveOne(const DimExpr &expr, int64_t value,
+                         const std::string &from) {
   const DimExpr::Term *unknown = nullptr;
   int64_t known = expr.getConstant();
   for (const DimExpr::Term &term : expr.getTerms()) {
@@ -137,6 +138,7 @@ bool DimBinder::solveOne(const DimExpr &expr, int64_t value) {
   if (solution < 1)
     return false;
   sizes.dims[unknown->first] = solution;
+  sizes.boundBy[unknown->first] = from;
   return true;
 }
 
@@ -146,6 +148,8 @@ Status cellrt::detail::checkConstraint(const ShapeConstraint &constraint,
   bool matches = constraint.actual.size() == constraint.declared.size();
   std::vector<int64_t> expected;
   std::string unbound;
+  // Where a dim's value came from another array: both arrays are named.
+  std::string boundElsewhere;
   for (size_t i = 0; i < constraint.declared.size(); ++i) {
     std::optional<int64_t> value = constraint.declared[i].evaluate(sizes.dims);
     if (!value) {
@@ -156,8 +160,17 @@ Status cellrt::detail::checkConstraint(const ShapeConstraint &constraint,
       continue;
     }
     expected.push_back(*value);
-    if (matches && constraint.actual[i] != *value)
+    if (i < constraint.actual.size() && constraint.actual[i] != *value) {
       matches = false;
+      for (const DimExpr::Term &term : constraint.declared[i].getTerms()) {
+        auto source = sizes.boundBy.find(term.first);
+        if (boundElsewhere.empty() && source != sizes.boundBy.end() &&
+            source->second.rfind(constraint.label + " ", 0) != 0)
+          boundElsewhere = "; dimension " + term.first + " = " +
+                           std::to_string(sizes.dims.at(term.first)) +
+                           " comes from " + source->second;
+      }
+    }
   }
   if (matches)
     return Status::success();
@@ -165,7 +178,7 @@ Status cellrt::detail::checkConstraint(const ShapeConstraint &constraint,
       constraint.label + " has shape " + shapeString(constraint.actual) +
       " but the plan expects " + shapeString(constraint.declaredText);
   if (unbound.empty())
-    message += " = " + shapeString(expected);
+    message += " = " + shapeString(expected) + boundElsewhere;
   else
     message += ", which no positive value of " + unbound + " matches";
   return Status::error(message);
@@ -184,7 +197,9 @@ Expected<Sizes> DimBinder::bind() {
     for (const ShapeConstraint &constraint : constraints)
       for (size_t i = 0;
            i < constraint.declared.size() && i < constraint.actual.size(); ++i)
-        progress |= solveOne(constraint.declared[i], constraint.actual[i]);
+        progress |= solveOne(constraint.declared[i], constraint.actual[i],
+                             constraint.label + " " +
+                                 shapeString(constraint.actual));
   }
   for (const ShapeConstraint &constraint : constraints)
     if (!(status = check(constraint)).ok())

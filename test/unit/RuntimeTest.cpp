@@ -587,7 +587,8 @@ TEST(ExecutorErrorTest, MisShapedArrays) {
   EXPECT_EQ(errorFor([](ForwardArgs &a) {
               a.params["U"].shape = {5, 4};
             }),
-            "param 'U' has shape [5, 4] but the plan expects [H, H] = [5, 5]");
+            "param 'U' has shape [5, 4] but the plan expects [H, H] = [5, 5]; "
+            "dimension H = 5 comes from param 'A' [5, 4]");
   EXPECT_EQ(errorFor([](ForwardArgs &a) {
               a.params["b"].shape = {5, 1};
             }),
@@ -596,7 +597,7 @@ TEST(ExecutorErrorTest, MisShapedArrays) {
               a.initialStates[0].shape = {3, 6};
             }),
             "initial state 'h' has shape [3, 6] but the plan expects [B, H] = "
-            "[3, 5]");
+            "[3, 5]; dimension H = 5 comes from param 'A' [5, 4]");
   EXPECT_EQ(errorFor([](ForwardArgs &a) {
               a.output.shape = {2, 4, 5};
             }),
@@ -874,12 +875,13 @@ TEST(BackwardErrorTest, MisShapedGradients) {
               g.paramGradients["U"].shape = {5, 4};
             }),
             "gradient of param 'U' has shape [5, 4] but the plan expects "
-            "[H, H] = [5, 5]");
+            "[H, H] = [5, 5]; dimension H = 5 comes from param 'A' [5, 4]");
   EXPECT_EQ(errorFor([](BackwardArgs &g) {
               g.inputGradients[0].shape = {2, 3, 5};
             }),
             "input gradient 'x' has shape [2, 3, 5] but the plan expects "
-            "[T, B, I] = [2, 3, 4]");
+            "[T, B, I] = [2, 3, 4]; dimension I = 4 comes from param 'A' "
+            "[5, 4]");
   EXPECT_EQ(errorFor([](BackwardArgs &g) {
               g.outputGradient.shape = {3, 3, 5};
             }),
@@ -889,7 +891,7 @@ TEST(BackwardErrorTest, MisShapedGradients) {
               g.finalStateGradients[0].shape = {3, 4};
             }),
             "final state gradient 'h' has shape [3, 4] but the plan expects "
-            "[B, H] = [3, 5]");
+            "[B, H] = [3, 5]; dimension H = 5 comes from param 'A' [5, 4]");
   EXPECT_EQ(
       errorFor([](BackwardArgs &g) { g.initialStateGradients[0].shape = {5}; }),
       "initial state gradient 'h' has shape [5] but the plan expects "

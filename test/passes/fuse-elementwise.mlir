@@ -56,3 +56,58 @@ cell.cell @linear attributes {input_names = ["x"], output_name = "h'", param_nam
   %q = cell.mat_vec %U, %h : !cell.mat<"H", "H">, !cell.vec<"H"> -> !cell.vec<"H">
   cell.yield %q, %q : !cell.vec<"H">, !cell.vec<"H">
 }
+
+// -----
+
+// A two-level step: the new state n' (kernel 0) feeds the product U @ n'
+// and passes through the final kernel to the terminator. The product must
+// read kernel 0's result, never the final kernel's (which comes after it).
+// CHECK-LABEL: cell.cell @twolevel
+// CHECK:       body {
+// CHECK:         %[[M:.*]] = cell.mat_vec
+// CHECK-NEXT:    %[[N:.*]] = cell.fused(%{{.*}}, %[[M]])
+// CHECK:           cell.tanh
+// CHECK:         %[[G:.*]] = cell.mat_vec %{{.*}}, %[[N]] :
+// CHECK-NEXT:    %[[F:.*]]:3 = cell.fused(%{{.*}}, %{{.*}}, %[[G]], %[[N]]) {final}
+// CHECK:         cell.yield %[[F]]#0, %[[F]]#1, %[[F]]#2
+cell.cell @twolevel attributes {input_names = ["x"], output_name = "m'", param_names = ["W", "V", "U"], state_names = ["m", "n"]} prologue {
+^bb0(%x: !cell.vec<"I">, %W: !cell.mat<"H", "I">, %V: !cell.mat<"H", "H">, %U: !cell.mat<"H", "H">):
+  %wx = cell.mat_vec %W, %x : <"H", "I">, <"I"> -> <"H">
+  cell.yield %wx : !cell.vec<"H">
+} body {
+^bb0(%x: !cell.vec<"I">, %m: !cell.vec<"H">, %n: !cell.vec<"H">, %W: !cell.mat<"H", "I">, %V: !cell.mat<"H", "H">, %U: !cell.mat<"H", "H">, %wx: !cell.vec<"H">):
+  %vm = cell.mat_vec %V, %m : <"H", "H">, <"H"> -> <"H">
+  %s = cell.add %wx, %vm : <"H">
+  %nn = cell.tanh %s : <"H">
+  %un = cell.mat_vec %U, %nn : <"H", "H">, <"H"> -> <"H">
+  %g = cell.sigmoid %un : <"H">
+  %gn = cell.mul %g, %nn : <"H">
+  %one = cell.constant 1.000000e+00 : <"H">
+  %ng = cell.sub %one, %g : <"H">
+  %gm = cell.mul %ng, %m : <"H">
+  %mm = cell.add %gn, %gm : <"H">
+  cell.yield %mm, %nn, %mm : !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">
+}
+
+// -----
+
+// `output h` of a state that also feeds a product: the state passes through
+// the final kernel as the output, and the product keeps reading the block
+// argument itself.
+// CHECK-LABEL: cell.cell @outputstate
+// CHECK:       body {
+// CHECK-NEXT:  ^bb0(%{{[^:]*}}: !cell.vec<"I">, %[[H:[^:]*]]: !cell.vec<"H">
+// CHECK:         cell.mat_vec %{{.*}}, %[[H]] :
+// CHECK:         %[[F:.*]]:2 = cell.fused(%[[H]], {{.*}}) {final}
+// CHECK:         cell.yield %[[F]]#0, %[[F]]#1
+cell.cell @outputstate attributes {input_names = ["x"], output_name = "h", param_names = ["W", "U"], state_names = ["h"]} prologue {
+^bb0(%x: !cell.vec<"I">, %W: !cell.mat<"H", "I">, %U: !cell.mat<"H", "H">):
+  %wx = cell.mat_vec %W, %x : <"H", "I">, <"I"> -> <"H">
+  cell.yield %wx : !cell.vec<"H">
+} body {
+^bb0(%x: !cell.vec<"I">, %h: !cell.vec<"H">, %W: !cell.mat<"H", "I">, %U: !cell.mat<"H", "H">, %wx: !cell.vec<"H">):
+  %uh = cell.mat_vec %U, %h : <"H", "H">, <"H"> -> <"H">
+  %s = cell.add %wx, %uh : <"H">
+  %n = cell.tanh %s : <"H">
+  cell.yield %n, %h : !cell.vec<"H">, !cell.vec<"H">
+}

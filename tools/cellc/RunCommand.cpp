@@ -27,6 +27,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Path.h"
 
 using namespace cellc;
@@ -36,7 +37,7 @@ namespace {
 
 const char kUsage[] =
     "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
-    "[--reverse] [--no-cache] [--device auto|cpu|gpu]";
+    "[--reverse] [--no-cache] [--device auto|cpu|gpu] [--object X.so]";
 
 std::string pathIn(const std::string &dir, const std::string &file) {
   llvm::SmallString<256> path(dir);
@@ -329,7 +330,8 @@ std::string cellc::parseRunArguments(int argc, char **argv,
     std::string result;
     if (!(result = value("cell", options.cellName)).empty() ||
         !(result = value("dir", options.dir)).empty() ||
-        !(result = value("device", options.device)).empty()) {
+        !(result = value("device", options.device)).empty() ||
+        !(result = value("object", options.objectFile)).empty()) {
       if (result != "ok")
         return result;
       continue;
@@ -369,6 +371,31 @@ std::string cellc::parseRunArguments(int argc, char **argv,
 
 namespace {
 
+/// The cell compiled ahead of time into the shared library `path`: its
+/// plan and kernel table symbols, as the generated header names them.
+cellrt::Expected<cellrt::Cell> loadFromObject(const std::string &path,
+                                              const std::string &cellName) {
+  if (cellName.empty())
+    return cellrt::Status::error("--object needs --cell NAME");
+  std::string error;
+  auto library =
+      llvm::sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &error);
+  if (!library.isValid())
+    return cellrt::Status::error(path + ": " + error);
+  auto symbol = [&](const char *suffix) {
+    return library.getAddressOfSymbol(
+        ("cellc_" + cellName + suffix).c_str());
+  };
+  auto *plan = static_cast<const char *>(symbol("_plan"));
+  auto *kernels = static_cast<const cellrt_kernel_fn *>(symbol("_kernels"));
+  auto *names = static_cast<const char *const *>(symbol("_kernel_names"));
+  auto *count = static_cast<const int64_t *>(symbol("_num_kernels"));
+  if (!plan || !kernels || !names || !count)
+    return cellrt::Status::error(path + ": no cell '" + cellName +
+                                 "' (cellc_" + cellName + "_plan is missing)");
+  return cellrt::Cell::load(cellrt_image{plan, kernels, names, *count});
+}
+
 /// The compiled cell on the device `options.device` asks for: `auto` takes
 /// the GPU when a driver and GPU are there, else the CPU. `keep` holds the
 /// CPU's JIT-compiled code, which must outlive the cell.
@@ -376,6 +403,8 @@ cellrt::Expected<cellrt::Cell>
 loadOnDevice(const RunOptions &options,
              const jit::CompileOptions &compileOptions,
              std::optional<jit::CompiledCell> &keep, llvm::raw_ostream &log) {
+  if (!options.objectFile.empty())
+    return loadFromObject(options.objectFile, options.cellName);
   std::string cpuReason;
   if (options.device != "cpu") {
 #ifdef CELLC_HAS_CUDA

@@ -30,6 +30,9 @@ struct RunOptions {
   std::string device = "auto";
   /// std::nullopt: the JIT's default cache; "": no cache.
   std::optional<std::string> cacheDir;
+  /// A shared library linked from `cellc FILE -o X.o`: run its code
+  /// instead of compiling (the differential tester's AOT leg).
+  std::string objectFile;
 };
 
 /// Parses `run`'s arguments (argv[0] is "run"). Returns "" or an error.

@@ -215,43 +215,8 @@ void KernelEmitter::forEachElement(Value length,
 }
 
 Value KernelEmitter::emitElementwise(Operation *op, ArrayRef<Value> args) {
-  Value x = args.empty() ? Value() : args[0];
-  return TypeSwitch<Operation *, Value>(op)
-      .Case([&](AddOp) { return builder.create<arith::AddFOp>(loc, x, args[1]); })
-      .Case([&](SubOp) { return builder.create<arith::SubFOp>(loc, x, args[1]); })
-      .Case([&](MulOp) { return builder.create<arith::MulFOp>(loc, x, args[1]); })
-      .Case([&](DivOp) { return builder.create<arith::DivFOp>(loc, x, args[1]); })
-      .Case([&](NegOp) { return builder.create<arith::NegFOp>(loc, x); })
-      .Case([&](SigmoidOp) -> Value {
-        Value e = builder.create<math::ExpOp>(
-            loc, builder.create<arith::NegFOp>(loc, x));
-        Value denominator = builder.create<arith::AddFOp>(loc, f32Constant(1), e);
-        return builder.create<arith::DivFOp>(loc, f32Constant(1), denominator);
-      })
-      .Case([&](TanhOp) { return builder.create<math::TanhOp>(loc, x); })
-      .Case([&](ReluOp) {
-        return builder.create<arith::MaxFOp>(loc, x, f32Constant(0));
-      })
-      .Case([&](ExpOp) { return builder.create<math::ExpOp>(loc, x); })
-      .Case([&](HeavisideOp) -> Value {
-        Value positive = builder.create<arith::CmpFOp>(
-            loc, arith::CmpFPredicate::OGT, x, f32Constant(0));
-        return builder.create<arith::SelectOp>(loc, positive, f32Constant(1),
-                                               f32Constant(0));
-      })
-      .Case([&](LogOp) { return builder.create<math::LogOp>(loc, x); })
-      .Case([&](SoftplusOp) -> Value {
-        // max(x, 0) + log1p(exp(-|x|)) never overflows.
-        Value negAbs = builder.create<arith::NegFOp>(
-            loc, builder.create<math::AbsFOp>(loc, x));
-        Value tail = builder.create<math::Log1pOp>(
-            loc, builder.create<math::ExpOp>(loc, negAbs));
-        return builder.create<arith::AddFOp>(
-            loc, builder.create<arith::MaxFOp>(loc, x, f32Constant(0)), tail);
-      })
-      .Default([](Operation *) -> Value {
-        llvm_unreachable("not an element-wise operation");
-      });
+  // Each op's scalar rule lives with the op (ir/ElementwiseRules.cpp).
+  return cast<ElementwiseMath>(op).emitScalar(builder, loc, args);
 }
 
 /// The scalar value of `value` at `element` of the current row; element-wise

@@ -37,20 +37,6 @@ struct Generated {
 };
 
 /// Folds a built-in function applied to a number.
-double foldUnary(llvm::StringRef function, double x) {
-  if (function == "sigmoid")
-    return 1 / (1 + std::exp(-x));
-  if (function == "tanh")
-    return std::tanh(x);
-  if (function == "relu")
-    return x > 0 ? x : 0;
-  if (function == "exp")
-    return std::exp(x);
-  if (function == "log")
-    return std::log(x);
-  return std::log1p(std::exp(x)); // softplus
-}
-
 double foldBinary(char op, double lhs, double rhs) {
   switch (op) {
   case '+':
@@ -250,21 +236,18 @@ Generated MLIRGenerator::generateCall(const CallExpr &call) {
     return {normalized};
   }
 
+  // An element-wise function: the op that implements it, found by name.
+  auto function = lookupLanguageFunction(context, call.callee);
+  assert(function && "Sema accepts only functions some op implements");
   Generated operand = generate(*call.args[0]);
   if (operand.isNumber())
-    return {mlir::Value(), foldUnary(call.callee, operand.number)};
-  mlir::Value x = operand.value;
-  if (call.callee == "sigmoid")
-    return {builder.create<SigmoidOp>(loc, type, x)};
-  if (call.callee == "tanh")
-    return {builder.create<TanhOp>(loc, type, x)};
-  if (call.callee == "relu")
-    return {builder.create<ReluOp>(loc, type, x)};
-  if (call.callee == "exp")
-    return {builder.create<ExpOp>(loc, type, x)};
-  if (call.callee == "log")
-    return {builder.create<LogOp>(loc, type, x)};
-  return {builder.create<SoftplusOp>(loc, type, x)};
+    return {mlir::Value(),
+            function->getInterface<ElementwiseMath>()->evaluate(
+                {operand.number})};
+  mlir::OperationState state(loc, *function);
+  state.addOperands(operand.value);
+  state.addTypes(type);
+  return {builder.create(state)->getResult(0)};
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 
 #include "frontend/AST.h"
 #include "frontend/DimUnifier.h"
+#include "ir/CellOps.h"
 #include "frontend/Frontend.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -33,14 +34,9 @@ namespace {
 // Cell checker
 //===----------------------------------------------------------------------===//
 
-/// The built-in element-wise functions of one argument.
-const char *const unaryFunctions[] = {"sigmoid", "tanh", "relu",
-                                      "exp",     "log",  "softplus"};
+/// Functions built into the language itself; element-wise functions of one
+/// argument are the ops that declare themselves LanguageFunction.
 const char *const otherFunctions[] = {"layernorm", "concat", "split"};
-
-bool isUnaryFunction(llvm::StringRef name) {
-  return llvm::is_contained(unaryFunctions, name);
-}
 
 /// A value visible by name: a declaration, a statement's result, or a
 /// state's next value (under the key `h'`).
@@ -493,9 +489,9 @@ Shape CellChecker::checkCall(CallExpr &call) {
   std::vector<Shape> args;
   for (auto &arg : call.args)
     args.push_back(checkExpr(*arg));
-  if (!isUnaryFunction(call.callee)) {
-    std::vector<std::string> known(std::begin(unaryFunctions),
-                                   std::end(unaryFunctions));
+  if (!mlir::cell::lookupLanguageFunction(context, call.callee)) {
+    std::vector<std::string> known =
+        mlir::cell::languageFunctionNames(context);
     known.insert(known.end(), std::begin(otherFunctions),
                  std::end(otherFunctions));
     error(call.loc) << "unknown function '" << call.callee << "'"

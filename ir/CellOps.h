@@ -17,7 +17,14 @@ namespace mlir::cell {
 class YieldOp;
 class FusedOp;
 class CellOp;
+
+/// Ops whose mnemonic is a function of the cell language (CellInterfaces.td).
+template <typename ConcreteType>
+class LanguageFunction : public OpTrait::TraitBase<ConcreteType, LanguageFunction> {};
 } // namespace mlir::cell
+
+#include "ir/Adjoints.h"
+#include "ir/CellInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "ir/CellOps.h.inc"
@@ -25,6 +32,14 @@ class CellOp;
 namespace mlir::cell {
 /// The length of a vector type as a dimension expression.
 std::string getLengthText(Type vecType);
+
+/// The op that implements the cell language's function `name` (`sigmoid`
+/// is `cell.sigmoid`), if there is one; loads the dialect.
+std::optional<RegisteredOperationName>
+lookupLanguageFunction(MLIRContext &context, llvm::StringRef name);
+
+/// Every function of the language that ops implement, sorted.
+std::vector<std::string> languageFunctionNames(MLIRContext &context);
 } // namespace mlir::cell
 
 #endif // CELLC_IR_CELLOPS_H

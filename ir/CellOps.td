@@ -4,6 +4,7 @@
 #define CELL_OPS
 
 include "ir/CellTypes.td"
+include "ir/CellInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -189,7 +190,8 @@ def Cell_ConstantOp : Cell_Op<"constant", [Pure]> {
 }
 
 class Cell_BinaryOp<string mnemonic, string what>
-    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType,
+                         DeclareOpInterfaceMethods<Cell_ElementwiseMathOpInterface>]> {
   let summary = "element-wise " # what;
   let description = [{
     Operands and result have the same vector type.
@@ -208,8 +210,14 @@ def Cell_SubOp : Cell_BinaryOp<"sub", "difference">;
 def Cell_MulOp : Cell_BinaryOp<"mul", "product">;
 def Cell_DivOp : Cell_BinaryOp<"div", "quotient">;
 
-class Cell_UnaryOp<string mnemonic, string what>
-    : Cell_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+/// An element-wise function of one vector; its rules (value at an element,
+/// derivative, value on numbers) are in ElementwiseRules.cpp. `overridden`
+/// lists interface methods with defaults that the op redefines.
+class Cell_UnaryOp<string mnemonic, string what, list<Trait> traits = [],
+                   list<string> overridden = []>
+    : Cell_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType,
+          DeclareOpInterfaceMethods<Cell_ElementwiseMathOpInterface,
+                                    overridden>], traits)> {
   let summary = "element-wise " # what;
   let description = [{
     ```mlir
@@ -221,13 +229,26 @@ class Cell_UnaryOp<string mnemonic, string what>
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
+/// A function the cell language calls by this op's mnemonic.
+class Cell_FunctionOp<string mnemonic, string what,
+                      list<string> overridden = []>
+    : Cell_UnaryOp<mnemonic, what, [Cell_LanguageFunction], overridden>;
+/// A function whose value --save-activations keeps for backward.
+class Cell_TranscendentalOp<string mnemonic, string what>
+    : Cell_FunctionOp<mnemonic, what, ["isTranscendental"]>;
+
 def Cell_NegOp : Cell_UnaryOp<"neg", "negation">;
-def Cell_SigmoidOp : Cell_UnaryOp<"sigmoid", "logistic sigmoid 1/(1+exp(-x))">;
-def Cell_TanhOp : Cell_UnaryOp<"tanh", "hyperbolic tangent">;
-def Cell_ReluOp : Cell_UnaryOp<"relu", "max(x, 0)">;
-def Cell_ExpOp : Cell_UnaryOp<"exp", "exponential">;
-def Cell_LogOp : Cell_UnaryOp<"log", "natural logarithm">;
-def Cell_SoftplusOp : Cell_UnaryOp<"softplus", "log(1 + exp(x))">;
+def Cell_SigmoidOp : Cell_TranscendentalOp<"sigmoid",
+    "logistic sigmoid 1/(1+exp(-x))">;
+def Cell_TanhOp : Cell_TranscendentalOp<"tanh", "hyperbolic tangent">;
+def Cell_ReluOp : Cell_FunctionOp<"relu", "max(x, 0)">;
+def Cell_ExpOp : Cell_TranscendentalOp<"exp", "exponential">;
+def Cell_LogOp : Cell_TranscendentalOp<"log", "natural logarithm">;
+def Cell_SoftplusOp : Cell_TranscendentalOp<"softplus", "log(1 + exp(x))">;
+def Cell_HardsigmoidOp : Cell_FunctionOp<"hardsigmoid",
+    "piecewise-linear sigmoid min(max(x/6 + 1/2, 0), 1) (PyTorch's)">;
+def Cell_GeluOp : Cell_TranscendentalOp<"gelu",
+    "GELU, tanh form: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))">;
 def Cell_HeavisideOp : Cell_UnaryOp<"heaviside",
     "step function: 1 where x > 0, else 0 (relu's derivative)">;
 

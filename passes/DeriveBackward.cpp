@@ -26,16 +26,17 @@ using namespace mlir::cell;
 
 namespace {
 
-/// Accumulates adjoints while walking a cloned forward region backwards.
-class AdjointBuilder {
+/// Accumulates adjoints while walking a cloned forward region backwards;
+/// element-wise ops add theirs through their own rules (ElementwiseMath).
+class AdjointBuilder : public AdjointEmitter {
 public:
   AdjointBuilder(OpBuilder &builder, Location loc)
-      : builder(builder), loc(loc) {}
+      : AdjointEmitter(builder, loc) {}
 
   Value lookup(Value value) { return adjoints.lookup(value); }
 
   /// adjoint(value) += gradient
-  void accumulate(Value value, Value gradient) {
+  void accumulate(Value value, Value gradient) override {
     if (Value existing = adjoints.lookup(value))
       gradient = create<AddOp>(existing, gradient);
     adjoints[value] = gradient;
@@ -53,21 +54,6 @@ public:
   void propagate(Operation *op, Value result = Value());
 
 private:
-  template <typename OpTy, typename... Args>
-  Value create(Value first, Args... rest) {
-    return builder.create<OpTy>(loc, first.getType(), first, rest...);
-  }
-  Value constant(Type type, double value) {
-    return builder.create<ConstantOp>(loc, type,
-                                      builder.getF64FloatAttr(value));
-  }
-  /// 1 - v
-  Value oneMinus(Value v) {
-    return create<SubOp>(constant(v.getType(), 1.0), v);
-  }
-
-  OpBuilder &builder;
-  Location loc;
   DenseMap<Value, Value> adjoints;
 };
 
@@ -90,41 +76,12 @@ void AdjointBuilder::propagate(Operation *op, Value result) {
   Value dy = adjoints.lookup(y);
   if (!dy)
     return;
+  if (auto math = dyn_cast<ElementwiseMath>(op)) {
+    math.emitAdjoints(*this, y, dy);
+    return;
+  }
   Value a = op->getNumOperands() > 0 ? op->getOperand(0) : Value();
-  Value b = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
   TypeSwitch<Operation *>(op)
-      .Case([&](AddOp) {
-        accumulate(a, dy);
-        accumulate(b, dy);
-      })
-      .Case([&](SubOp) {
-        accumulate(a, dy);
-        accumulate(b, create<NegOp>(dy));
-      })
-      .Case([&](MulOp) {
-        accumulate(a, create<MulOp>(dy, b));
-        accumulate(b, create<MulOp>(dy, a));
-      })
-      .Case([&](DivOp) {
-        // y = a / b: da = dy / b, db = -dy * y / b
-        accumulate(a, create<DivOp>(dy, b));
-        accumulate(b, create<NegOp>(create<DivOp>(create<MulOp>(dy, y), b)));
-      })
-      .Case([&](NegOp) { accumulate(a, create<NegOp>(dy)); })
-      .Case([&](SigmoidOp) {
-        accumulate(a, create<MulOp>(dy, create<MulOp>(y, oneMinus(y))));
-      })
-      .Case([&](TanhOp) {
-        accumulate(a, create<MulOp>(dy, oneMinus(create<MulOp>(y, y))));
-      })
-      .Case([&](ReluOp) {
-        accumulate(a, create<MulOp>(dy, create<HeavisideOp>(a)));
-      })
-      .Case([&](ExpOp) { accumulate(a, create<MulOp>(dy, y)); })
-      .Case([&](LogOp) { accumulate(a, create<DivOp>(dy, a)); })
-      .Case([&](SoftplusOp) {
-        accumulate(a, create<MulOp>(dy, create<SigmoidOp>(a)));
-      })
       .Case([&](LayerNormOp) {
         accumulate(a, create<LayerNormGradOp>(a, dy));
       })
@@ -143,7 +100,8 @@ void AdjointBuilder::propagate(Operation *op, Value result) {
 
 /// Expensive element-wise results worth saving rather than recomputing.
 bool isSaveable(Operation *op) {
-  return isa<SigmoidOp, TanhOp, ExpOp, LogOp, SoftplusOp>(op);
+  auto math = dyn_cast<ElementwiseMath>(op);
+  return math && math.isTranscendental();
 }
 
 /// Rebuilds `forward` so that it also yields `saved` (values of its region)

@@ -22,9 +22,8 @@ using namespace mlir;
 using namespace mlir::cell;
 
 bool mlir::cell::isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, SigmoidOp, TanhOp, ReluOp,
-             ExpOp, LogOp, SoftplusOp, HeavisideOp, LayerNormOp,
-             LayerNormGradOp, ConcatOp, SplitOp, SliceOp>(op);
+  return isa<ElementwiseMath, LayerNormOp, LayerNormGradOp, ConcatOp, SplitOp,
+             SliceOp>(op);
 }
 
 static bool isProduct(Operation *op) {

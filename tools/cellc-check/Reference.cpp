@@ -63,6 +63,10 @@ torch::Tensor evaluateCall(const ast::CallExpr &call, const Env &env) {
     return torch::log(unary());
   if (f == "softplus")
     return torch::log1p(torch::exp(unary()));
+  if (f == "hardsigmoid")
+    return torch::hardsigmoid(unary());
+  if (f == "gelu")
+    return torch::gelu(unary(), "tanh");
   if (f == "layernorm") {
     if (args.size() == 1)
       return layerNorm(args[0]);

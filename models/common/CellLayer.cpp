@@ -4,16 +4,13 @@
 
 #include "models/common/Data.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 namespace nmt {
 
 void check(const cellrt::Status &status, const char *what) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "nmt: %s: %s\n", what, status.message().c_str());
-    std::abort();
-  }
+  // An exception, not an abort: the driver reports it and a library user
+  // (or a test) can recover.
+  if (!status.ok())
+    throw CellRuntimeError(std::string(what) + ": " + status.message());
 }
 
 static void bindSymbol(const cellrt::DimExpr &expr, int64_t value,
@@ -41,8 +38,9 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
   const cellrt::Plan &plan = cell.getPlan();
   std::string what = "cell " + plan.cellName + " (" + prefix + ")";
   if (plan.inputs.size() != 1)
-    throw DataError(what + ": a model layer needs a cell with exactly one "
-                           "input, this one has " +
+    throw DataError(what +
+                    ": a model layer needs a cell with exactly one "
+                    "input, this one has " +
                     std::to_string(plan.inputs.size()));
   std::map<std::string, int64_t> dims;
   bindSymbol(plan.inputs[0].length, inputSize, dims, what);

@@ -1,4 +1,5 @@
-//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++ -*-===//
+//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++
+//-*-===//
 
 #ifndef CELLC_MODELS_NMT_CELLS_H
 #define CELLC_MODELS_NMT_CELLS_H

@@ -221,6 +221,10 @@ void Session::train(const TrainData &data) {
   if (options.progress)
     std::fprintf(stderr, "%s\n", line);
   while (!state.finished && state.epoch < options.epochs) {
+    // A run resumed at its --max-updates has nothing left to do (one more
+    // update, or an early end of epoch, would differ from the straight run).
+    if (options.maxUpdates > 0 && state.updates >= options.maxUpdates)
+      return;
     EpochRun run = runEpoch(exs, log);
     if (run.stopped)
       return;

@@ -156,7 +156,7 @@ TEST(Resume, MidEpochResumeLogsTheWholeEpochLoss) {
 
 // kill -9 at random moments (during updates, saves, validation), each time
 // resuming with the same command: the end result is bit-identical to an
-// uninterrupted run.
+// uninterrupted run, and so is the epoch loss of the interrupted epochs.
 TEST(Resume, KillNineAnywhereThenResumeIsBitIdentical) {
   TrainOptions o = tiny("kill");
   std::string reference = testing::TempDir() + "resume-kill-ref.ckpt";
@@ -226,6 +226,9 @@ TEST(Resume, KillNineAnywhereThenResumeIsBitIdentical) {
   }
   EXPECT_GT(killed, 0) << "no run was killed; the test proves nothing";
   std::printf("%d of 8 runs killed\n", killed);
+  ASSERT_EQ(run(command(o.out), -1), 0);
+  // Resuming a run that reached --max-updates must change nothing (it used
+  // to train one more update).
   ASSERT_EQ(run(command(o.out), -1), 0);
   auto straight = Session::load(reference), resumed = Session::load(o.out);
   EXPECT_EQ(resumed->state.updates, 120);

@@ -2,6 +2,8 @@
 
 #include "models/nmt/Trainer.h"
 
+#include "test/models/TinyRun.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,24 +18,10 @@ namespace {
 [[maybe_unused]] const bool singleThreaded = setThreads(1);
 
 TrainOptions tiny(const std::string &name) {
-  TrainOptions o;
-  o.taskTrain = 150;
-  o.taskValid = 10;
-  o.taskTest = 10;
-  o.maxTokens = 300;
-  o.model = {"atr", 0, 0, 8, 12, 8, 8, 0.1f};
-  o.epochs = 100;
-  o.patience = 0;
-  o.progress = false;
-  o.logEvery = 0;
-  o.out = testing::TempDir() + "checkpoint-" + name + ".ckpt";
-  return o;
+  return test::tinyRun("checkpoint-" + name, "atr");
 }
 
-std::string bytesOf(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test::bytesOf;
 
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;

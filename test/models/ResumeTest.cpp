@@ -2,6 +2,8 @@
 
 #include "models/nmt/Resume.h"
 
+#include "test/models/TinyRun.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,27 +20,10 @@ namespace {
 [[maybe_unused]] const bool singleThreaded = setThreads(1);
 
 TrainOptions tiny(const std::string &name) {
-  TrainOptions o;
-  o.taskTrain = 150;
-  o.taskValid = 10;
-  o.taskTest = 10;
-  o.maxTokens = 300;
-  o.model = {"gru", 0, 0, 8, 12, 8, 8, 0.1f};
-  o.lr = 5e-3f;
-  o.epochs = 100;
-  o.patience = 0;
-  o.progress = false;
-  o.logEvery = 0;
-  o.out = testing::TempDir() + "resume-" + name + ".ckpt";
-  for (const std::string &suffix : {"", ".best", ".tmp", ".log"})
-    std::remove((o.out + suffix).c_str());
-  return o;
+  return test::tinyRun("resume-" + name, "gru");
 }
 
-std::string bytesOf(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test::bytesOf;
 
 bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
 

@@ -234,10 +234,9 @@ struct OptimizedCell {
   std::string cellName;
 };
 
-cellrt::Expected<OptimizedCell> optimizeCell(const std::string &source,
-                                             const std::string &displayName,
-                                             const CompileOptions &options,
-                                             std::string &warnings) {
+cellrt::Expected<OptimizedCell>
+optimizeCell(const std::string &source, const std::string &displayName,
+             const CompileOptions &options, std::string &warnings) {
   mlir::DialectRegistry registry;
   cellc::registerAllCellDialects(registry);
   OptimizedCell result;
@@ -432,9 +431,11 @@ CompileResult cellc::jit::compileFile(const std::string &path,
   return compileSource((*buffer)->getBuffer().str(), path, options);
 }
 
-cellrt::Expected<GpuCode> cellc::jit::compileSourceForGPU(
-    const std::string &source, const std::string &displayName,
-    const CompileOptions &options, const std::string &gpuArch) {
+cellrt::Expected<GpuCode>
+cellc::jit::compileSourceForGPU(const std::string &source,
+                                const std::string &displayName,
+                                const CompileOptions &options,
+                                const std::string &gpuArch) {
   GpuCode code;
   auto cell = optimizeCell(source, displayName, options, code.warnings);
   if (!cell)

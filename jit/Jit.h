@@ -103,13 +103,15 @@ CompileResult compileSource(const std::string &source,
 struct GpuCode {
   std::string cellName, plan, ptx, warnings;
 };
-cellrt::Expected<GpuCode>
-compileFileForGPU(const std::string &path, const CompileOptions &options,
-                  const std::string &gpuArch = "sm_80");
-cellrt::Expected<GpuCode>
-compileSourceForGPU(const std::string &source, const std::string &displayName,
-                    const CompileOptions &options,
-                    const std::string &gpuArch = "sm_80");
+cellrt::Expected<GpuCode> compileFileForGPU(const std::string &path,
+                                            const CompileOptions &options,
+                                            const std::string &gpuArch =
+                                                "sm_80");
+cellrt::Expected<GpuCode> compileSourceForGPU(const std::string &source,
+                                              const std::string &displayName,
+                                              const CompileOptions &options,
+                                              const std::string &gpuArch =
+                                                  "sm_80");
 
 /// The version string that is part of every cache key.
 const char *cacheVersion();

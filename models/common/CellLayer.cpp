@@ -38,9 +38,8 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
   const cellrt::Plan &plan = cell.getPlan();
   std::string what = "cell " + plan.cellName + " (" + prefix + ")";
   if (plan.inputs.size() != 1)
-    throw DataError(what +
-                    ": a model layer needs a cell with exactly one "
-                    "input, this one has " +
+    throw DataError(what + ": a model layer needs a cell with exactly one "
+                           "input, this one has " +
                     std::to_string(plan.inputs.size()));
   std::map<std::string, int64_t> dims;
   bindSymbol(plan.inputs[0].length, inputSize, dims, what);

@@ -21,9 +21,8 @@ std::vector<std::string> builtinCells() { return {"atr", "gru", "lstm"}; }
 /// A .cell file through the JIT: `path.cell` (its only cell) or
 /// `path.cell:NAME`. The compiled code must outlive the Cell, so both are
 /// kept.
-static cellrt_image
-compileCellFile(const std::string &spec,
-                std::vector<cellc::jit::CompiledCell> &keep) {
+static cellrt_image compileCellFile(const std::string &spec,
+                                    std::vector<cellc::jit::CompiledCell> &keep) {
   std::string path = spec, cellName;
   size_t colon = spec.rfind(':');
   if (colon != std::string::npos && spec.compare(colon - 5, 5, ".cell") == 0) {

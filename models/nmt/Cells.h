@@ -1,5 +1,4 @@
-//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++
-//-*-===//
+//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++ -*-===//
 
 #ifndef CELLC_MODELS_NMT_CELLS_H
 #define CELLC_MODELS_NMT_CELLS_H

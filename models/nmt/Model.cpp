@@ -13,7 +13,8 @@ namespace {
 /// Arguments of one decoder cell step run as a length-1 sequence.
 cellrt::ForwardArgs stepArgs(const CellLayer &layer, const float *input,
                              int64_t B, const int32_t *ones,
-                             const std::vector<float *> &initial, float *output,
+                             const std::vector<float *> &initial,
+                             float *output,
                              const std::vector<float *> &finals) {
   cellrt::ForwardArgs args;
   args.inputs = {{input, {1, B, layer.inputWidth()}}};
@@ -183,12 +184,12 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
       check(dec1->cell().forward(args1), "decoder cell 1");
     linear(out1.data() + j * B * O1, B, O1, Wa->value.data(), A,
            Q.data() + j * B * A, false);
-    attentionForward(shape, ann.data(), UH.data(), batch.srcLen.data(), nullptr,
-                     Q.data() + j * B * A, va->value.data(),
+    attentionForward(shape, ann.data(), UH.data(), batch.srcLen.data(),
+                     nullptr, Q.data() + j * B * A, va->value.data(),
                      alpha.data() + j * Tx * B, ctx.data() + j * B * C);
-    auto args2 =
-        stepArgs(*dec2, ctx.data() + j * B * C, B, ones.data(), slots(St, j),
-                 out2.data() + j * B * O2, slots(S, j + 1));
+    auto args2 = stepArgs(*dec2, ctx.data() + j * B * C, B, ones.data(),
+                          slots(St, j), out2.data() + j * B * O2,
+                          slots(S, j + 1));
     if (backward)
       check(dec2->cell().forward(args2, tapes2[j]), "decoder cell 2");
     else
@@ -271,9 +272,9 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   };
   auto dec1Grads = dec1->gradArrays(), dec2Grads = dec2->gradArrays();
   for (int64_t j = Ty - 1; j >= 0; --j) {
-    auto args2 =
-        stepArgs(*dec2, ctx.data() + j * B * C, B, ones.data(), slots(St, j),
-                 out2.data() + j * B * O2, slots(S, j + 1));
+    auto args2 = stepArgs(*dec2, ctx.data() + j * B * C, B, ones.data(),
+                          slots(St, j), out2.data() + j * B * O2,
+                          slots(S, j + 1));
     cellrt::BackwardArgs g2;
     g2.outputGradient = {dOut2.data() + j * B * O2, {1, B, O2}};
     g2.finalStateGradients = constList(dS);
@@ -281,8 +282,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
     g2.inputGradients = {{dCin.data(), {1, B, C}}};
     g2.initialStateGradients = gradList(dSt, true);
     g2.paramGradients = dec2Grads;
-    check(dec2->cell().backward(args2, g2, tapes2[j]),
-          "decoder cell 2 backward");
+    check(dec2->cell().backward(args2, g2, tapes2[j]), "decoder cell 2 backward");
     float *dc = dCtx.data() + j * B * C;
     for (int64_t i = 0; i < B * C; ++i)
       dc[i] += dCin[i];
@@ -304,8 +304,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
     g1.inputGradients = {{dYe1.data(), {1, B, E}}};
     g1.initialStateGradients = gradList(dSprev, true);
     g1.paramGradients = dec1Grads;
-    check(dec1->cell().backward(args1, g1, tapes1[j]),
-          "decoder cell 1 backward");
+    check(dec1->cell().backward(args1, g1, tapes1[j]), "decoder cell 1 backward");
     float *dy = dYe.data() + j * B * E;
     for (int64_t i = 0; i < B * E; ++i)
       dy[i] += dYe1[i];
@@ -332,7 +331,8 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   // Keys: UH = ann Ua^T + ba.
   biasBackward(dUH.data(), Tx * B, A, ba->grad.data());
   linearBackward(ann.data(), Tx * B, C, Ua->value.data(), A, dUH.data(),
-                 Ua->grad.data(), dAnn.data(), true);
+                 Ua->grad.data(), dAnn.data(),
+                 true);
 
   // Encoder.
   int64_t Hf = encF->outputWidth(), Hb = encB->outputWidth();
@@ -360,14 +360,14 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   check(encB->cell().backward(argsB, gB, tapeB), "encoder backward");
   for (int64_t i = 0; i < Tx * B * E; ++i)
     dXf[i] += dXb[i];
-  embeddingBackward(Esrc->grad.data(), E, batch.src.data(), Tx * B, dXf.data());
+  embeddingBackward(Esrc->grad.data(), E, batch.src.data(), Tx * B,
+                    dXf.data());
   return total;
 }
 
-std::vector<std::vector<int32_t>> Model::translate(const Batch &batch,
-                                                   int64_t beam,
-                                                   int64_t maxLength,
-                                                   float lengthPenalty) {
+std::vector<std::vector<int32_t>>
+Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
+                 float lengthPenalty) {
   const int64_t B = batch.B, Tx = batch.Tx, E = config.emb, K = beam;
   const int64_t A = config.att, R = config.readout, V = config.tgtVocab;
   const int64_t O1 = dec1->outputWidth(), O2 = dec2->outputWidth();
@@ -474,8 +474,8 @@ std::vector<std::vector<int32_t>> Model::translate(const Batch &batch,
     linear(out1.data(), n, O1, Wa->value.data(), A, Q.data(), false);
     AttentionShape shape{Tx, B, C, A, n};
     attentionForward(shape, ann.data(), UH.data(), batch.srcLen.data(),
-                     activeSeq.data(), Q.data(), va->value.data(), alpha.data(),
-                     ctx.data());
+                     activeSeq.data(), Q.data(), va->value.data(),
+                     alpha.data(), ctx.data());
     cellrt::StepArgs a2;
     a2.packedWeights = &*packed2;
     a2.inputs = {{ctx.data(), {n, C}}};

@@ -57,8 +57,8 @@ public:
   /// Beam search (beam 1 = greedy) over a source batch, scores normalised
   /// by length^lengthPenalty. Returns one id sequence (without </s>) per
   /// sentence.
-  std::vector<std::vector<int32_t>> translate(const Batch &batch, int64_t beam,
-                                              int64_t maxLength,
+  std::vector<std::vector<int32_t>> translate(const Batch &batch,
+                                              int64_t beam, int64_t maxLength,
                                               float lengthPenalty);
 
   std::vector<Param *> params();

@@ -10,18 +10,18 @@
 namespace nmt {
 
 namespace {
-const char *const enOnes[] = {"zero",    "one",       "two",      "three",
-                              "four",    "five",      "six",      "seven",
-                              "eight",   "nine",      "ten",      "eleven",
-                              "twelve",  "thirteen",  "fourteen", "fifteen",
-                              "sixteen", "seventeen", "eighteen", "nineteen"};
+const char *const enOnes[] = {
+    "zero",    "one",     "two",       "three",    "four",
+    "five",    "six",     "seven",     "eight",    "nine",
+    "ten",     "eleven",  "twelve",    "thirteen", "fourteen",
+    "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
 const char *const enTens[] = {"",      "",      "twenty",  "thirty", "forty",
                               "fifty", "sixty", "seventy", "eighty", "ninety"};
-const char *const deOnes[] = {"null",     "eins",     "zwei",     "drei",
-                              "vier",     "fünf",     "sechs",    "sieben",
-                              "acht",     "neun",     "zehn",     "elf",
-                              "zwölf",    "dreizehn", "vierzehn", "fünfzehn",
-                              "sechzehn", "siebzehn", "achtzehn", "neunzehn"};
+const char *const deOnes[] = {
+    "null",     "eins",      "zwei",     "drei",     "vier",
+    "fünf",     "sechs",     "sieben",   "acht",     "neun",
+    "zehn",     "elf",       "zwölf",    "dreizehn", "vierzehn",
+    "fünfzehn", "sechzehn",  "siebzehn", "achtzehn", "neunzehn"};
 const char *const deTens[] = {"",        "",        "zwanzig", "dreißig",
                               "vierzig", "fünfzig", "sechzig", "siebzig",
                               "achtzig", "neunzig"};
@@ -107,8 +107,9 @@ std::vector<std::string> tokenizeEnglishNumber(const std::string &text) {
   return tokens;
 }
 
-NumbersTask makeNumbersTask(uint64_t seed, int64_t trainSize, int64_t validSize,
-                            int64_t testSize, int64_t maxNumber) {
+NumbersTask makeNumbersTask(uint64_t seed, int64_t trainSize,
+                            int64_t validSize, int64_t testSize,
+                            int64_t maxNumber) {
   if (maxNumber < 1 || maxNumber > 999999)
     throw DataError("numbers task: the largest number must be in 1..999999");
   if (trainSize + validSize + testSize > maxNumber)

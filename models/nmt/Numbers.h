@@ -34,8 +34,9 @@ struct NumbersTask {
 };
 /// Distinct numbers across the three splits; the number of digits is drawn
 /// uniformly from 1..digits(maxNumber).
-NumbersTask makeNumbersTask(uint64_t seed, int64_t trainSize, int64_t validSize,
-                            int64_t testSize, int64_t maxNumber = 999999);
+NumbersTask makeNumbersTask(uint64_t seed, int64_t trainSize,
+                            int64_t validSize, int64_t testSize,
+                            int64_t maxNumber = 999999);
 
 } // namespace nmt
 

@@ -267,8 +267,8 @@ std::vector<Example> Session::examples(const std::vector<std::string> &src,
 }
 
 void Session::validate(const std::vector<std::string> &src,
-                       const std::vector<std::string> &ref, double &perplexity,
-                       double &bleu, int64_t beam) {
+                       const std::vector<std::string> &ref,
+                       double &perplexity, double &bleu, int64_t beam) {
   std::vector<Example> exs = examples(src, ref, false);
   double total = 0;
   int64_t tokens = 0;
@@ -279,8 +279,7 @@ void Session::validate(const std::vector<std::string> &src,
   });
   for (size_t start = 0; start < order.size(); start += 64) {
     std::vector<int64_t> idx(order.begin() + start,
-                             order.begin() +
-                                 std::min(order.size(), start + 64));
+                             order.begin() + std::min(order.size(), start + 64));
     Batch batch = makeBatch(exs, idx);
     total += model->loss(batch, false, nullptr);
     tokens += batch.targetTokens;
@@ -331,8 +330,8 @@ Session::translate(const std::vector<std::string> &lines, int64_t beam,
         order.begin() + start,
         order.begin() + std::min(order.size(), start + size_t(batchSize)));
     Batch batch = makeSourceBatch(sources, idx);
-    auto result =
-        model->translate(batch, beam, 2 * options.maxLen + 10, lengthPenalty);
+    auto result = model->translate(batch, beam, 2 * options.maxLen + 10,
+                                   lengthPenalty);
     for (size_t k = 0; k < idx.size(); ++k) {
       auto tokens = tgtVocab.decode(result[k]);
       words += int64_t(tokens.size()) + 1;

@@ -72,9 +72,9 @@ TEST(Bleu, CorpusLevelNotAveraged) {
 }
 
 TEST(Bleu, LowercaseOption) {
-  EXPECT_NEAR(
-      corpusSacreBleu({"The Cat sat down"}, {"the cat sat down"}, true).bleu,
-      100.0, 1e-9);
+  EXPECT_NEAR(corpusSacreBleu({"The Cat sat down"}, {"the cat sat down"}, true)
+                  .bleu,
+              100.0, 1e-9);
   EXPECT_LT(corpusSacreBleu({"The Cat sat down"}, {"the cat sat down"}).bleu,
             100.0);
 }

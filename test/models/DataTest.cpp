@@ -42,7 +42,8 @@ TEST(Data, DifferentLineCounts) {
 TEST(Data, InvalidUtf8NamesFileAndLine) {
   auto path = writeFile("bad.txt", "ok\nfine\nbad \xC3\x28 here\n");
   std::string error = errorOf([&] { readLines(path); });
-  EXPECT_NE(error.find(path + ":3: invalid UTF-8 at byte 5"), std::string::npos)
+  EXPECT_NE(error.find(path + ":3: invalid UTF-8 at byte 5"),
+            std::string::npos)
       << error;
   // Truncated sequence at the end of a line, and an overlong encoding.
   EXPECT_GE(findInvalidUtf8("abc\xE2\x82"), 0);
@@ -55,9 +56,8 @@ TEST(Data, EmptyAndMissingFiles) {
   EXPECT_NE(errorOf([&] { readLines(empty); }).find(empty + ": empty file"),
             std::string::npos);
   std::string missing = testing::TempDir() + "no-such-file.txt";
-  EXPECT_NE(
-      errorOf([&] { readLines(missing); }).find(missing + ": cannot open"),
-      std::string::npos);
+  EXPECT_NE(errorOf([&] { readLines(missing); }).find(missing + ": cannot open"),
+            std::string::npos);
   std::string model = testing::TempDir() + "no-such.model";
   EXPECT_NE(errorOf([&] { Subword::loadFile(model); }).find(model),
             std::string::npos);
@@ -93,8 +93,7 @@ TEST(Data, BatchesCoverEverythingWithinTheTokenBudget) {
     for (int64_t i : batch) {
       seen.insert(i);
       longest = std::max<int64_t>(
-          longest,
-          std::max(examples[i].src.size(), examples[i].tgt.size()) + 1);
+          longest, std::max(examples[i].src.size(), examples[i].tgt.size()) + 1);
     }
     EXPECT_LE(longest * int64_t(batch.size()), 200);
   }
@@ -112,17 +111,18 @@ TEST(Numbers, EnglishAndGerman) {
   EXPECT_EQ(englishNumber(342), "three hundred forty-two");
   EXPECT_EQ(joinTokens(germanNumberTokens(342), ""),
             "dreihundertzweiundvierzig");
-  EXPECT_EQ(joinTokens(germanNumberTokens(342)),
-            "drei hundert zwei und vierzig");
+  EXPECT_EQ(joinTokens(germanNumberTokens(342)), "drei hundert zwei und vierzig");
   EXPECT_EQ(joinTokens(germanNumberTokens(21), ""), "einundzwanzig");
   EXPECT_EQ(joinTokens(germanNumberTokens(1), ""), "eins");
   EXPECT_EQ(joinTokens(germanNumberTokens(101), ""), "einhunderteins");
   EXPECT_EQ(joinTokens(germanNumberTokens(1001), ""), "eintausendeins");
-  EXPECT_EQ(joinTokens(germanNumberTokens(101000), ""), "einhunderteintausend");
+  EXPECT_EQ(joinTokens(germanNumberTokens(101000), ""),
+            "einhunderteintausend");
   EXPECT_EQ(joinTokens(germanNumberTokens(17), ""), "siebzehn");
   EXPECT_EQ(joinTokens(germanNumberTokens(30), ""), "dreißig");
   EXPECT_EQ(englishNumber(21000), "twenty-one thousand");
-  EXPECT_EQ(joinTokens(germanNumberTokens(21000), ""), "einundzwanzigtausend");
+  EXPECT_EQ(joinTokens(germanNumberTokens(21000), ""),
+            "einundzwanzigtausend");
   EXPECT_EQ(englishNumber(999999),
             "nine hundred ninety-nine thousand nine hundred ninety-nine");
   EXPECT_EQ(joinTokens(tokenizeEnglishNumber("forty-two thousand")),

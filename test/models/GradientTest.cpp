@@ -64,8 +64,8 @@ Worst checkGradients(const std::string &cellName, bool broken) {
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       return std::fabs(p->grad[a]) > std::fabs(p->grad[b]);
     });
-    std::vector<int64_t> coords(
-        order.begin(), order.begin() + std::min<int64_t>(3, p->size()));
+    std::vector<int64_t> coords(order.begin(),
+                                order.begin() + std::min<int64_t>(3, p->size()));
     for (int k = 0; k < 2; ++k)
       coords.push_back(int64_t(pick.below(uint64_t(p->size()))));
     for (int64_t i : coords) {

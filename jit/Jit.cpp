@@ -26,6 +26,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 
 using namespace cellc::jit;
@@ -320,9 +321,32 @@ compileToObject(const std::string &source, const std::string &displayName,
   return cell->cellName;
 }
 
-/// Writes `object` to `path` atomically (a unique temporary, then rename),
-/// so concurrent compiles never see a partial file. Failures only cost the
-/// cache, so they are ignored.
+// A cache entry is the object followed by a trailer: the object's SHA-256
+// and this tag. Trailing bytes leave the ELF object valid for other tools,
+// and one file keeps the object and its checksum in a single rename.
+const llvm::StringRef kTrailerTag = "CELLCSUM";
+const size_t kTrailerSize = 32 + 8;
+
+std::array<uint8_t, 32> sha256(llvm::ArrayRef<char> bytes) {
+  return llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
+/// The object in a cache entry, or null when the entry is truncated or its
+/// bytes do not match the checksum (a damaged object could crash when run).
+std::unique_ptr<llvm::MemoryBuffer> verifiedObject(llvm::StringRef entry) {
+  if (entry.size() <= kTrailerSize || !entry.endswith(kTrailerTag))
+    return nullptr;
+  llvm::StringRef object = entry.drop_back(kTrailerSize);
+  std::array<uint8_t, 32> digest = sha256({object.data(), object.size()});
+  if (std::memcmp(digest.data(), entry.data() + object.size(), 32) != 0)
+    return nullptr;
+  return llvm::MemoryBuffer::getMemBufferCopy(object, "cached.o");
+}
+
+/// Writes `object` and its trailer to `path` atomically (a unique
+/// temporary, then rename), so concurrent compiles never see a partial
+/// file. Failures only cost the cache, so they are ignored.
 void writeCacheFile(const std::string &dir, const std::string &path,
                     llvm::ArrayRef<char> object) {
   if (llvm::sys::fs::create_directories(dir))
@@ -334,6 +358,9 @@ void writeCacheFile(const std::string &dir, const std::string &path,
   {
     llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
     stream.write(object.data(), object.size());
+    std::array<uint8_t, 32> digest = sha256(object);
+    stream.write(reinterpret_cast<const char *>(digest.data()), 32);
+    stream << kTrailerTag;
     stream.flush();
     if (stream.has_error()) {
       stream.clear_error();
@@ -369,17 +396,19 @@ CompileResult cellc::jit::compileSource(const std::string &source,
 
   // A cache hit skips MLIR entirely: read the object, find its cell, load.
   if (!objectPath.empty()) {
-    if (auto cached = llvm::MemoryBuffer::getFile(objectPath)) {
+    auto entry = llvm::MemoryBuffer::getFile(objectPath);
+    auto cached = entry ? verifiedObject((*entry)->getBuffer()) : nullptr;
+    if (cached) {
       std::optional<std::string> name =
-          cellNameInObject((*cached)->getMemBufferRef());
-      if (name && loadObject(std::move(*cached), *name, *impl).ok()) {
+          cellNameInObject(cached->getMemBufferRef());
+      if (name && loadObject(std::move(cached), *name, *impl).ok()) {
         impl->fromCache = true;
         impl->seconds = secondsSince(start);
         return CompiledCellFactory::make(std::move(impl));
       }
-      // A damaged cache entry: compile again and overwrite it.
       impl->jit.reset();
     }
+    // A missing, truncated or damaged entry: compile and replace it.
   }
 
   llvm::SmallVector<char, 0> object;

@@ -11,7 +11,10 @@
 //
 // Objects are cached on disk, keyed by a hash of the source, the options,
 // the host CPU and the compiler build, so a second compile of the same cell
-// only loads the object. Nothing here prints or exits: errors, including the
+// only loads the object. Each entry ends with its object's SHA-256, checked
+// before the object is loaded: a truncated or damaged entry is compiled
+// again and replaced (atomically, so concurrent compiles of the same cell
+// are safe). Nothing here prints or exits: errors, including the
 // front end's located diagnostics (`atr.cell:4:7: error: ...` with the line
 // and a caret), are returned as text.
 //

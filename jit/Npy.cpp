@@ -2,13 +2,17 @@
 
 #include "jit/Npy.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 using namespace cellc::npy;
 
 int64_t Array::numElements() const {
+  // parse() has checked the product fits in int64.
   int64_t count = 1;
   for (int64_t extent : shape)
     count *= extent;
@@ -44,13 +48,15 @@ std::string valueOf(const std::string &header, const std::string &key) {
   return header.substr(at);
 }
 
-/// Parses `(3, 4)`, `(3,)` or `()` at the start of `text`.
-bool parseShape(const std::string &text, std::vector<int64_t> &shape) {
+/// Parses `(3, 4)`, `(3,)` or `()` at the start of `text`. Returns "" or
+/// what is wrong; an extent that does not fit in int64 is an error, never
+/// an exception.
+std::string parseShape(const std::string &text, std::vector<int64_t> &shape) {
   if (text.empty() || text[0] != '(')
-    return false;
+    return "has no readable shape";
   size_t close = text.find(')');
   if (close == std::string::npos)
-    return false;
+    return "has no readable shape";
   std::string inner = text.substr(1, close - 1);
   std::stringstream stream(inner);
   std::string item;
@@ -61,10 +67,23 @@ bool parseShape(const std::string &text, std::vector<int64_t> &shape) {
     size_t end = item.find_last_not_of(" L");
     std::string digits = item.substr(begin, end - begin + 1);
     if (digits.find_first_not_of("0123456789") != std::string::npos)
-      return false;
-    shape.push_back(std::stoll(digits));
+      return "has no readable shape";
+    errno = 0;
+    long long extent = std::strtoll(digits.c_str(), nullptr, 10);
+    if (errno == ERANGE)
+      return "declares an impossible extent " + digits + " in its shape";
+    shape.push_back(extent);
   }
-  return true;
+  return "";
+}
+
+/// The element count of `shape`, or nullopt when it overflows int64.
+std::optional<int64_t> checkedCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    if (__builtin_mul_overflow(count, extent, &count))
+      return std::nullopt;
+  return count;
 }
 
 } // namespace
@@ -119,16 +138,20 @@ std::string cellc::npy::parse(const std::string &bytes, const std::string &name,
   if (fortran.rfind("False", 0) != 0)
     return name + ": .npy header has no fortran_order";
   array.shape.clear();
-  if (!parseShape(valueOf(header, "shape"), array.shape))
-    return name + ": .npy header has no readable shape";
+  if (std::string e = parseShape(valueOf(header, "shape"), array.shape);
+      !e.empty())
+    return name + ": .npy header " + e;
 
-  size_t count = static_cast<size_t>(array.numElements());
+  // Compare the declared size with the bytes present before allocating: a
+  // shape of terabytes must not become an allocation of terabytes.
+  std::optional<int64_t> declared = checkedCount(array.shape);
   size_t dataStart = headerStart + headerLength;
-  if (bytes.size() - dataStart < count * elementSize)
-    return name + ": holds " +
-           std::to_string((bytes.size() - dataStart) / elementSize) +
+  size_t present = (bytes.size() - dataStart) / elementSize;
+  if (!declared || uint64_t(*declared) > present)
+    return name + ": holds " + std::to_string(present) +
            " elements but its shape " + shapeString(array.shape) + " needs " +
-           std::to_string(count);
+           (declared ? std::to_string(*declared) : "more than 2^63");
+  size_t count = size_t(*declared);
   const char *data = bytes.data() + dataStart;
   array.floats.clear();
   array.ints.clear();

@@ -33,6 +33,8 @@ echo "== NMT: RNNSearch with the compiled ATR cell on the embedded task"
 echo "   (English number words -> German; models/nmt/README.md)"
 nmt=$BUILD_DIR/nmt
 mkdir -p "$nmt"
+# A fresh run each time: nmt refuses to overwrite an earlier run's checkpoint.
+rm -f "$nmt"/numbers.ckpt*
 "$bin/nmt" train --out "$nmt/numbers.ckpt" --threads 1 --lr 2e-3 --epochs 8 \
   --cell atr --no-progress
 cat "$nmt/numbers.ckpt.log" | grep -E "^(cell|epoch)"

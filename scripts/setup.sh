@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev libopenblas-dev libsentencepiece-dev
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev
   python3
 )
 

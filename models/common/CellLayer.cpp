@@ -4,16 +4,13 @@
 
 #include "models/common/Data.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 namespace nmt {
 
 void check(const cellrt::Status &status, const char *what) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "nmt: %s: %s\n", what, status.message().c_str());
-    std::abort();
-  }
+  // An exception, not an abort: the driver reports it and a library user
+  // (or a test) can recover.
+  if (!status.ok())
+    throw CellRuntimeError(std::string(what) + ": " + status.message());
 }
 
 static void bindSymbol(const cellrt::DimExpr &expr, int64_t value,

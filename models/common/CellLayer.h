@@ -15,6 +15,7 @@
 
 #include <deque>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,13 @@ private:
   std::vector<Param *> params;
 };
 
-/// Aborts with the message when a runtime call failed.
+/// A cellrt call failed (bad shapes, lengths, sizes): the message names the
+/// call and says why.
+struct CellRuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws CellRuntimeError with the message when a runtime call failed.
 void check(const cellrt::Status &status, const char *what);
 
 } // namespace nmt

@@ -1,24 +1,24 @@
 //===- models/nmt/Checkpoint.cpp - Saving and resuming sessions ----------===//
 //
-// A checkpoint is one binary file: magic, the options as key=value pairs,
-// the codec (subword models as serialized protos), both vocabularies, every
+// A checkpoint's payload: the run id, the options as key=value pairs, the
+// codec (subword models as serialized protos), both vocabularies, every
 // parameter with its Adam moments, and the training state (epoch, position
-// in the epoch, updates, lr, best BLEU, the dropout RNG). It is written to
-// PATH.tmp and renamed over PATH, so a crash never leaves half a file.
+// in the epoch and the loss summed so far in it, updates, lr, best BLEU,
+// the dropout RNG). CheckpointFile frames it with a checksum and writes it
+// atomically.
 //
 //===----------------------------------------------------------------------===//
 
+#include "models/nmt/CheckpointFile.h"
 #include "models/nmt/Trainer.h"
 
-#include <cstdio>
+#include <cmath>
 #include <cstring>
-#include <fstream>
+#include <sys/stat.h>
 
 namespace nmt {
 
 namespace {
-const char magic[] = "CELLC-NMT-CHECKPOINT-1";
-
 struct Writer {
   std::string bytes;
   void u64(uint64_t x) { bytes.append(reinterpret_cast<char *>(&x), 8); }
@@ -42,9 +42,9 @@ struct Reader {
   const std::string &bytes;
   std::string path;
   size_t pos = 0;
-  void need(size_t n) {
-    if (pos + n > bytes.size())
-      throw DataError(path + ": truncated checkpoint");
+  void need(uint64_t n) {
+    if (n > bytes.size() - pos)
+      throw DataError(path + ": truncated or corrupt checkpoint");
   }
   uint64_t u64() {
     need(8);
@@ -69,7 +69,7 @@ struct Reader {
   }
   std::vector<float> floats() {
     uint64_t n = u64();
-    need(n * 4);
+    need(n / 4 > bytes.size() ? bytes.size() + 1 : n * 4);
     std::vector<float> v(n);
     std::memcpy(v.data(), bytes.data() + pos, n * 4);
     pos += n * 4;
@@ -77,17 +77,29 @@ struct Reader {
   }
   std::vector<double> doubles() {
     uint64_t n = u64();
+    need(n / 8 > bytes.size() ? bytes.size() + 1 : n * 8);
     std::vector<double> v;
     for (uint64_t i = 0; i < n; ++i)
       v.push_back(f64());
     return v;
   }
 };
+
+/// A NaN or Inf in a loaded parameter would only show up as garbage
+/// output or a NaN loss much later: name it now.
+void checkFinite(const std::string &path, const Param &p) {
+  for (const auto *values : {&p.value, &p.m, &p.v})
+    for (float x : *values)
+      if (!std::isfinite(x))
+        throw DataError(path + ": parameter " + p.name +
+                        (values == &p.value ? "" : " (Adam moment)") +
+                        " holds " + (std::isnan(x) ? "NaN" : "Inf"));
+}
 } // namespace
 
-void Session::save(const std::string &path) const {
+std::string Session::serialize() const {
   Writer w;
-  w.str(magic);
+  w.u64(runId);
   auto map = options.toMap();
   w.u64(map.size());
   for (const auto &[key, value] : map) {
@@ -123,32 +135,22 @@ void Session::save(const std::string &path) const {
   w.doubles(state.epochLoss);
   w.doubles(state.validPerplexity);
   w.doubles(state.validBleu);
+  w.f64(state.epochLossSum);
+  w.u64(uint64_t(state.epochTokens));
   w.str("END");
+  return std::move(w.bytes);
+}
 
-  std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw DataError(temp + ": cannot write the checkpoint");
-    out.write(w.bytes.data(), std::streamsize(w.bytes.size()));
-    out.flush();
-    if (!out)
-      throw DataError(temp + ": write failed");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw DataError("cannot rename " + temp + " to " + path);
+void Session::save(const std::string &path) const {
+  writeCheckpointFile(path, serialize());
 }
 
 std::unique_ptr<Session> Session::load(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(path + ": cannot open the checkpoint");
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-  Reader r{bytes, path};
-  if (bytes.size() < sizeof magic || r.str() != magic)
-    throw DataError(path + ": not an nmt checkpoint");
+  CheckpointBytes file = readCheckpointFile(path);
+  Reader r{file.payload, path};
   std::unique_ptr<Session> session(new Session());
+  if (file.version >= 2)
+    session->runId = r.u64();
   std::map<std::string, std::string> map;
   uint64_t count = r.u64();
   for (uint64_t i = 0; i < count; ++i) {
@@ -159,11 +161,17 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
   session->codec.mode = r.str();
   std::string srcProto = r.str(), tgtProto = r.str();
   if (session->codec.mode == "bpe") {
-    session->codec.srcSpm = Subword::fromSerialized(srcProto);
-    session->codec.tgtSpm = Subword::fromSerialized(tgtProto);
+    try {
+      session->codec.srcSpm = Subword::fromSerialized(srcProto);
+      session->codec.tgtSpm = Subword::fromSerialized(tgtProto);
+    } catch (const DataError &error) {
+      throw DataError(path + ": " + error.what());
+    }
   }
   for (Vocab *vocab : {&session->srcVocab, &session->tgtVocab}) {
-    std::vector<std::string> tokens(r.u64());
+    uint64_t size = r.u64();
+    r.need(size > r.bytes.size() ? size : 0);
+    std::vector<std::string> tokens(size);
     for (auto &token : tokens)
       token = r.str();
     *vocab = Vocab::fromTokens(tokens);
@@ -178,8 +186,11 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
     p->value = r.floats();
     p->m = r.floats();
     p->v = r.floats();
-    if (p->value.size() != p->grad.size())
+    if (p->value.size() != p->grad.size() ||
+        (!p->m.empty() && p->m.size() != p->value.size()) ||
+        p->v.size() != p->m.size())
       throw DataError(path + ": parameter " + p->name + " has a wrong size");
+    checkFinite(path, *p);
   }
   session->adam.step = int64_t(r.u64());
   TrainState &s = session->state;
@@ -195,9 +206,31 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
   s.epochLoss = r.doubles();
   s.validPerplexity = r.doubles();
   s.validBleu = r.doubles();
+  if (file.version >= 2) {
+    s.epochLossSum = r.f64();
+    s.epochTokens = int64_t(r.u64());
+  }
   if (r.str() != "END")
     throw DataError(path + ": corrupt checkpoint");
   return session;
+}
+
+void checkOutputOwnership(const std::string &path, uint64_t runId, bool force) {
+  struct stat info;
+  if (force || ::stat(path.c_str(), &info) != 0)
+    return;
+  uint64_t theirs = 0;
+  try {
+    theirs = peekRunId(path);
+  } catch (const DataError &error) {
+    throw DataError(std::string(error.what()) +
+                    "; refusing to overwrite it (--force overwrites)");
+  }
+  if (theirs == runId)
+    return;
+  throw DataError(path + " holds the checkpoint of another run; refusing to "
+                         "overwrite it (continue that run with --resume, "
+                         "choose another --out, or --force to overwrite)");
 }
 
 } // namespace nmt

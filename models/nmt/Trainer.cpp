@@ -6,13 +6,11 @@
 #include "models/nmt/Cells.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
+#include <random>
 #include <sstream>
-#include <unistd.h>
 
 namespace nmt {
 
@@ -67,6 +65,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["valid-beam"] = std::to_string(validBeam);
   m["valid-max"] = std::to_string(validMax);
   m["progress"] = progress ? "1" : "0";
+  m["skip-nonfinite"] = skipNonfinite ? "1" : "0";
   return m;
 }
 
@@ -138,6 +137,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("valid-max", o.validMax);
   if (const std::string *value = get("progress"))
     o.progress = *value != "0";
+  if (const std::string *value = get("skip-nonfinite"))
+    o.skipNonfinite = *value != "0";
   if (o.task != "numbers" && o.task != "files")
     throw DataError("--task must be numbers or files, not '" + o.task + "'");
   if (o.tokenizer != "space" && o.tokenizer != "bpe")
@@ -230,6 +231,15 @@ Session::Session(const TrainOptions &opts, const TrainData &data)
   model->initialize(init, options.initScale);
   state.lr = options.lr;
   state.dropoutRng.reseed(options.seed * 7919 + 17);
+  runId = newRunId();
+}
+
+uint64_t newRunId() {
+  std::random_device device;
+  uint64_t id = 0;
+  while (id == 0) // 0 marks a format-1 checkpoint
+    id = uint64_t(device()) << 32 | device();
+  return id;
 }
 
 void Session::build() {
@@ -288,11 +298,22 @@ std::vector<std::string>
 Session::translate(const std::vector<std::string> &lines, int64_t beam,
                    float lengthPenalty, int64_t batchSize,
                    std::vector<std::string> *tokenizedOut, int64_t *wordsOut) {
+  if (beam < 1 || batchSize < 1 || !std::isfinite(lengthPenalty))
+    throw DataError("translate: beam " + std::to_string(beam) +
+                    " and batch size " + std::to_string(batchSize) +
+                    " must be at least 1, the length penalty finite");
   std::vector<std::vector<int32_t>> sources;
   for (const auto &line : lines) {
     auto ids = srcVocab.encode(codec.source(line));
-    if (int64_t(ids.size()) > 4 * options.maxLen)
-      ids.resize(4 * options.maxLen);
+    int64_t limit = 4 * options.maxLen;
+    if (int64_t(ids.size()) > limit) {
+      // The decoder's length limit follows from --max-len; say what is cut.
+      std::fprintf(stderr,
+                   "nmt: warning: input line %zu has %zu tokens; only the "
+                   "first %lld (4 x --max-len) are translated\n",
+                   sources.size() + 1, ids.size(), (long long)limit);
+      ids.resize(size_t(limit));
+    }
     sources.push_back(std::move(ids));
   }
   std::vector<int64_t> order(lines.size());
@@ -322,142 +343,6 @@ Session::translate(const std::vector<std::string> &lines, int64_t beam,
   if (wordsOut)
     *wordsOut = words;
   return out;
-}
-
-namespace {
-std::string clock(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0)
-    return "--:--";
-  int64_t s = int64_t(seconds);
-  char text[32];
-  if (s >= 3600)
-    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld",
-                  (long long)(s / 3600), (long long)(s / 60 % 60),
-                  (long long)(s % 60));
-  else
-    std::snprintf(text, sizeof text, "%02lld:%02lld", (long long)(s / 60),
-                  (long long)(s % 60));
-  return text;
-}
-} // namespace
-
-void Session::train(const TrainData &data) {
-  using Clock = std::chrono::steady_clock;
-  std::vector<Example> exs = examples(data.trainSrc, data.trainTgt, true);
-  if (exs.empty())
-    throw DataError("no training sentence pair within --max-len " +
-                    std::to_string(options.maxLen));
-  std::string logPath = options.log.empty() ? options.out + ".log" : options.log;
-  std::ofstream log(logPath, std::ios::app);
-  if (!log)
-    throw DataError(logPath + ": cannot open the log file");
-  bool bar = options.progress && isatty(2);
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "cell %s, %lld parameters, vocab %lld/%lld, %zu training "
-                "pairs (%zu dropped by --max-len)",
-                options.model.cell.c_str(), (long long)model->parameterCount(),
-                (long long)srcVocab.size(), (long long)tgtVocab.size(),
-                exs.size(), data.trainSrc.size() - exs.size());
-  log << line << "\n";
-  if (options.progress)
-    std::fprintf(stderr, "%s\n", line);
-  auto params = model->params();
-  while (!state.finished && state.epoch < options.epochs) {
-    Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
-    auto order = makeBatchOrder(exs, options.maxTokens, orderRng);
-    auto start = Clock::now();
-    auto lastDraw = start - std::chrono::seconds(1);
-    double epochLoss = 0;
-    int64_t epochTokens = 0, wordsSeen = 0, first = state.batchInEpoch;
-    for (int64_t bi = state.batchInEpoch; bi < int64_t(order.size()); ++bi) {
-      Batch batch = makeBatch(exs, order[bi]);
-      zeroGrads(params);
-      double loss = model->loss(batch, true, &state.dropoutRng);
-      adam.lr = float(state.lr);
-      adam.update(params);
-      ++state.updates;
-      state.batchInEpoch = bi + 1;
-      epochLoss += loss;
-      epochTokens += batch.targetTokens;
-      wordsSeen += batch.targetTokens + batch.sourceTokens;
-      double mean = loss / double(batch.targetTokens);
-      if (onUpdate)
-        onUpdate(state.updates, mean);
-      double elapsed =
-          std::chrono::duration<double>(Clock::now() - start).count();
-      double wps = wordsSeen / std::max(elapsed, 1e-9);
-      double done = double(bi + 1 - first) / double(order.size() - first);
-      if (options.logEvery > 0 && state.updates % options.logEvery == 0) {
-        std::snprintf(line, sizeof line,
-                      "epoch %lld update %lld loss %.4f ppl %.2f %.0f "
-                      "words/s lr %.3g",
-                      (long long)state.epoch + 1, (long long)state.updates,
-                      epochLoss / epochTokens,
-                      std::exp(epochLoss / epochTokens), wps, state.lr);
-        log << line << std::endl;
-      }
-      if (bar && Clock::now() - lastDraw > std::chrono::milliseconds(200)) {
-        lastDraw = Clock::now();
-        int width = 24, filled = int(done * width);
-        std::string barText(size_t(filled), '#');
-        barText.resize(size_t(width), ' ');
-        std::fprintf(stderr,
-                     "\repoch %lld |%s| %3.0f%% upd %lld loss %.3f %.0f "
-                     "words/s ETA %s  ",
-                     (long long)state.epoch + 1, barText.c_str(), done * 100,
-                     (long long)state.updates, epochLoss / epochTokens, wps,
-                     clock(elapsed / done - elapsed).c_str());
-      }
-      if (options.saveEvery > 0 && state.updates % options.saveEvery == 0)
-        save(options.out);
-      if (options.maxUpdates > 0 && state.updates >= options.maxUpdates) {
-        if (bar)
-          std::fprintf(stderr, "\n");
-        save(options.out);
-        return;
-      }
-    }
-    if (bar)
-      std::fprintf(stderr, "\n");
-    double elapsed =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    double ppl = 0, bleu = 0;
-    validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
-    state.epochLoss.push_back(epochTokens ? epochLoss / epochTokens : 0);
-    state.validPerplexity.push_back(ppl);
-    state.validBleu.push_back(bleu);
-    bool improved = bleu > state.bestBleu;
-    std::snprintf(line, sizeof line,
-                  "epoch %lld done: train loss %.4f, valid ppl %.3f, valid "
-                  "BLEU %.2f%s, %.0f words/s, %.1f s, lr %.3g",
-                  (long long)state.epoch + 1, state.epochLoss.back(), ppl,
-                  bleu, improved ? " (best)" : "",
-                  wordsSeen / std::max(elapsed, 1e-9), elapsed, state.lr);
-    log << line << std::endl;
-    if (options.progress)
-      std::fprintf(stderr, "%s\n", line);
-    if (improved) {
-      state.bestBleu = bleu;
-      state.badEpochs = 0;
-    } else {
-      ++state.badEpochs;
-    }
-    if (options.lrDecay == "epoch" || (options.lrDecay == "plateau" && !improved))
-      state.lr *= 0.5;
-    ++state.epoch;
-    state.batchInEpoch = 0;
-    if (options.patience > 0 && state.badEpochs >= options.patience) {
-      state.finished = true;
-      log << "early stopping: no BLEU improvement for " << state.badEpochs
-          << " epochs" << std::endl;
-    }
-    if (state.epoch >= options.epochs)
-      state.finished = true;
-    if (improved)
-      save(options.out + ".best");
-    save(options.out);
-  }
 }
 
 } // namespace nmt

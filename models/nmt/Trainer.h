@@ -8,6 +8,7 @@
 #include "models/nmt/Numbers.h"
 
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,8 @@ struct TrainOptions {
   std::string log; // default: out + ".log"
   int64_t saveEvery = 0, logEvery = 100, validBeam = 1, validMax = 0;
   bool progress = true;
+  // A non-finite loss or gradient skips the update instead of stopping.
+  bool skipNonfinite = false;
 
   std::map<std::string, std::string> toMap() const;
   static TrainOptions fromMap(const std::map<std::string, std::string> &map);
@@ -61,6 +64,11 @@ struct TrainState {
   int64_t epoch = 0, batchInEpoch = 0, updates = 0, badEpochs = 0;
   double bestBleu = -1, lr = 0;
   bool finished = false;
+  // The current epoch's summed loss and target tokens so far, so a resumed
+  // epoch reports the loss of the whole epoch.
+  double epochLossSum = 0;
+  int64_t epochTokens = 0;
+  int64_t skippedUpdates = 0;
   Rng dropoutRng{0};
   std::vector<double> epochLoss, validPerplexity, validBleu;
 };
@@ -76,8 +84,11 @@ public:
   Session(const TrainOptions &options, const TrainData &data);
   /// Reads a checkpoint (DataError on a missing or corrupt file).
   static std::unique_ptr<Session> load(const std::string &path);
-  /// Writes path.tmp, then renames it over path.
+  /// Writes path.tmp, then renames it over path (DataError on failure,
+  /// `path` untouched).
   void save(const std::string &path) const;
+  /// The checkpoint payload (CheckpointFile frames it).
+  std::string serialize() const;
 
   /// Trains until the epochs, maxUpdates or early stopping end it.
   void train(const TrainData &data);
@@ -103,6 +114,12 @@ public:
   std::unique_ptr<Model> model;
   Adam adam;
   TrainState state;
+  /// Identifies the run across its checkpoints (0: a format-1 checkpoint),
+  /// so one run never overwrites another's.
+  uint64_t runId = 0;
+  /// Called after every backward pass, before the update is checked and
+  /// applied (tests poison gradients with it).
+  std::function<void(int64_t)> beforeUpdate;
   /// Called after every update with the update count and the batch's mean
   /// loss (tests use it).
   std::function<void(int64_t, double)> onUpdate;
@@ -110,7 +127,29 @@ public:
 private:
   Session() = default;
   void build();
+  struct EpochRun {
+    bool stopped = false; // --max-updates reached
+    int64_t words = 0;
+    double seconds = 0;
+  };
+  EpochRun runEpoch(const std::vector<Example> &exs, std::ostream &log);
+  void finishEpoch(const TrainData &data, std::ostream &log,
+                   const EpochRun &run);
+  /// False (after a warning) when the update must be skipped; throws when
+  /// it must stop training.
+  bool updateIsFinite(const Batch &batch, double loss, int64_t batchIndex,
+                      int64_t batches, std::ostream &log);
+  /// Saves at a scheduled point; a failure is reported and training goes on
+  /// (the previous checkpoint is intact), unless `final`.
+  void saveOrWarn(const std::string &path, std::ostream &log, bool final);
 };
+
+/// A random, nonzero run id.
+uint64_t newRunId();
+
+/// Throws unless `path` is absent or a checkpoint of run `runId` (or
+/// `force`): a run must not overwrite another run's checkpoint.
+void checkOutputOwnership(const std::string &path, uint64_t runId, bool force);
 
 /// The training and validation text of `options` (the numbers task or the
 /// files, with errors naming the file and line).

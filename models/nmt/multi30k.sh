@@ -23,7 +23,7 @@ for cell in ${CELLS:-atr gru lstm}; do
     --tokenizer bpe --bpe-src 8000 --bpe-tgt 8000 \
     --cell "$cell" --emb 256 --hidden 256 --att 256 --readout 256 \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
-    --lr-decay plateau --patience 3
+    --lr-decay plateau --patience 3 --resume
   trained=$(date +%s)
   "$BIN/nmt" translate --model "$OUT/$cell.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \

@@ -6,12 +6,15 @@
 #include "cellrt/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include "gtest/gtest.h"
 
 #include <cstring>
 #include <random>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace cellc;
 
@@ -220,6 +223,78 @@ TEST(Jit, BitIdenticalToTheAheadOfTimeObject) {
   EXPECT_EQ(std::memcmp(jitResults.data(), aotResults.data(),
                         jitResults.size() * sizeof(float)),
             0);
+}
+
+/// The bytes of `path`.
+std::string bytesOf(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  return buffer ? (*buffer)->getBuffer().str() : "";
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  out << bytes;
+}
+
+// Flipped bytes in a cached object used to be run: SIGSEGV or SIGILL on
+// every later run, and the entry was never repaired.
+TEST(Jit, DamagedCacheEntriesAreRecompiledAndRepaired) {
+  TemporaryDir cache;
+  auto cold = jit::compileFile(kAtrPath, withCache(cache.str()));
+  ASSERT_TRUE(cold.ok()) << cold.error();
+  std::string entry = bytesOf(cold->objectPath());
+  std::string flipped = entry;
+  for (size_t i = 0; i < 64; ++i)
+    flipped[flipped.size() / 3 + i] ^= 0x5a;
+  std::string truncated = entry.substr(0, entry.size() / 2);
+  for (const std::string *damage : {&flipped, &truncated}) {
+    writeBytes(cold->objectPath(), *damage);
+    auto again = jit::compileFile(kAtrPath, withCache(cache.str()));
+    ASSERT_TRUE(again.ok()) << again.error();
+    EXPECT_FALSE(again->fromCache()) << "a damaged entry was loaded";
+    EXPECT_EQ(runTraining(again->image()), runTraining(cellc_atr_image()));
+    EXPECT_EQ(bytesOf(cold->objectPath()), entry) << "entry not repaired";
+  }
+  auto warm = jit::compileFile(kAtrPath, withCache(cache.str()));
+  ASSERT_TRUE(warm.ok()) << warm.error();
+  EXPECT_TRUE(warm->fromCache());
+}
+
+// Several processes compiling the same cell into one cache at once: every
+// one gets a working cell, and the cache holds one intact entry.
+TEST(Jit, ConcurrentProcessesShareTheCacheSafely) {
+  TemporaryDir cache;
+  std::vector<float> expected = runTraining(cellc_atr_image());
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      bool good = false;
+      for (int round = 0; round < 3; ++round) {
+        auto compiled = jit::compileFile(kAtrPath, withCache(cache.str()));
+        good = compiled.ok() && runTraining(compiled->image()) == expected;
+        if (!good)
+          break;
+      }
+      _exit(good ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  auto warm = jit::compileFile(kAtrPath, withCache(cache.str()));
+  ASSERT_TRUE(warm.ok()) << warm.error();
+  EXPECT_TRUE(warm->fromCache());
+  std::error_code ec;
+  int files = 0;
+  for (llvm::sys::fs::directory_iterator it(cache.str(), ec), end;
+       it != end && !ec; it.increment(ec))
+    ++files;
+  EXPECT_EQ(files, 1) << "temporaries left behind";
 }
 
 } // namespace

@@ -232,6 +232,32 @@ TEST_F(RunCommand, LengthsOutOfRange) {
   ASSERT_EQ(npy::writeFile(dir.file("lengths.npy"), {B}, lengths.data()), "");
   std::string error = run();
   EXPECT_NE(error.find("lengths[1] = 0"), std::string::npos) << error;
+  for (int32_t bad : {-2, 1000000}) {
+    lengths[1] = bad;
+    ASSERT_EQ(npy::writeFile(dir.file("lengths.npy"), {B}, lengths.data()), "");
+    error = run();
+    EXPECT_NE(error.find("lengths[1] = " + std::to_string(bad)),
+              std::string::npos)
+        << error;
+  }
+}
+
+// A truncated array file is an error naming it, not a crash.
+TEST_F(RunCommand, TruncatedArrayIsNamed) {
+  std::vector<int32_t> lengths = {5, 2, 4};
+  std::string path = dir.file("lengths.npy");
+  ASSERT_EQ(npy::writeFile(path, {B}, lengths.data()), "");
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t keep : {bytes.size() - 3, size_t(40), size_t(7), size_t(0)}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, keep);
+    std::string error = run();
+    EXPECT_EQ(error.rfind(path + ": ", 0), 0u) << keep << ": " << error;
+  }
 }
 
 TEST_F(RunCommand, MisspeltArrayIsAnError) {
@@ -315,6 +341,51 @@ TEST(Npy, RejectsFortranOrderAndOtherTypes) {
             std::string::npos);
   EXPECT_NE(npy::parse(bytes.substr(0, bytes.size() - 4), "t.npy", array)
                 .find("holds 3 elements"),
+            std::string::npos);
+}
+
+// Declared shapes that overflow or claim terabytes used to throw
+// std::out_of_range / std::length_error, or wrap to 0 elements and load.
+TEST(Npy, ImpossibleOrHugeShapesAreErrorsNamingTheFile) {
+  float values[4] = {};
+  std::string bytes = npy::serialize("<f4", {4}, values, 4);
+  auto withShape = [&](const std::string &shape) {
+    std::string lying = bytes;
+    size_t at = lying.find("(4,)");
+    lying.replace(at, 4, shape);
+    return lying;
+  };
+  npy::Array array;
+  for (const char *shape :
+       {"(99999999999999999999, 3, 4)", "(4611686018427387904,)",
+        "(4611686018427387904, 4, 4)", "(1000000, 1000000)"}) {
+    std::string error;
+    EXPECT_NO_THROW(error = npy::parse(withShape(shape), "big.npy", array))
+        << shape;
+    EXPECT_EQ(error.rfind("big.npy: ", 0), 0u) << shape << ": " << error;
+    EXPECT_TRUE(array.floats.empty()) << shape;
+  }
+  EXPECT_NE(npy::parse(withShape("(4611686018427387904, 4, 4)"), "w.npy", array)
+                .find("more than 2^63"),
+            std::string::npos);
+  EXPECT_NE(
+      npy::parse(withShape("(99999999999999999999, 3, 4)"), "o.npy", array)
+          .find("impossible extent"),
+      std::string::npos);
+}
+
+// A header longer than the file, and big-endian data, are named errors.
+TEST(Npy, LyingHeaderLengthAndByteOrder) {
+  float values[4] = {};
+  std::string bytes = npy::serialize("<f4", {4}, values, 4);
+  std::string lying = bytes;
+  lying[8] = '\xff';
+  lying[9] = '\xff';
+  npy::Array array;
+  EXPECT_EQ(npy::parse(lying, "h.npy", array), "h.npy: truncated .npy header");
+  std::string big = bytes;
+  big.replace(big.find("<f4"), 3, ">f4");
+  EXPECT_NE(npy::parse(big, "b.npy", array).find("b.npy: unsupported dtype"),
             std::string::npos);
 }
 

@@ -1,0 +1,257 @@
+//===- models/nmt/CommandLine.cpp - nmt's options -------------------------===//
+//
+// One CLI11 subcommand per command. Train options bind straight to the
+// TrainOptions fields under their toMap() names, so `nmt train --resume`
+// knows which ones the command line set.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/nmt/CommandLine.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cmath>
+
+namespace nmt {
+
+namespace {
+
+/// Rejects nan and inf, which every numeric range check lets through.
+const CLI::Validator finite(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      double x = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0')
+        return "not a number: '" + text + "'";
+      return std::isfinite(x) ? "" : "must be finite, not " + text;
+    },
+    "FINITE");
+
+/// Whole numbers >= 0 (CLI11's own range check prints a 300-digit bound).
+const CLI::Validator count(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      errno = 0;
+      long long x = std::strtoll(text.c_str(), &end, 10);
+      if (end == text.c_str() || *end != '\0' || errno == ERANGE)
+        return "not a whole number: '" + text + "'";
+      return x >= 0 ? "" : "must not be negative, not " + text;
+    },
+    "N");
+
+template <typename T>
+CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
+                    const std::string &help) {
+  CLI::Option *opt = cmd.add_option("--" + name, field, help);
+  opt->capture_default_str();
+  // The last of a repeated option wins, as scripts override a base list.
+  opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  if constexpr (std::is_floating_point_v<T>)
+    opt->check(finite);
+  if constexpr (std::is_integral_v<T>)
+    opt->check(count);
+  return opt;
+}
+
+void addTaskOptions(CLI::App &cmd, TrainOptions &o) {
+  const char *group = "Embedded task";
+  option(cmd, "task-train", o.taskTrain, "training pairs")->group(group);
+  option(cmd, "task-valid", o.taskValid, "validation pairs")->group(group);
+  option(cmd, "task-test", o.taskTest, "test pairs")->group(group);
+  option(cmd, "task-max", o.taskMax, "largest number")->group(group);
+  option(cmd, "task-seed", o.taskSeed, "generator seed")->group(group);
+}
+
+void addDataOptions(CLI::App &cmd, TrainOptions &o) {
+  const char *group = "Data";
+  option(cmd, "task", o.task, "numbers (embedded) or files")
+      ->check(CLI::IsMember({"numbers", "files"}))
+      ->group(group);
+  addTaskOptions(cmd, o);
+  for (auto [name, field] : {std::pair{"train-src", &o.trainSrc},
+                             {"train-tgt", &o.trainTgt},
+                             {"valid-src", &o.validSrc},
+                             {"valid-tgt", &o.validTgt},
+                             {"spm-src", &o.spmSrc},
+                             {"spm-tgt", &o.spmTgt}})
+    option(cmd, name, *field, "file")->group(group);
+  option(cmd, "tokenizer", o.tokenizer, "files: space or bpe")
+      ->check(CLI::IsMember({"space", "bpe"}))
+      ->group(group);
+  option(cmd, "bpe-src", o.bpeSrc, "source BPE vocabulary")->group(group);
+  option(cmd, "bpe-tgt", o.bpeTgt, "target BPE vocabulary")->group(group);
+  option(cmd, "src-vocab", o.srcVocabMax, "max source vocab (0: all)")
+      ->group(group);
+  option(cmd, "tgt-vocab", o.tgtVocabMax, "max target vocab (0: all)")
+      ->group(group);
+  option(cmd, "min-count", o.minCount, "min token count")->group(group);
+  option(cmd, "max-len", o.maxLen, "longest training sentence (tokens)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+}
+
+void addModelOptions(CLI::App &cmd, TrainOptions &o) {
+  const char *group = "Model";
+  option(cmd, "cell", o.model.cell, "atr, gru, lstm or FILE.cell[:NAME]")
+      ->group(group);
+  for (auto [name, field] : {std::pair{"emb", &o.model.emb},
+                             {"hidden", &o.model.hidden},
+                             {"att", &o.model.att},
+                             {"readout", &o.model.readout}})
+    option(cmd, name, *field, "width")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+  option(cmd, "dropout", o.model.dropout, "dropout probability")
+      ->check(CLI::Range(0.0, 0.99))
+      ->group(group);
+  option(cmd, "init-scale", o.initScale, "uniform init range")->group(group);
+}
+
+void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
+  const char *group = "Training";
+  option(cmd, "lr", o.lr, "learning rate")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  option(cmd, "clip", o.clip, "gradient norm clip (0: none)")->group(group);
+  option(cmd, "max-tokens", o.maxTokens, "target tokens per batch")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  option(cmd, "epochs", o.epochs, "epochs")->group(group);
+  option(cmd, "max-updates", o.maxUpdates, "stop after N updates (0: no)")
+      ->group(group);
+  option(cmd, "patience", o.patience, "early stopping (0: off)")->group(group);
+  option(cmd, "lr-decay", o.lrDecay, "plateau, epoch or none")
+      ->check(CLI::IsMember({"plateau", "epoch", "none"}))
+      ->group(group);
+  option(cmd, "seed", o.seed, "random seed")->group(group);
+}
+
+void addOutputOptions(CLI::App &cmd, TrainOptions &o) {
+  const char *group = "Output";
+  option(cmd, "out", o.out, "checkpoint (OUT.best: best validation BLEU)")
+      ->group(group);
+  option(cmd, "log", o.log, "log file (default OUT.log)")->group(group);
+  option(cmd, "save-every", o.saveEvery, "also save every N updates")
+      ->group(group);
+  option(cmd, "log-every", o.logEvery, "log every N updates")->group(group);
+  option(cmd, "valid-beam", o.validBeam, "validation beam")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  option(cmd, "valid-max", o.validMax, "validation sentences (0: all)")
+      ->group(group);
+}
+
+void addTrainCommand(CLI::App &app, TrainRequest &r) {
+  CLI::App *cmd = app.add_subcommand("train", "Train a model (default: the "
+                                              "embedded numbers task)");
+  addDataOptions(*cmd, r.options);
+  addModelOptions(*cmd, r.options);
+  addOptimizerOptions(*cmd, r.options);
+  addOutputOptions(*cmd, r.options);
+  const char *group = "Resume";
+  cmd->add_flag("--resume", r.resume, "continue OUT (or OUT.best)")
+      ->group(group);
+  cmd->add_option("--resume-from", r.resumeFrom,
+                  "continue this checkpoint, writing OUT")
+      ->group(group);
+  cmd->add_flag("--force", r.force, "overwrite another run's checkpoint")
+      ->group(group);
+  cmd->add_flag("--skip-nonfinite", r.options.skipNonfinite,
+                "skip an update with a NaN/Inf loss or gradient instead of "
+                "stopping")
+      ->group(group);
+  cmd->add_flag_function(
+      "--no-progress", [&r](int64_t) { r.options.progress = false; },
+      "no progress output on stderr");
+}
+
+void addTranslateCommand(CLI::App &app, TranslateRequest &r) {
+  CLI::App *cmd = app.add_subcommand("translate", "Translate raw lines");
+  cmd->add_option("--model", r.model, "checkpoint")->required();
+  option(*cmd, "input", r.input, "input (default: stdin)");
+  option(*cmd, "output", r.output, "output (default: stdout)");
+  option(*cmd, "beam", r.beam, "beam size")->check(CLI::Range(1, 1000));
+  option(*cmd, "length-penalty", r.lengthPenalty, "score / length^P")
+      ->check(CLI::Range(0.0, 10.0));
+  option(*cmd, "batch-size", r.batchSize, "sentences per batch")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--tokenized", r.tokenized, "print tokenised output");
+}
+
+void addScoreCommand(CLI::App &app, ScoreRequest &r) {
+  CLI::App *cmd = app.add_subcommand("score", "Corpus BLEU-4");
+  cmd->add_option("--ref", r.ref, "reference lines")->required();
+  cmd->add_option("--hyp", r.hyp, "hypothesis lines ('-': stdin)")->required();
+  option(*cmd, "tokenize", r.tokenize,
+         "13a (sacreBLEU) or none (multi-bleu on tokenised text)")
+      ->check(CLI::IsMember({"13a", "none"}));
+  cmd->add_flag("--lc", r.lc, "lower-case before scoring");
+}
+
+void addTaskCommand(CLI::App &app, TaskRequest &r) {
+  CLI::App *cmd = app.add_subcommand("task", "Print the embedded task");
+  option(*cmd, "split", r.split, "train, valid or test")
+      ->check(CLI::IsMember({"train", "valid", "test"}));
+  option(*cmd, "side", r.side, "src, tgt or tgt-raw")
+      ->check(CLI::IsMember({"src", "tgt", "tgt-raw"}));
+  addTaskOptions(*cmd, r.options);
+}
+
+/// The toMap() names of the train options given on the command line.
+std::set<std::string> givenTrainOptions(const CLI::App &cmd) {
+  std::set<std::string> given;
+  auto known = TrainOptions().toMap();
+  for (const CLI::Option *opt : cmd.get_options()) {
+    std::string name = opt->get_name().substr(2);
+    if (name == "no-progress")
+      name = "progress";
+    if (opt->count() > 0 && known.count(name))
+      given.insert(name);
+  }
+  return given;
+}
+
+} // namespace
+
+std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
+  CLI::App app("nmt: attention NMT over cellc-compiled cells", "nmt");
+  app.set_version_flag("--version", "nmt (cellc) " CELLC_VERSION);
+  app.require_subcommand(1);
+  addTrainCommand(app, cli.train);
+  addTranslateCommand(app, cli.translate);
+  addScoreCommand(app, cli.score);
+  addTaskCommand(app, cli.task);
+  for (CLI::App *cmd : app.get_subcommands({}))
+    option(*cmd, "threads", cli.threads,
+           "OpenMP threads for oneDNN (1 is fastest for small models)");
+  std::set<std::string> commands = {"train", "translate", "score", "task"};
+  if (argc > 1 && argv[1][0] != '-' && !commands.count(argv[1])) {
+    std::fprintf(stderr,
+                 "nmt: error: unknown command '%s' (commands: train, "
+                 "translate, score, task; see nmt --help)\n",
+                 argv[1]);
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    if (error.get_exit_code() == 0)
+      return app.exit(error);
+    std::fprintf(stderr,
+                 "nmt: error: %s\nrun 'nmt%s --help' for the "
+                 "options\n",
+                 error.what(),
+                 app.get_subcommands().empty()
+                     ? ""
+                     : (" " + app.get_subcommands()[0]->get_name()).c_str());
+    return 2;
+  }
+  CLI::App *cmd = app.get_subcommands()[0];
+  cli.command = cmd->get_name();
+  if (cli.command == "train")
+    cli.train.given = givenTrainOptions(*cmd);
+  return std::nullopt;
+}
+
+} // namespace nmt

@@ -1,0 +1,47 @@
+//===- models/nmt/CommandLine.h - nmt's options -----------------*- C++ -*-===//
+
+#ifndef CELLC_MODELS_NMT_COMMANDLINE_H
+#define CELLC_MODELS_NMT_COMMANDLINE_H
+
+#include "models/nmt/Resume.h"
+
+#include <optional>
+#include <string>
+
+namespace nmt {
+
+struct TranslateRequest {
+  std::string model, input, output;
+  int64_t beam = 5, batchSize = 32;
+  float lengthPenalty = 1.0f;
+  bool tokenized = false;
+};
+
+struct ScoreRequest {
+  std::string ref, hyp, tokenize = "13a";
+  bool lc = false;
+};
+
+struct TaskRequest {
+  TrainOptions options; // the --task-* options
+  std::string split = "test", side = "src";
+};
+
+/// A parsed command line: the command and its request.
+struct CommandLine {
+  std::string command;
+  int64_t threads = 0;
+  TrainRequest train;
+  TranslateRequest translate;
+  ScoreRequest score;
+  TaskRequest task;
+};
+
+/// Parses argv into `cli`. Returns the exit code when nmt must stop here:
+/// 0 after --help or --version, 2 after a usage error (printed, naming the
+/// option).
+std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli);
+
+} // namespace nmt
+
+#endif

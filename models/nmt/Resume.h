@@ -1,0 +1,42 @@
+//===- models/nmt/Resume.h - Starting or resuming a run ---------*- C++ -*-===//
+//
+// What `nmt train` does before the first update: resume the checkpoint (or
+// its .best when a kill during the first save left only that), refuse a
+// command line that contradicts the checkpoint's setup, write only where
+// --out says, never over another run's checkpoint, and clear the partial
+// temporaries a kill leaves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_NMT_RESUME_H
+#define CELLC_MODELS_NMT_RESUME_H
+
+#include "models/nmt/Trainer.h"
+
+#include <memory>
+#include <set>
+#include <string>
+
+namespace nmt {
+
+/// `nmt train` as the command line asked for it.
+struct TrainRequest {
+  TrainOptions options;        // the command line's, defaults filled in
+  std::set<std::string> given; // option names (toMap keys) given explicitly
+  bool resume = false;         // --resume: continue options.out
+  std::string resumeFrom;      // --resume-from: continue this file instead
+  bool force = false;          // --force: overwrite another run's checkpoint
+};
+
+/// The session to train and its data, or null (with a message) when the
+/// resumed run has already finished. Throws DataError naming the file or
+/// the contradicting options.
+std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
+                                         TrainData &data);
+
+/// The options that may differ from the checkpoint's when resuming.
+const std::set<std::string> &optionsChangeableOnResume();
+
+} // namespace nmt
+
+#endif

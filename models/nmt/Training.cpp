@@ -1,0 +1,235 @@
+//===- models/nmt/Training.cpp - The training loop ------------------------===//
+//
+// Epochs of shuffled token-based batches, Adam updates, periodic and
+// end-of-epoch checkpoints, validation and early stopping. Every update is
+// checked for a non-finite loss or gradient before Adam applies it, so a
+// NaN never reaches the parameters or a checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/nmt/Trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+namespace nmt {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string clock(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    return "--:--";
+  int64_t s = int64_t(seconds);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld",
+                  (long long)(s / 3600), (long long)(s / 60 % 60),
+                  (long long)(s % 60));
+  else
+    std::snprintf(text, sizeof text, "%02lld:%02lld", (long long)(s / 60),
+                  (long long)(s % 60));
+  return text;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The first parameter whose gradient holds a NaN or Inf, or null.
+const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
+  for (const Param *p : params)
+    for (float g : p->grad)
+      if (!std::isfinite(g))
+        return p;
+  return nullptr;
+}
+} // namespace
+
+bool Session::updateIsFinite(const Batch &batch, double loss,
+                             int64_t batchIndex, int64_t batches,
+                             std::ostream &log) {
+  std::string what;
+  if (!std::isfinite(loss))
+    what = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "Inf");
+  else if (const Param *p = firstNonfiniteGradient(model->params()))
+    what = "the gradient of parameter " + p->name + " is not finite";
+  else
+    return true;
+  std::string where = "update " + std::to_string(state.updates + 1) +
+                      " (epoch " + std::to_string(state.epoch + 1) +
+                      ", batch " + std::to_string(batchIndex + 1) + " of " +
+                      std::to_string(batches) + ", " + std::to_string(batch.B) +
+                      " sentences): " + what;
+  if (!options.skipNonfinite)
+    throw DataError(where + "; stopped before applying it (the last "
+                            "checkpoint is intact; --skip-nonfinite skips "
+                            "such updates)");
+  ++state.skippedUpdates;
+  log << "skipped " << where << std::endl;
+  std::fprintf(stderr, "nmt: warning: skipped %s\n", where.c_str());
+  return false;
+}
+
+void Session::saveOrWarn(const std::string &path, std::ostream &log,
+                         bool final) {
+  try {
+    save(path);
+  } catch (const DataError &error) {
+    if (final)
+      throw DataError(std::string(error.what()) +
+                      " (the previous checkpoint is intact)");
+    std::string text = std::string(error.what()) +
+                       "; training goes on, the previous checkpoint is "
+                       "intact and the next save tries again";
+    log << "warning: " << text << std::endl;
+    std::fprintf(stderr, "\nnmt: warning: %s\n", text.c_str());
+  }
+}
+
+Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
+                                    std::ostream &log) {
+  auto params = model->params();
+  bool bar = options.progress && isatty(2);
+  Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
+  auto order = makeBatchOrder(exs, options.maxTokens, orderRng);
+  auto start = Clock::now();
+  auto lastDraw = start - std::chrono::seconds(1);
+  EpochRun run;
+  int64_t first = state.batchInEpoch, batches = int64_t(order.size());
+  char line[512];
+  for (int64_t bi = state.batchInEpoch; bi < batches; ++bi) {
+    Batch batch = makeBatch(exs, order[bi]);
+    zeroGrads(params);
+    double loss = model->loss(batch, true, &state.dropoutRng);
+    if (beforeUpdate)
+      beforeUpdate(state.updates + 1);
+    state.batchInEpoch = bi + 1;
+    if (!updateIsFinite(batch, loss, bi, batches, log))
+      continue;
+    adam.lr = float(state.lr);
+    adam.update(params);
+    ++state.updates;
+    state.epochLossSum += loss;
+    state.epochTokens += batch.targetTokens;
+    run.words += batch.targetTokens + batch.sourceTokens;
+    double epochMean = state.epochLossSum / double(state.epochTokens);
+    if (onUpdate)
+      onUpdate(state.updates, loss / double(batch.targetTokens));
+    double elapsed = secondsSince(start);
+    double wps = run.words / std::max(elapsed, 1e-9);
+    double done = double(bi + 1 - first) / double(batches - first);
+    if (options.logEvery > 0 && state.updates % options.logEvery == 0) {
+      std::snprintf(line, sizeof line,
+                    "epoch %lld update %lld loss %.4f ppl %.2f %.0f "
+                    "words/s lr %.3g",
+                    (long long)state.epoch + 1, (long long)state.updates,
+                    epochMean, std::exp(epochMean), wps, state.lr);
+      log << line << std::endl;
+    }
+    if (bar && Clock::now() - lastDraw > std::chrono::milliseconds(200)) {
+      lastDraw = Clock::now();
+      int width = 24, filled = int(done * width);
+      std::string barText(size_t(filled), '#');
+      barText.resize(size_t(width), ' ');
+      std::fprintf(stderr,
+                   "\repoch %lld |%s| %3.0f%% upd %lld loss %.3f %.0f "
+                   "words/s ETA %s  ",
+                   (long long)state.epoch + 1, barText.c_str(), done * 100,
+                   (long long)state.updates, epochMean, wps,
+                   clock(elapsed / done - elapsed).c_str());
+    }
+    bool last = options.maxUpdates > 0 && state.updates >= options.maxUpdates;
+    if (last ||
+        (options.saveEvery > 0 && state.updates % options.saveEvery == 0))
+      saveOrWarn(options.out, log, last);
+    if (last) {
+      run.stopped = true;
+      break;
+    }
+  }
+  if (bar)
+    std::fprintf(stderr, "\n");
+  run.seconds = secondsSince(start);
+  return run;
+}
+
+void Session::finishEpoch(const TrainData &data, std::ostream &log,
+                          const EpochRun &run) {
+  double ppl = 0, bleu = 0;
+  validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
+  state.epochLoss.push_back(
+      state.epochTokens ? state.epochLossSum / double(state.epochTokens) : 0);
+  state.validPerplexity.push_back(ppl);
+  state.validBleu.push_back(bleu);
+  bool improved = bleu > state.bestBleu;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "epoch %lld done: train loss %.4f, valid ppl %.3f, valid "
+                "BLEU %.2f%s, %.0f words/s, %.1f s, lr %.3g",
+                (long long)state.epoch + 1, state.epochLoss.back(), ppl, bleu,
+                improved ? " (best)" : "",
+                run.words / std::max(run.seconds, 1e-9), run.seconds, state.lr);
+  log << line << std::endl;
+  if (options.progress)
+    std::fprintf(stderr, "%s\n", line);
+  if (improved) {
+    state.bestBleu = bleu;
+    state.badEpochs = 0;
+  } else {
+    ++state.badEpochs;
+  }
+  if (options.lrDecay == "epoch" || (options.lrDecay == "plateau" && !improved))
+    state.lr *= 0.5;
+  ++state.epoch;
+  state.batchInEpoch = 0;
+  state.epochLossSum = 0;
+  state.epochTokens = 0;
+  if (options.patience > 0 && state.badEpochs >= options.patience) {
+    state.finished = true;
+    log << "early stopping: no BLEU improvement for " << state.badEpochs
+        << " epochs" << std::endl;
+  }
+  if (state.epoch >= options.epochs)
+    state.finished = true;
+  if (improved)
+    saveOrWarn(options.out + ".best", log, false);
+  saveOrWarn(options.out, log, state.finished);
+}
+
+void Session::train(const TrainData &data) {
+  std::vector<Example> exs = examples(data.trainSrc, data.trainTgt, true);
+  if (exs.empty())
+    throw DataError("no training sentence pair within --max-len " +
+                    std::to_string(options.maxLen));
+  std::string logPath =
+      options.log.empty() ? options.out + ".log" : options.log;
+  std::ofstream log(logPath, std::ios::app);
+  if (!log)
+    throw DataError(logPath + ": cannot open the log file");
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "cell %s, %lld parameters, vocab %lld/%lld, %zu training "
+                "pairs (%zu dropped by --max-len)",
+                options.model.cell.c_str(), (long long)model->parameterCount(),
+                (long long)srcVocab.size(), (long long)tgtVocab.size(),
+                exs.size(), data.trainSrc.size() - exs.size());
+  log << line << "\n";
+  if (options.progress)
+    std::fprintf(stderr, "%s\n", line);
+  while (!state.finished && state.epoch < options.epochs) {
+    // A run resumed at its --max-updates has nothing left to do (one more
+    // update, or an early end of epoch, would differ from the straight run).
+    if (options.maxUpdates > 0 && state.updates >= options.maxUpdates)
+      return;
+    EpochRun run = runEpoch(exs, log);
+    if (run.stopped)
+      return;
+    finishEpoch(data, log, run);
+  }
+}
+
+} // namespace nmt

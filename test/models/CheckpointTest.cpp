@@ -1,0 +1,177 @@
+//===- CheckpointTest.cpp - Damaged checkpoints, failed saves, NaNs -------===//
+
+#include "models/nmt/Trainer.h"
+
+#include "test/models/TinyRun.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace nmt;
+
+namespace {
+
+[[maybe_unused]] const bool singleThreaded = setThreads(1);
+
+TrainOptions tiny(const std::string &name) {
+  return test::tinyRun("checkpoint-" + name, "atr");
+}
+
+using test::bytesOf;
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+/// The message Session::load(path) fails with ("" if it loads).
+std::string loadError(const std::string &path) {
+  try {
+    Session::load(path);
+    return "";
+  } catch (const DataError &error) {
+    return error.what();
+  }
+}
+
+#define EXPECT_CONTAINS(text, part)                                            \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+/// A saved, untrained session and its bytes.
+struct Saved {
+  TrainOptions options;
+  TrainData data;
+  std::unique_ptr<Session> session;
+  std::string bytes;
+  explicit Saved(const std::string &name) : options(tiny(name)) {
+    data = loadTrainData(options);
+    session = std::make_unique<Session>(options, data);
+    session->save(options.out);
+    bytes = bytesOf(options.out);
+  }
+};
+
+} // namespace
+
+// 64 flipped bytes in a weight matrix used to load and translate garbage.
+TEST(Checkpoint, FlippedTruncatedEmptyOrForeignFilesAreNamedErrors) {
+  Saved saved("damaged");
+  const std::string &path = saved.options.out;
+  std::string flipped = saved.bytes;
+  for (size_t i = 0; i < 64; ++i)
+    flipped[flipped.size() / 2 + i] ^= 0x40;
+  writeBytes(path, flipped);
+  EXPECT_CONTAINS(loadError(path), path + ": checksum mismatch");
+  writeBytes(path, saved.bytes.substr(0, saved.bytes.size() - 100));
+  EXPECT_CONTAINS(loadError(path), path + ": truncated");
+  writeBytes(path, "");
+  EXPECT_CONTAINS(loadError(path), path + ": empty file, not an nmt");
+  writeBytes(path, "hello, world\nnot a checkpoint at all\n");
+  EXPECT_CONTAINS(loadError(path), path + ": not an nmt checkpoint");
+  writeBytes(path, saved.bytes);
+  EXPECT_EQ(loadError(path), "");
+}
+
+// NaN parameters (or Adam moments) used to load, then give empty output
+// or a NaN loss after --resume.
+TEST(Checkpoint, NonFiniteParametersAreRejectedByName) {
+  Saved saved("nan");
+  Param *p = saved.session->model->params()[2];
+  p->value[5] = std::nanf("");
+  saved.session->save(saved.options.out);
+  EXPECT_CONTAINS(loadError(saved.options.out), "parameter " + p->name);
+  p->value[5] = 0;
+  p->m.assign(p->value.size(), 0.f);
+  p->v.assign(p->value.size(), INFINITY);
+  saved.session->save(saved.options.out);
+  EXPECT_CONTAINS(loadError(saved.options.out),
+                  "parameter " + p->name + " (Adam moment) holds Inf");
+}
+
+// A full disk (PATH.tmp on /dev/full) or a missing folder: a clear error,
+// the previous checkpoint intact, no temporary left behind.
+TEST(Checkpoint, FailedSaveKeepsThePreviousCheckpoint) {
+  Saved saved("full");
+  const std::string &path = saved.options.out;
+  std::remove((path + ".tmp").c_str());
+  ASSERT_EQ(symlink("/dev/full", (path + ".tmp").c_str()), 0);
+  saved.session->state.updates = 99;
+  try {
+    saved.session->save(path);
+    FAIL() << "saving to a full disk succeeded";
+  } catch (const DataError &error) {
+    EXPECT_CONTAINS(error.what(), "No space left on device");
+  }
+  EXPECT_EQ(bytesOf(path), saved.bytes);
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
+  std::string nowhere = testing::TempDir() + "no-such-dir/model.ckpt";
+  try {
+    saved.session->save(nowhere);
+    FAIL() << "saving into a missing folder succeeded";
+  } catch (const DataError &error) {
+    EXPECT_CONTAINS(error.what(), "cannot write the checkpoint");
+  }
+}
+
+// A scheduled save that fails warns; training goes on to the end.
+TEST(Checkpoint, TrainingSurvivesAFailedPeriodicSave) {
+  TrainOptions o = tiny("periodic");
+  o.saveEvery = 2;
+  o.maxUpdates = 6;
+  TrainData data = loadTrainData(o);
+  Session session(o, data);
+  std::remove((o.out + ".tmp").c_str());
+  ASSERT_EQ(symlink("/dev/full", (o.out + ".tmp").c_str()), 0);
+  session.train(data);
+  EXPECT_EQ(session.state.updates, 6);
+  EXPECT_EQ(Session::load(o.out)->state.updates, 6);
+}
+
+// A NaN gradient stops training before Adam applies it, naming the update,
+// the parameter and the batch; --skip-nonfinite skips that update only.
+TEST(Checkpoint, NonFiniteGradientStopsOrIsSkipped) {
+  TrainOptions o = tiny("nan-grad");
+  o.maxUpdates = 5;
+  TrainData data = loadTrainData(o);
+  Session session(o, data);
+  Param *poisoned = session.model->params()[1];
+  bool fired = false; // once: a skipped update is retried by the next batch
+  session.beforeUpdate = [&](int64_t update) {
+    if (update == 3 && !fired)
+      poisoned->grad[0] = std::nanf("");
+    fired |= update == 3;
+  };
+  try {
+    session.train(data);
+    FAIL() << "trained on through a NaN gradient";
+  } catch (const DataError &error) {
+    EXPECT_CONTAINS(error.what(), "update 3 (epoch 1, batch 3 of");
+    EXPECT_CONTAINS(error.what(), "parameter " + poisoned->name);
+  }
+  EXPECT_EQ(session.state.updates, 2);
+  for (float x : poisoned->value)
+    ASSERT_TRUE(std::isfinite(x));
+
+  Session skipping(o, data);
+  skipping.options.skipNonfinite = true;
+  poisoned = skipping.model->params()[1];
+  fired = false;
+  skipping.beforeUpdate = session.beforeUpdate;
+  skipping.train(data);
+  EXPECT_EQ(skipping.state.skippedUpdates, 1);
+  EXPECT_EQ(skipping.state.updates, 5);
+  EXPECT_EQ(loadError(o.out), "");
+}
+
+// `--batch-size 0` used to reach cellrt and std::abort the process.
+TEST(Checkpoint, RuntimeErrorsThrowInsteadOfAborting) {
+  EXPECT_THROW(check(cellrt::Status::error("bad lengths"), "decoder"),
+               CellRuntimeError);
+  Saved saved("translate");
+  EXPECT_THROW(saved.session->translate({"one"}, 2, 1.0f, 0), DataError);
+  EXPECT_THROW(saved.session->translate({"one"}, 0, 1.0f, 4), DataError);
+  EXPECT_THROW(saved.session->translate({"one"}, 2, NAN, 4), DataError);
+}

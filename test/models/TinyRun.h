@@ -1,0 +1,44 @@
+//===- TinyRun.h - A training run small enough for a unit test --*- C++ -*-===//
+
+#ifndef CELLC_TEST_MODELS_TINYRUN_H
+#define CELLC_TEST_MODELS_TINYRUN_H
+
+#include "models/nmt/Trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace nmt::test {
+
+/// A few milliseconds per update on the embedded task, writing
+/// TempDir()/NAME.ckpt (old files of that name removed), no early stop.
+inline TrainOptions tinyRun(const std::string &name, const std::string &cell) {
+  TrainOptions o;
+  o.taskTrain = 150;
+  o.taskValid = 10;
+  o.taskTest = 10;
+  o.maxTokens = 300;
+  o.model = {cell, 0, 0, 8, 12, 8, 8, 0.1f};
+  o.lr = 5e-3f;
+  o.epochs = 100;
+  o.patience = 0;
+  o.progress = false;
+  o.logEvery = 0;
+  o.out = testing::TempDir() + name + ".ckpt";
+  for (const std::string &suffix : {"", ".best", ".tmp", ".log"})
+    std::remove((o.out + suffix).c_str());
+  return o;
+}
+
+inline std::string bytesOf(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace nmt::test
+
+#endif

@@ -453,6 +453,11 @@ const ast::Cell *loadAST(const std::string &path,
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(checkCategory);
+  // cellc's own version first; LLVM's (which built it) after.
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "cellc-check (cellc) " CELLC_VERSION "\n";
+    cl::PrintVersionMessage();
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "cellc-check: compare a compiled cell (forward and backward) with a "

@@ -294,6 +294,11 @@ int main(int argc, char **argv) {
   // MLIR's --mlir-print-ir-after-all etc.) still work, --help-hidden lists
   // them.
   cl::HideUnrelatedOptions(cellcCategory);
+  // cellc's own version first; LLVM's (which built it) after.
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "cellc " CELLC_VERSION "\n";
+    cl::PrintVersionMessage();
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "cellc: compile recurrent cells written as equations into fused CPU "

@@ -61,8 +61,10 @@ torch::Tensor evaluateCall(const ast::CallExpr &call, const Env &env) {
     return torch::exp(unary());
   if (f == "log")
     return torch::log(unary());
+  // LibTorch's softplus is linear above 20: log1p(exp(x)) overflows there
+  // and its gradient becomes inf/inf (a random cell found it).
   if (f == "softplus")
-    return torch::log1p(torch::exp(unary()));
+    return torch::softplus(unary());
   if (f == "hardsigmoid")
     return torch::hardsigmoid(unary());
   if (f == "gelu")

@@ -192,7 +192,10 @@ class CellBuilder:
             # Most real cells add a projection of an input (W @ x + ...).
             source_name, source = rng.choice(self.inputs)
             e = f"{self.param([shape, source])} @ {source_name} + {e}"
-        form = rng.choices(["tanh", "gated", "leaky", "norm", "raw"], [3, 3, 2, 1, 1])[0]
+        # Every form keeps the state bounded: an unbounded update (h' = h * h
+        # * ...) overflows float32 after a few steps, and no float32 result
+        # can then match the float64 reference.
+        form = rng.choices(["tanh", "gated", "leaky", "norm"], [3, 3, 2, 1])[0]
         if form == "tanh":
             rhs = f"tanh({e})"
         elif form == "gated":
@@ -202,10 +205,8 @@ class CellBuilder:
             rhs = f"{gate} * {state} + (1 - {gate}) * tanh({e})"
         elif form == "leaky":
             rhs = f"0.5 * {state} + 0.5 * tanh({e})"
-        elif form == "norm":
-            rhs = f"layernorm({e})"
         else:
-            rhs = e
+            rhs = f"layernorm({e})"
         self.statements.append(f"{state}' = {rhs}")
         self.values.append((state + "'", shape))
 

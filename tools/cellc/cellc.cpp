@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
+#include "frontend/Diagnostics.h"
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "tools/cellc/Subcommands.h"
@@ -321,7 +322,7 @@ int main(int argc, char **argv) {
   }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  cellc::SourceDiagnosticHandler diagnostics(sourceMgr, &context);
 
   bool loadFailed;
   OwningOpRef<ModuleOp> module = loadModule(sourceMgr, context, loadFailed);

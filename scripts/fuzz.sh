@@ -73,6 +73,10 @@ seeds=$BUILD_DIR/seeds
 rm -rf "$seeds" && mkdir -p "$seeds"
 find cells test examples models -name '*.cell' -size -4k \
   -exec cp --backup=numbered -t "$seeds" {} + 2>/dev/null || true
+# The target reads `# --dim NAME=VALUE` lines as cellc reads --dim.
+for cell in atr gru srnmt; do
+  { echo "# --dim H=8"; cat "cells/$cell.cell"; } >"$seeds/dim-$cell.cell"
+done
 "$fuzzer" "$corpus" "$seeds" \
   -dict=tools/cellc-fuzz/cell.dict -max_len=4096 \
   -timeout=30 -rss_limit_mb=4096 -max_total_time="$seconds" \

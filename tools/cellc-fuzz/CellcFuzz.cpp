@@ -8,6 +8,7 @@
 //   - an error after the front end accepted the input: a cell the front end
 //     accepts must compile, so the target prints the internal compiler
 //     error and aborts, and libFuzzer keeps the input.
+// Comment lines `# --dim NAME=VALUE` fix dimensions, as `cellc --dim` does.
 // CELLC_FUZZ_STAGE=frontend|passes stops earlier (see Stage), for runs of
 // millions of inputs. scripts/fuzz.sh builds and runs it (README, "Testing").
 //
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 namespace {
 
@@ -87,6 +89,24 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
+/// The `--dim` bindings the input's `# --dim NAME=VALUE` lines ask for;
+/// malformed ones are ignored, like any comment.
+std::map<std::string, int64_t> fixedDims(llvm::StringRef source) {
+  std::map<std::string, int64_t> dims;
+  llvm::SmallVector<llvm::StringRef> lines;
+  source.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (!line.consume_front("# --dim "))
+      continue;
+    auto [name, value] = line.trim().split('=');
+    int64_t number;
+    // cellc's command line accepts positive 64-bit values only.
+    if (!name.empty() && !value.getAsInteger(10, number) && number > 0)
+      dims[name.str()] = number;
+  }
+  return dims;
+}
+
 void compile(llvm::StringRef source) {
   // One thread: a thread pool per input would cost more than the input. The
   // dialects are loaded once the front end accepts the input (as cellc
@@ -100,7 +120,7 @@ void compile(llvm::StringRef source) {
 
   std::unique_ptr<cellc::ParsedFile> file =
       cellc::parseCellFile(sourceMgr, context);
-  if (!file || !cellc::checkCellFile(*file, context, {}))
+  if (!file || !cellc::checkCellFile(*file, context, fixedDims(source)))
     return;
 
   context.loadAllAvailableDialects();

@@ -1,9 +1,12 @@
-//===- WideRowTest.cpp - Kernels on rows of millions of elements ----------===//
+//===- JitRobustnessTest.cpp - Odd inputs through the JIT -----------------===//
 //
-// A layer norm over a row of 10^6 elements needs megabytes of row-local
-// scratch. Kernels once took it from the stack (alloca) and `cellc run` died
-// with SIGSEGV; now scratch past 64 KiB comes from the heap. Each row here
-// needs over 8 MB, more than any thread's default stack.
+// The JIT promises errors as values. Pathological sources once killed the
+// process (a stack overflow in the checker, gigabytes of diagnostics and
+// bad_alloc); now each is a short located error. And kernels on rows of
+// millions of elements run: a layer norm over a row of 10^6 elements needs
+// megabytes of row-local scratch, which kernels once took from the stack
+// (alloca; `cellc run` died with SIGSEGV) and now take from the heap past
+// 64 KiB.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,11 +17,50 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace cellc;
 
 namespace {
+
+jit::CompileOptions noCache() {
+  jit::CompileOptions options;
+  options.cacheDir = "";
+  return options;
+}
+
+/// A cell whose next value is `expression`.
+std::string cellWith(const std::string &expression) {
+  return "cell c(x: [H]) {\n  state h: [H]\n  param W: [H, H]\n  h' = " +
+         expression + "\n}\n";
+}
+
+TEST(JitRobustness, PathologicalSourcesAreShortLocatedErrors) {
+  std::string sum = "x";
+  for (int i = 1; i < 20000; ++i)
+    sum += " + x";
+  struct Case {
+    std::string source, error;
+  } cases[] = {
+      {cellWith(sum), "odd.cell:4:4052: error: cell is too long"},
+      {cellWith(std::string(150, '(') + "x" + std::string(150, ')')),
+       "odd.cell:4:108: error: expression is nested too deeply"},
+      {cellWith("x " + std::string(1000000, '$')),
+       "odd.cell:4:10: error: unexpected character '$'"},
+      {"# caf\xe9\n" + cellWith("x"),
+       "odd.cell:1:6: error: the file is not valid UTF-8"},
+      {"", "odd.cell:1:1: error: the file defines no cell"},
+  };
+  for (const Case &odd : cases) {
+    auto compiled = jit::compileSource(odd.source, "odd.cell", noCache());
+    ASSERT_FALSE(compiled.ok());
+    EXPECT_NE(compiled.error().find(odd.error), std::string::npos)
+        << compiled.error().substr(0, 2000);
+    // At most 20 errors, each with at most 80 bytes of its source line.
+    EXPECT_LT(compiled.error().size(), 10000u);
+  }
+}
 
 const char *const kWideCell = R"(
 cell wide(x: [H]) {
@@ -46,10 +88,9 @@ std::vector<double> reference(const std::vector<double> &v,
   return result;
 }
 
-TEST(WideRow, LayerNormOverTwoMillionElements) {
+TEST(JitRobustness, LayerNormOverRowsOfTwoMillionElements) {
   const int64_t T = 2, B = 1, H = 2100000;
-  auto compiled = jit::compileSource(kWideCell, "wide.cell",
-                                     jit::CompileOptions{{}, {}, true, "", ""});
+  auto compiled = jit::compileSource(kWideCell, "wide.cell", noCache());
   ASSERT_TRUE(compiled.ok()) << compiled.error();
   auto cell = cellrt::Cell::load(compiled->image());
   ASSERT_TRUE(cell.ok()) << cell.error();

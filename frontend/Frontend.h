@@ -30,6 +30,23 @@ namespace ast {
 struct Module;
 } // namespace ast
 
+/// What the front end accepts at most (docs/cell-language.md, "Limits").
+/// They keep the parser's and the checker's recursion, the compile time of
+/// a cell and the size of every array within bounds, whatever the input.
+namespace limits {
+/// Levels of parentheses, calls, unary '-' and chained '@' in one
+/// expression: the parser recurses once per level.
+constexpr unsigned kMaxNestingDepth = 100;
+/// Tokens from one `cell` keyword to the next: bounds the depth of operator
+/// chains (`x + x + ...`) and the size of the kernels LLVM must compile.
+constexpr unsigned kMaxTokensPerCell = 2048;
+/// Errors reported before the rest are left out ("too many errors").
+constexpr unsigned kMaxErrors = 20;
+/// The largest dimension: elements in one vector, and a declared
+/// dimension's constant or its value when every symbol is 1.
+constexpr int64_t kMaxDimension = (int64_t(1) << 31) - 1;
+} // namespace limits
+
 /// Owns a parsed file; opaque outside the front end.
 struct ParsedFile {
   ParsedFile();

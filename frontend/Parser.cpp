@@ -21,6 +21,8 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -35,6 +37,16 @@ ParsedFile::ParsedFile() = default;
 ParsedFile::~ParsedFile() = default;
 
 namespace {
+
+/// Thrown out of the ANTLR lexer or parser to stop it: more errors than
+/// limits::kMaxErrors (the rest would not be shown anyway), or an expression
+/// nested more deeply than limits::kMaxNestingDepth.
+struct StopParsing {
+  /// Where the nesting limit was exceeded (line and 0-based column, as
+  /// ANTLR counts); line 0 after too many errors. Not the token itself: the
+  /// token stream is gone when this is caught.
+  size_t tooDeepLine = 0, tooDeepColumn = 0;
+};
 
 /// Reports lexer and parser errors as MLIR errors at the offending token,
 /// rephrasing ANTLR's messages ("mismatched input 'x' expecting {...}") into
@@ -54,6 +66,9 @@ public:
                                                    charPositionInLine + 1);
     mlir::emitError(loc) << rephrase(recognizer, offendingSymbol, message,
                                      error);
+    // One error past the limit, so that the handler says "too many errors".
+    if (errorCount > limits::kMaxErrors)
+      throw StopParsing();
   }
 
   unsigned errorCount = 0;
@@ -128,6 +143,8 @@ std::string DiagnosticErrorListener::rephrase(antlr4::Recognizer *recognizer,
       text.pop_back();
     if (text == "\\n" || text.empty())
       return "unexpected end of line";
+    if (text.size() == 1 && !llvm::isPrint(text[0]))
+      return "unexpected control character 0x" + llvm::toHex(text);
     return "unexpected character '" + text + "'";
   }
 
@@ -274,8 +291,10 @@ DimExpr ASTBuilder::buildDimTerm(CellParser::DimTermContext *term) {
 int64_t ASTBuilder::parseInteger(antlr4::Token *token) {
   errno = 0;
   long long value = std::strtoll(token->getText().c_str(), nullptr, 10);
-  if (errno == ERANGE || value > (int64_t(1) << 40)) {
-    error(token) << "integer '" << token->getText() << "' is too large";
+  if (errno == ERANGE || value > limits::kMaxDimension) {
+    error(token) << "integer '" << token->getText()
+                 << "' is too large: a dimension has at most "
+                 << limits::kMaxDimension << " elements";
     return 1;
   }
   return value;
@@ -337,6 +356,111 @@ ASTBuilder::buildExpr(CellParser::ExprContext *expr) {
   return buildBinary(add->op, add->expr(0), add->expr(1));
 }
 
+/// The generated parser, stopped before its recursion goes deeper than
+/// limits::kMaxNestingDepth: every level of an expression (parentheses, a
+/// call, unary '-', the right side of '@' or of an operator) is one call of
+/// the recursive `expr` rule, which enters through enterRecursionRule.
+class DepthLimitedParser : public CellParser {
+public:
+  using CellParser::CellParser;
+  using CellParser::enterRecursionRule;
+
+  void enterRecursionRule(antlr4::ParserRuleContext *context, size_t state,
+                          size_t ruleIndex, int precedence) override {
+    // Thrown before the level is entered: the generated code unrolls only
+    // the levels that were.
+    if (depth == limits::kMaxNestingDepth)
+      throw StopParsing{getCurrentToken()->getLine(),
+                        getCurrentToken()->getCharPositionInLine()};
+    ++depth;
+    CellParser::enterRecursionRule(context, state, ruleIndex, precedence);
+  }
+  void unrollRecursionContexts(antlr4::ParserRuleContext *parent) override {
+    --depth;
+    CellParser::unrollRecursionContexts(parent);
+  }
+
+private:
+  unsigned depth = 0;
+};
+
+/// Gives up on a file with more lexical errors than will be shown: the
+/// parse reports them (and stops) sooner than a lexer would finish it.
+class StopAfterErrors : public antlr4::BaseErrorListener {
+public:
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t, size_t,
+                   const std::string &, std::exception_ptr) override {
+    if (++errors > limits::kMaxErrors)
+      throw StopParsing();
+  }
+
+private:
+  unsigned errors = 0;
+};
+
+/// The first token past limits::kMaxTokensPerCell tokens since the last
+/// `cell` keyword (or the start of the file), as (line, 0-based column);
+/// std::nullopt when there is none, or too many lexical errors to tell.
+std::optional<std::pair<size_t, size_t>>
+findOverlongCell(antlr4::ANTLRInputStream &input) {
+  StopAfterErrors stopAfterErrors;
+  CellLexer lexer(&input);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&stopAfterErrors);
+  unsigned inCell = 0;
+  try {
+    for (std::unique_ptr<antlr4::Token> token = lexer.nextToken();
+         token->getType() != antlr4::Token::EOF; token = lexer.nextToken()) {
+      if (token->getType() != CellLexer::NAME && token->getText() == "cell")
+        inCell = 0;
+      if (++inCell > limits::kMaxTokensPerCell)
+        return std::make_pair(token->getLine(), token->getCharPositionInLine());
+    }
+  } catch (const StopParsing &) {
+  }
+  return std::nullopt;
+}
+
+/// Reports a cell longer than limits::kMaxTokensPerCell tokens. Checked on
+/// the token stream, before the parser builds anything, by a lexer of its
+/// own that reports nothing: the parse that follows reports lexical and
+/// syntax errors together, in source order.
+bool checkCellLengths(antlr4::ANTLRInputStream &input,
+                      mlir::MLIRContext &context, const std::string &fileName) {
+  std::optional<std::pair<size_t, size_t>> overlong = findOverlongCell(input);
+  if (!overlong)
+    return true;
+  mlir::emitError(mlir::FileLineColLoc::get(
+      &context, fileName, static_cast<unsigned>(overlong->first),
+      static_cast<unsigned>(overlong->second + 1)))
+      << "cell is too long: more than " << limits::kMaxTokensPerCell
+      << " tokens (the limit keeps compile time bounded; split the work into "
+         "several cells)";
+  return false;
+}
+
+/// ANTLR reads UTF-8 only, and throws on anything else; this reports the
+/// first byte that is not part of a valid UTF-8 character, at its line and
+/// (byte) column.
+bool checkUTF8(llvm::StringRef text, mlir::MLIRContext &context,
+               const std::string &fileName) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  const llvm::UTF8 *position = begin;
+  if (llvm::isLegalUTF8String(&position, begin + text.size()))
+    return true;
+  size_t offset = position - begin;
+  llvm::StringRef before = text.take_front(offset);
+  unsigned line = 1 + before.count('\n');
+  size_t lineStart = before.rfind('\n');
+  unsigned column = static_cast<unsigned>(
+      offset - (lineStart == llvm::StringRef::npos ? 0 : lineStart + 1) + 1);
+  mlir::emitError(mlir::FileLineColLoc::get(&context, fileName, line, column))
+      << "the file is not valid UTF-8: byte 0x"
+      << llvm::toHex(text.substr(offset, 1))
+      << " here does not begin a UTF-8 character; save the file as UTF-8";
+  return false;
+}
+
 } // namespace
 
 std::unique_ptr<ParsedFile> cellc::parseCellFile(llvm::SourceMgr &sourceMgr,
@@ -348,18 +472,22 @@ std::unique_ptr<ParsedFile> cellc::parseCellFile(llvm::SourceMgr &sourceMgr,
   file->module = std::make_unique<ast::Module>();
   file->module->fileName = fileName;
 
+  if (!checkUTF8(buffer->getBuffer(), context, fileName))
+    return nullptr;
   try {
     antlr4::ANTLRInputStream input(buffer->getBufferStart(),
                                    buffer->getBufferSize());
+    if (!checkCellLengths(input, context, fileName))
+      return nullptr;
+    input.reset();
     CellLexer lexer(&input);
     antlr4::CommonTokenStream tokens(&lexer);
-    CellParser parser(&tokens);
     DiagnosticErrorListener listener(context, fileName);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
+    DepthLimitedParser parser(&tokens);
     parser.removeErrorListeners();
     parser.addErrorListener(&listener);
-
     CellParser::FileContext *tree = parser.file();
     if (listener.errorCount != 0 || parser.getNumberOfSyntaxErrors() != 0)
       return nullptr;
@@ -367,6 +495,15 @@ std::unique_ptr<ParsedFile> cellc::parseCellFile(llvm::SourceMgr &sourceMgr,
     builder.buildFile(tree, *file->module);
     if (builder.errorCount != 0)
       return nullptr;
+  } catch (const StopParsing &stop) {
+    if (stop.tooDeepLine)
+      mlir::emitError(mlir::FileLineColLoc::get(
+          &context, fileName, static_cast<unsigned>(stop.tooDeepLine),
+          static_cast<unsigned>(stop.tooDeepColumn + 1)))
+          << "expression is nested too deeply: more than "
+          << limits::kMaxNestingDepth
+          << " levels of parentheses, calls, '-' and '@'";
+    return nullptr;
   } catch (const std::exception &exception) {
     mlir::emitError(mlir::FileLineColLoc::get(&context, fileName, 1, 1))
         << "internal parser error: " << exception.what();

@@ -46,6 +46,8 @@ struct NamedValue {
   Shape shape;
   Location loc;
   bool used = false;
+  /// Computed from params and numbers alone: the same at every step.
+  bool stepInvariant = false;
 };
 
 const char *describeKind(NamedValue::Kind kind) {
@@ -77,9 +79,12 @@ private:
   // Declarations and statements.
   void declare(Decl &decl);
   Shape checkDeclaredShape(const Decl &decl);
+  /// Reports a declared dimension that can be non-positive or is too large
+  /// (as written or under `--dim`); false if it was reported.
+  bool checkDeclaredDim(const Decl &decl, const DimExpr &dim);
   void checkStmt(Stmt &stmt);
   void checkSplit(Stmt &stmt, CallExpr &call);
-  void define(Target &target, const Shape &shape);
+  void define(Target &target, const Shape &shape, bool stepInvariant);
   void checkOutputs();
   void checkStatesAndParams();
 
@@ -91,6 +96,8 @@ private:
   Shape checkCall(CallExpr &call);
   Shape checkLayerNorm(CallExpr &call);
   Shape checkConcat(CallExpr &call);
+  /// Whether `expr` reads only params and numbers (no input or state).
+  bool isStepInvariant(const Expr &expr) const;
   /// Checks that `expr` names a vector param of length `length`.
   void checkVectorParam(Expr &expr, const DimExpr &length, const char *role);
 
@@ -127,6 +134,9 @@ private:
   /// Names a later statement defines: using one now is "used before".
   std::map<std::string, Location> laterDefinitions;
   bool failed = false;
+  bool reportedTooLarge = false;
+  /// `--dim` symbols whose value was reported out of range.
+  std::set<std::string> reportedFixedDims;
 };
 
 bool CellChecker::check() {
@@ -176,18 +186,14 @@ void CellChecker::declare(Decl &decl) {
       : decl.role == Decl::Role::State ? NamedValue::Kind::State
                                        : NamedValue::Kind::Param;
   values[decl.name] = {kind, decl.shape, decl.loc};
+  values[decl.name].stepInvariant = kind == NamedValue::Kind::Param;
 }
 
 Shape CellChecker::checkDeclaredShape(const Decl &decl) {
   const std::vector<DimExpr> &declared = decl.declared.dims;
   bool valid = true;
-  for (const DimExpr &dim : declared) {
-    if (isNeverPositive(dim)) {
-      error(decl.declared.loc) << "dimension '" << dim.str() << "' of '"
-                               << decl.name << "' is not positive";
-      valid = false;
-    }
-  }
+  for (const DimExpr &dim : declared)
+    valid &= checkDeclaredDim(decl, dim);
   if (declared.size() == 2 && decl.role == Decl::Role::Param)
     return valid ? Shape::matrix(declared[0], declared[1]) : Shape::invalid();
   if (declared.size() != 1) {
@@ -204,6 +210,73 @@ Shape CellChecker::checkDeclaredShape(const Decl &decl) {
   return valid ? Shape::vector(declared[0]) : Shape::invalid();
 }
 
+/// The value of `dim` when every symbol is 1: its smallest when no
+/// coefficient is negative.
+int64_t valueAtOnes(const DimExpr &dim) {
+  std::map<std::string, int64_t> ones;
+  for (const DimExpr::Term &term : dim.getTerms())
+    ones[term.first] = 1;
+  return *dim.evaluate(ones);
+}
+
+bool hasNegativeTerm(const DimExpr &dim) {
+  return llvm::any_of(dim.getTerms(),
+                      [](const DimExpr::Term &t) { return t.second < 0; });
+}
+
+bool CellChecker::checkDeclaredDim(const Decl &decl, const DimExpr &dim) {
+  auto report = [&]() -> mlir::InFlightDiagnostic {
+    mlir::InFlightDiagnostic diag = error(decl.declared.loc);
+    diag << "dimension '" << dim.str() << "' of '" << decl.name << "' ";
+    return diag;
+  };
+  // Every symbol is at least 1, so a dimension with a negative term is not
+  // positive for every size (`1 - H` at H = 1).
+  if (isNeverPositive(dim)) {
+    report() << "is not positive";
+    return false;
+  }
+  if (hasNegativeTerm(dim)) {
+    report() << "is not positive for every size of "
+             << (dim.getTerms().size() == 1 ? "its symbol" : "its symbols")
+             << "; write it as a sum of positive terms";
+    return false;
+  }
+  if (valueAtOnes(dim) > limits::kMaxDimension) {
+    report() << "is too large: a dimension has at most "
+             << limits::kMaxDimension << " elements";
+    return false;
+  }
+  // --dim values: the fixed sizes must give a dimension in range too.
+  auto inRange = [](const DimExpr &value) {
+    return !value.isConstant() ||
+           (value.getConstant() >= 1 &&
+            value.getConstant() <= limits::kMaxDimension);
+  };
+  DimExpr fixed = dims.resolve(dim);
+  if (fixed != dim && !inRange(fixed)) {
+    // A --dim value out of range is reported once, at its first use.
+    for (const DimExpr::Term &term : dim.getTerms())
+      if (!inRange(dims.resolve(DimExpr::symbol(term.first))) &&
+          !reportedFixedDims.insert(term.first).second)
+        return false;
+    mlir::InFlightDiagnostic diag = report();
+    diag << "is ";
+    if (fixed.getConstant() > limits::kMaxDimension)
+      diag << "larger than " << limits::kMaxDimension;
+    else
+      diag << fixed.getConstant();
+    diag << " with";
+    for (const DimExpr::Term &term : dim.getTerms())
+      if (auto value = dims.resolve(DimExpr::symbol(term.first));
+          value.isConstant())
+        diag << " --dim " << term.first << "=" << value.getConstant();
+    diag << "; a dimension has 1 to " << limits::kMaxDimension << " elements";
+    return false;
+  }
+  return true;
+}
+
 void CellChecker::checkStmt(Stmt &stmt) {
   if (auto *call = dyn_cast<CallExpr>(stmt.value.get());
       call && call->callee == "split") {
@@ -216,8 +289,9 @@ void CellChecker::checkStmt(Stmt &stmt) {
           << stmt.targets.size() << ")' on the right";
       shape = Shape::invalid();
     }
+    bool invariant = isStepInvariant(*stmt.value);
     for (Target &target : stmt.targets)
-      define(target, shape);
+      define(target, shape, invariant);
   }
 }
 
@@ -263,11 +337,13 @@ void CellChecker::checkSplit(Stmt &stmt, CallExpr &call) {
     }
   }
   call.shape = Shape::invalid();
+  bool invariant = !call.args.empty() && isStepInvariant(*call.args[0]);
   for (Target &target : stmt.targets)
-    define(target, part);
+    define(target, part, invariant);
 }
 
-void CellChecker::define(Target &target, const Shape &shape) {
+void CellChecker::define(Target &target, const Shape &shape,
+                         bool stepInvariant) {
   target.shape = shape;
   if (!target.primed) {
     laterDefinitions.erase(target.name);
@@ -277,6 +353,7 @@ void CellChecker::define(Target &target, const Shape &shape) {
       return;
     }
     values[target.name] = {NamedValue::Kind::Local, shape, target.loc};
+    values[target.name].stepInvariant = stepInvariant;
     return;
   }
 
@@ -342,9 +419,11 @@ void CellChecker::checkStatesAndParams() {
                        << "' = ...\")";
   for (const Decl &param : cell.params) {
     auto it = values.find(param.name);
+    // A param whose declaration was reported is not reported again.
     if (it != values.end() && it->second.kind == NamedValue::Kind::Param &&
         it->second.loc.line == param.loc.line &&
-        it->second.loc.col == param.loc.col && !it->second.used)
+        it->second.loc.col == param.loc.col && !it->second.used &&
+        !it->second.shape.isInvalid())
       mlir::emitWarning(toLoc(param.loc))
           << "param '" << param.name << "' is never used";
   }
@@ -378,6 +457,29 @@ Shape CellChecker::checkExpr(Expr &expr) {
   }
   expr.shape = shape;
   return shape;
+}
+
+bool CellChecker::isStepInvariant(const Expr &expr) const {
+  switch (expr.kind) {
+  case Expr::Kind::Number:
+    return true;
+  case Expr::Kind::Name: {
+    auto it = values.find(llvm::cast<NameExpr>(expr).spelling());
+    return it != values.end() && it->second.stepInvariant;
+  }
+  case Expr::Kind::Unary:
+    return isStepInvariant(*llvm::cast<UnaryExpr>(expr).operand);
+  case Expr::Kind::Binary: {
+    const auto &binary = llvm::cast<BinaryExpr>(expr);
+    return isStepInvariant(*binary.lhs) && isStepInvariant(*binary.rhs);
+  }
+  case Expr::Kind::MatVec:
+    return isStepInvariant(*llvm::cast<MatVecExpr>(expr).vector);
+  case Expr::Kind::Call:
+    return llvm::all_of(llvm::cast<CallExpr>(expr).args,
+                        [&](const auto &arg) { return isStepInvariant(*arg); });
+  }
+  return false;
 }
 
 Shape CellChecker::checkName(NameExpr &name) {
@@ -440,6 +542,9 @@ Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
     it->second.used = true;
     matrix = it->second.shape;
     name->shape = matrix;
+  } else if (it != values.end() && it->second.shape.isInvalid()) {
+    // Its declaration was reported.
+    it->second.used = true;
   } else if (it != values.end()) {
     const NamedValue &value = it->second;
     error(matVec.matrix->loc)
@@ -459,6 +564,15 @@ Shape CellChecker::checkMatVec(MatVecExpr &matVec) {
   if (vector.isScalar()) {
     error(matVec.vector->loc) << "right side of '@' must be a vector, not a "
                                  "scalar";
+    return Shape::invalid();
+  }
+  // The runtime multiplies a matrix by a batch of rows (an input's or a
+  // step's values); a product of params alone has no rows.
+  if (vector.isVector() && isStepInvariant(*matVec.vector)) {
+    error(matVec.vector->loc)
+        << "right side of '@' must depend on an input or a state; a product "
+           "of params and numbers alone is the same at every step (learn it "
+           "as one param instead)";
     return Shape::invalid();
   }
   if (matrix.isInvalid() || vector.isInvalid())
@@ -585,7 +699,6 @@ Shape CellChecker::resolve(const Shape &shape) const {
 }
 
 void CellChecker::resolveExpr(Expr &expr) {
-  expr.shape = resolve(expr.shape);
   if (auto *unary = dyn_cast<UnaryExpr>(&expr)) {
     resolveExpr(*unary->operand);
   } else if (auto *binary = dyn_cast<BinaryExpr>(&expr)) {
@@ -597,6 +710,16 @@ void CellChecker::resolveExpr(Expr &expr) {
   } else if (auto *call = dyn_cast<CallExpr>(&expr)) {
     for (auto &arg : call->args)
       resolveExpr(*arg);
+  }
+  // After the operands, so that the innermost oversized value is reported
+  // (`concat` of long vectors), once.
+  expr.shape = resolve(expr.shape);
+  if (!reportedTooLarge && expr.shape.isVector() &&
+      valueAtOnes(expr.shape.dims[0]) > limits::kMaxDimension) {
+    reportedTooLarge = true;
+    error(expr.loc) << "this vector is too large: " << expr.shape.str()
+                    << " has more than " << limits::kMaxDimension
+                    << " elements";
   }
 }
 
@@ -669,6 +792,14 @@ bool cellc::checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
   if (!file.module)
     return false;
   Module &module = *file.module;
+  if (module.cells.empty()) {
+    // An empty (or comment-only) file would compile to an object without a
+    // cell, which nothing can load.
+    mlir::emitError(mlir::FileLineColLoc::get(&context, module.fileName, 1, 1))
+        << "the file defines no cell";
+    module.checked = false;
+    return false;
+  }
   bool success = true;
   std::map<std::string, Location> cellNames;
   for (Cell &cell : module.cells) {

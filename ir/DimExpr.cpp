@@ -4,18 +4,42 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 using namespace cellc;
 
+// Real dimensions are far below 2^63, but a .cell file, a --dim value or a
+// chain of unifications can name absurd ones. Arithmetic saturates at
+// +-kSaturated instead of overflowing (undefined behaviour), so an absurd
+// dimension stays absurdly large and the front end rejects it. INT64_MIN is
+// never produced, so negating a value is always defined.
+static constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+
+static int64_t clamped(int64_t value) { return std::max(value, -kSaturated); }
+
+static int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum))
+    return a > 0 ? kSaturated : -kSaturated;
+  return clamped(sum);
+}
+
+static int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product))
+    return (a < 0) != (b < 0) ? -kSaturated : kSaturated;
+  return clamped(product);
+}
+
 DimExpr DimExpr::constant(int64_t value) {
   DimExpr e;
-  e.constantPart = value;
+  e.constantPart = clamped(value);
   return e;
 }
 
 DimExpr DimExpr::symbol(const std::string &name, int64_t coefficient) {
   DimExpr e;
-  e.terms.push_back({name, coefficient});
+  e.terms.push_back({name, clamped(coefficient)});
   e.normalize();
   return e;
 }
@@ -25,7 +49,7 @@ void DimExpr::normalize() {
   std::vector<Term> merged;
   for (const Term &t : terms) {
     if (!merged.empty() && merged.back().first == t.first)
-      merged.back().second += t.second;
+      merged.back().second = saturatingAdd(merged.back().second, t.second);
     else
       merged.push_back(t);
   }
@@ -54,13 +78,16 @@ std::optional<DimExpr> DimExpr::parse(const std::string &text) {
     bool hasNumber = false;
     if (std::isdigit(static_cast<unsigned char>(text[pos]))) {
       number = 0;
-      while (pos < n && std::isdigit(static_cast<unsigned char>(text[pos])))
-        number = number * 10 + (text[pos++] - '0');
+      while (pos < n && std::isdigit(static_cast<unsigned char>(text[pos]))) {
+        if (__builtin_mul_overflow(number, 10, &number) ||
+            __builtin_add_overflow(number, text[pos++] - '0', &number))
+          return std::nullopt;
+      }
       hasNumber = true;
       if (pos < n && text[pos] == '*')
         ++pos;
       else {
-        result.constantPart += sign * number;
+        result.constantPart = saturatingAdd(result.constantPart, sign * number);
         continue;
       }
     }
@@ -81,7 +108,7 @@ std::optional<DimExpr> DimExpr::parse(const std::string &text) {
 
 DimExpr DimExpr::operator+(const DimExpr &other) const {
   DimExpr r = *this;
-  r.constantPart += other.constantPart;
+  r.constantPart = saturatingAdd(r.constantPart, other.constantPart);
   r.terms.insert(r.terms.end(), other.terms.begin(), other.terms.end());
   r.normalize();
   return r;
@@ -93,9 +120,9 @@ DimExpr DimExpr::operator-(const DimExpr &other) const {
 
 DimExpr DimExpr::operator*(int64_t factor) const {
   DimExpr r = *this;
-  r.constantPart *= factor;
+  r.constantPart = saturatingMul(r.constantPart, factor);
   for (Term &t : r.terms)
-    t.second *= factor;
+    t.second = saturatingMul(t.second, factor);
   r.normalize();
   return r;
 }
@@ -137,7 +164,7 @@ DimExpr::evaluate(const std::map<std::string, int64_t> &sizes) const {
     auto it = sizes.find(t.first);
     if (it == sizes.end())
       return std::nullopt;
-    value += t.second * it->second;
+    value = saturatingAdd(value, saturatingMul(t.second, it->second));
   }
   return value;
 }

@@ -21,7 +21,8 @@
 namespace cellc {
 
 /// constant + sum(coefficient * symbol), kept canonical: terms sorted by
-/// symbol name, no zero coefficients.
+/// symbol name, no zero coefficients. Arithmetic saturates at +-(2^63 - 1)
+/// instead of overflowing; the front end rejects dimensions that large.
 class DimExpr {
 public:
   using Term = std::pair<std::string, int64_t>;

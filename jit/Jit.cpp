@@ -4,6 +4,7 @@
 
 #include "codegen/Codegen.h"
 #include "frontend/AST.h"
+#include "frontend/Diagnostics.h"
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "tools/common/Registration.h"
@@ -249,8 +250,8 @@ optimizeCell(const std::string &source, const std::string &displayName,
       llvm::MemoryBuffer::getMemBufferCopy(source, displayName), llvm::SMLoc());
   std::string diagnosticText;
   llvm::raw_string_ostream diagnosticStream(diagnosticText);
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context,
-                                               diagnosticStream);
+  cellc::SourceDiagnosticHandler diagnostics(sourceMgr, &context,
+                                             diagnosticStream);
   auto failedWith = [&]() { return error(diagnosticStream.str()); };
 
   // Front end: parse, check names and shapes, pick the cell, generate IR.

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::cell {
@@ -53,6 +54,17 @@ llvm::SetVector<Operation *> findHoistable(CellOp cell) {
   return hoistable;
 }
 
+/// Clones `op` into the prologue after the work it reads that is not there
+/// yet: params-and-constants-only values (`2 * b` in `x + 2 * b`), however
+/// deep. Cloning only the direct operand's definition once left `2` in the
+/// body: "using value defined outside the region".
+void cloneWithOperands(Operation *op, OpBuilder &builder, IRMapping &mapping) {
+  for (Value operand : op->getOperands())
+    if (!mapping.contains(operand))
+      cloneWithOperands(operand.getDefiningOp(), builder, mapping);
+  builder.clone(*op, mapping);
+}
+
 struct HoistInputProjectionsPass
     : cell::impl::HoistInputProjectionsBase<HoistInputProjectionsPass> {
   void runOnOperation() override {
@@ -67,7 +79,7 @@ struct HoistInputProjectionsPass
     OpBuilder builder(cell.getContext());
     Block *prologue = createPrologue(cell, builder);
 
-    // Clone the hoisted operations (and the constants they use) in order.
+    // Clone the hoisted operations (and the work they read) in order.
     IRMapping mapping;
     for (auto [bodyArg, prologueArg] :
          llvm::zip(llvm::concat<BlockArgument>(cell.getInputArgs(),
@@ -75,12 +87,8 @@ struct HoistInputProjectionsPass
                    prologue->getArguments()))
       mapping.map(bodyArg, prologueArg);
     builder.setInsertionPointToEnd(prologue);
-    for (Operation *op : hoistable) {
-      for (Value operand : op->getOperands())
-        if (!mapping.contains(operand))
-          builder.clone(*operand.getDefiningOp(), mapping);
-      builder.clone(*op, mapping);
-    }
+    for (Operation *op : hoistable)
+      cloneWithOperands(op, builder, mapping);
 
     // Values still used in the body cross over as new body arguments.
     SmallVector<Value> escaping;
@@ -100,10 +108,14 @@ struct HoistInputProjectionsPass
 
     for (Operation *op : llvm::reverse(hoistable))
       op->erase();
-    // Constants only the hoisted work used were cloned; drop the originals.
-    for (auto constant : llvm::make_early_inc_range(body->getOps<ConstantOp>()))
-      if (constant->use_empty())
-        constant.erase();
+    // Work only the hoisted operations read was cloned; drop the originals
+    // (users first).
+    SmallVector<Operation *> bodyOps;
+    for (Operation &op : body->without_terminator())
+      bodyOps.push_back(&op);
+    for (Operation *op : llvm::reverse(bodyOps))
+      if (isOpTriviallyDead(op))
+        op->erase();
   }
 
   /// The prologue takes the inputs and the parameters.

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace cellc;
 
 namespace {
@@ -118,6 +120,27 @@ cell atr(x: [I]) {
 //===----------------------------------------------------------------------===//
 // DimExpr
 //===----------------------------------------------------------------------===//
+
+TEST(DimExprTest, SaturatesInsteadOfOverflowing) {
+  // --dim H=2^62 once made `3*H` wrap around (undefined behaviour).
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  DimExpr huge = DimExpr::symbol("H", int64_t(1) << 62);
+  EXPECT_EQ((huge * 3).getTerms().front().second, max);
+  EXPECT_EQ((huge * -3).getTerms().front().second, -max);
+  EXPECT_EQ((DimExpr::constant(max) + DimExpr::constant(1)).getConstant(), max);
+  EXPECT_EQ((DimExpr::constant(std::numeric_limits<int64_t>::min()) * -1)
+                .getConstant(),
+            max);
+  EXPECT_EQ(huge.evaluate({{"H", int64_t(1) << 62}}), max);
+  EXPECT_EQ(DimExpr::parse("H+H+H")
+                ->substitute({{"H", huge}})
+                .getTerms()
+                .front()
+                .second,
+            max);
+  EXPECT_FALSE(DimExpr::parse("99999999999999999999*H"));
+  EXPECT_FALSE(DimExpr::parse("99999999999999999999"));
+}
 
 TEST(DimExprTest, ParsesAndPrintsCanonically) {
   EXPECT_EQ(DimExpr::parse("I+3*H")->str(), "3*H+I");
@@ -354,35 +377,116 @@ TEST(FrontendTest, EveryPrefixOfACellIsHandled) {
   }
 }
 
-TEST(FrontendTest, OddInputsDoNotCrash) {
-  const char *const inputs[] = {
-      "",
-      "cell",
-      "cell c() {}",
-      "cell c(x: []) { }",
-      "cell c(x: [0]) { state h: [0]; h' = x }",
-      "cell c(x: [H, H, H]) { state h: [H, I]; h' = x }",
-      "cell c(x: [99999999999999999999]) { state h: [H]; h' = h }",
-      "cell c(x: [H]) { state h: [H]; h' = split(x, 2) }",
-      "cell c(x: [H]) { state h: [H]; a, b = split(x) ; h' = a }",
-      "cell c(x: [H]) { state h: [H]; a = split(x, 0); h' = a }",
-      "cell c(x: [H]) { state h: [H]; a, b = split(3, 2); h' = a }",
-      "cell c(x: [H]) { state h: [H]; h' = layernorm() + concat() }",
-      "cell c(x: [H]) { state h: [H]; param W: [H, H]; h' = W @ W @ x }",
-      "cell c(x: [H]) { state h: [H]; param W: [H, H]; h' = W }",
-      "cell c(x: [H]) { state h: [H]; output W; h' = x; param W: [H, H] }",
-      "cell c(x: [H]) { state h: [H]; h' = h'; }",
-      "cell c(x: [H]) { state h: [H]; h'' = x }",
-      "cell c(x: [H]) { state h: [H]; h' = 1 / 0 + log(-1) }",
-      "cell c(x: [H]) { state h: [H]; h' = ((((((x)))))) }",
-      "cell c(x: [H]) { state h: [H]; h' = x @ }",
-      "\xff\xfe cell",
-      "cell c(x: [2*H-3*H]) { state h: [H]; h' = h }",
+/// An odd input and every diagnostic the front end must give for it, in
+/// order; no diagnostics means it compiles to IR.
+struct OddInput {
+  std::string source;
+  std::vector<std::string> diagnostics;
+};
+
+TEST(FrontendTest, OddInputsGetTheirDiagnostics) {
+  const OddInput inputs[] = {
+      {"", {"1:1: error: the file defines no cell"}},
+      {"# only a comment\n", {"1:1: error: the file defines no cell"}},
+      {"cell", {"1:5: error: expected a name, found end of file"}},
+      {"cell c() {}",
+       {"1:6: error: cell 'c' has no inputs",
+        "1:6: error: cell 'c' has no state"}},
+      {"cell c(x: []) { }",
+       {"1:12: error: expected a name or an integer, found ']'"}},
+      {"cell c(x: [0]) { state h: [0]; h' = x }",
+       {"1:11: error: dimension '0' of 'x' is not positive",
+        "1:27: error: dimension '0' of 'h' is not positive"}},
+      {"cell c(x: [H, H, H]) { state h: [H, I]; h' = x }",
+       {"1:11: error: input 'x' must be a vector [D], not a shape with 3 "
+        "dimensions",
+        "1:33: error: state 'h' must be a vector [D], not a shape with 2 "
+        "dimensions"}},
+      {"cell c(x: [99999999999999999999]) { state h: [H]; h' = h }",
+       {"1:12: error: integer '99999999999999999999' is too large: a "
+        "dimension has at most 2147483647 elements"}},
+      {"cell c(x: [H]) { state h: [H]; h' = split(x, 2) }",
+       {"1:37: error: 'split' into 2 parts needs 2 names on the left, got 1"}},
+      {"cell c(x: [H]) { state h: [H]; a, b = split(x) ; h' = a }",
+       {"1:39: error: 'split' takes 2 arguments (a vector and a count), got "
+        "1"}},
+      {"cell c(x: [H]) { state h: [H]; a = split(x, 0); h' = a }",
+       {"1:45: error: the count of 'split' must be a positive integer "
+        "literal"}},
+      {"cell c(x: [H]) { state h: [H]; a, b = split(3, 2); h' = a }",
+       {"1:45: error: 'split' needs a vector, got a scalar"}},
+      {"cell c(x: [H]) { state h: [H]; h' = layernorm() + concat() }",
+       {"1:37: error: 'layernorm' takes 1 or 3 arguments (e, gain, bias), "
+        "got 0",
+        "1:51: error: 'concat' takes at least 2 arguments, got 0"}},
+      {"cell c(x: [H]) { state h: [H]; param W: [H, H]; h' = W @ W @ x }", {}},
+      {"cell c(x: [H]) { state h: [H]; param W: [H, H]; h' = W }",
+       {"1:54: error: matrix param 'W' can only be the left side of '@'"}},
+      {"cell c(x: [H]) { state h: [H]; output W; h' = x; param W: [H, H] }",
+       {"1:39: error: output must be a vector, but 'W' is a matrix"}},
+      {"cell c(x: [H]) { state h: [H]; h' = h'; }",
+       {"1:37: error: 'h'' is read before it is assigned"}},
+      {"cell c(x: [H]) { state h: [H]; h'' = x }",
+       {"1:34: error: unexpected character '''"}},
+      {"cell c(x: [H]) { state h: [H]; h' = 1 / 0 + log(-1) }", {}},
+      {"cell c(x: [H]) { state h: [H]; h' = ((((((x)))))) }", {}},
+      {"cell c(x: [H]) { state h: [H]; h' = x @ }",
+       {"1:41: error: expected an expression, found '}'"}},
+      {"\xff\xfe cell",
+       {"1:1: error: the file is not valid UTF-8: byte 0xFF here does not "
+        "begin a UTF-8 character; save the file as UTF-8"}},
+      {"cell c(x: [H]) {\n  state h: [H]\n  h' = x \x01\n}",
+       {"3:10: error: unexpected control character 0x01"}},
+      {std::string("cell c(x: [H]) { state h: [H]; h' = x") + '\0' + " }",
+       {"1:38: error: unexpected control character 0x00"}},
+      {"cell c(x: [2*H-3*H]) { state h: [H]; h' = h }",
+       {"1:11: error: dimension '-H' of 'x' is not positive"}},
+      {"cell c(x: [H]) { state h: [H]; param b: [1 - H]; h' = x }",
+       {"1:41: error: dimension '-H+1' of 'b' is not positive for every size "
+        "of its symbol; write it as a sum of positive terms"}},
+      {"cell c(x: [H]) { state h: [H]; param W: [H, H], b: [H]; "
+       "h' = x + W @ b }",
+       {"1:70: error: right side of '@' must depend on an input or a state; a "
+        "product of params and numbers alone is the same at every step (learn "
+        "it as one param instead)"}},
+      {"cell c(x: [H]) { state h: [H]; h' = " + std::string(150, '(') + "x" +
+           std::string(150, ')') + " }",
+       {"1:137: error: expression is nested too deeply: more than 100 levels "
+        "of parentheses, calls, '-' and '@'"}},
   };
-  for (const char *input : inputs) {
-    FrontendRun run = runFrontend(input);
-    (void)run;
+  for (const OddInput &input : inputs) {
+    FrontendRun run = runFrontend(input.source);
+    EXPECT_EQ(run.diagnostics, input.diagnostics) << input.source;
+    EXPECT_EQ(!run.ir.empty(), input.diagnostics.empty()) << input.source;
   }
+}
+
+TEST(FrontendTest, LongSumsStopAtTheTokenLimit) {
+  // 20000 terms overflowed the checker's stack; 1000 compile.
+  auto sum = [](int terms) {
+    std::string source = "cell c(x: [H]) { state h: [H]; h' = x";
+    for (int i = 1; i < terms; ++i)
+      source += " + x";
+    return source + " }";
+  };
+  FrontendRun tooLong = runFrontend(sum(20000));
+  ASSERT_EQ(tooLong.diagnostics.size(), 1u);
+  EXPECT_NE(tooLong.diagnostics[0].find(
+                "error: cell is too long: more than 2048 tokens"),
+            std::string::npos)
+      << tooLong.dump();
+  FrontendRun accepted = runFrontend(sum(1000));
+  EXPECT_TRUE(accepted.diagnostics.empty()) << accepted.dump();
+  EXPECT_FALSE(accepted.ir.empty());
+}
+
+TEST(FrontendTest, ParsingStopsAfterTooManyErrors) {
+  // A million stray characters: the parser stops after the 21st error.
+  std::string source = "cell c(x: [H]) { state h: [H]; h' = x " +
+                       std::string(1000000, '$') + " }";
+  FrontendRun run = runFrontend(source);
+  EXPECT_FALSE(run.parsed);
+  EXPECT_EQ(run.count("error"), 21u) << run.dump();
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 
 #include "cellrt/Runtime.h"
 #include "frontend/AST.h"
+#include "frontend/Diagnostics.h"
 #include "frontend/Frontend.h"
 #include "jit/Jit.h"
 #include "tools/cellc-check/Compare.h"
@@ -437,7 +438,7 @@ const ast::Cell *loadAST(const std::string &path,
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   llvm::raw_string_ostream stream(errors);
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, stream);
+  SourceDiagnosticHandler handler(sourceMgr, &context, stream);
   file = parseCellFile(sourceMgr, context);
   if (!file || !checkCellFile(*file, context, dims))
     return nullptr;

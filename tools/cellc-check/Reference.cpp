@@ -138,7 +138,13 @@ void runStep(const ast::Cell &cell, Env &env) {
         env[stmt.targets[i].spelling()] = parts[i];
       continue;
     }
-    env[stmt.targets.at(0).spelling()] = evaluate(*stmt.value, env);
+    const ast::Target &target = stmt.targets.at(0);
+    torch::Tensor value = evaluate(*stmt.value, env);
+    // `h' = 0.5`: a scalar next value broadcasts to the state's shape, as
+    // in the compiled cell.
+    if (target.primed && value.dim() == 0)
+      value = value.expand_as(env.at(target.name));
+    env[target.spelling()] = value;
   }
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
+#include "frontend/Diagnostics.h"
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "tools/cellc/Subcommands.h"
@@ -18,6 +19,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -237,6 +239,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
                                                           context);
   PassManager pm(&context);
   applyPassManagerCLOptions(pm);
+  applyDefaultTimingPassManagerCLOptions(pm);
   cellc::addCellOptimizationPasses(pm, !inferenceOnly, saveActivations);
   if (failed(pm.run(module)))
     return failure();
@@ -253,6 +256,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
   } else {
     PassManager lowering(&context);
     applyPassManagerCLOptions(lowering);
+    applyDefaultTimingPassManagerCLOptions(lowering);
     if (emitAction == Emit::Plan) {
       lowering.addPass(cell::createLowerToLoops());
       if (failed(lowering.run(module)))
@@ -289,6 +293,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  // --mlir-timing: where the passes spend their time.
+  registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();
   // LLVM's hundreds of backend options would bury cellc's own; they (and
   // MLIR's --mlir-print-ir-after-all etc.) still work, --help-hidden lists
@@ -326,7 +332,7 @@ int main(int argc, char **argv) {
   }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  cellc::SourceDiagnosticHandler diagnostics(sourceMgr, &context);
 
   bool loadFailed;
   OwningOpRef<ModuleOp> module = loadModule(sourceMgr, context, loadFailed);

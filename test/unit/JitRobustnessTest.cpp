@@ -1,0 +1,142 @@
+//===- JitRobustnessTest.cpp - Odd inputs through the JIT -----------------===//
+//
+// The JIT promises errors as values. Pathological sources once killed the
+// process (a stack overflow in the checker, gigabytes of diagnostics and
+// bad_alloc); now each is a short located error. And kernels on rows of
+// millions of elements run: a layer norm over a row of 10^6 elements needs
+// megabytes of row-local scratch, which kernels once took from the stack
+// (alloca; `cellc run` died with SIGSEGV) and now take from the heap past
+// 64 KiB.
+//
+//===----------------------------------------------------------------------===//
+
+#include "jit/Jit.h"
+
+#include "cellrt/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace cellc;
+
+namespace {
+
+jit::CompileOptions noCache() {
+  jit::CompileOptions options;
+  options.cacheDir = "";
+  return options;
+}
+
+/// A cell whose next value is `expression`.
+std::string cellWith(const std::string &expression) {
+  return "cell c(x: [H]) {\n  state h: [H]\n  param W: [H, H]\n  h' = " +
+         expression + "\n}\n";
+}
+
+TEST(JitRobustness, PathologicalSourcesAreShortLocatedErrors) {
+  std::string sum = "x";
+  for (int i = 1; i < 20000; ++i)
+    sum += " + x";
+  struct Case {
+    std::string source, error;
+  } cases[] = {
+      {cellWith(sum), "odd.cell:4:4052: error: cell is too long"},
+      {cellWith(std::string(150, '(') + "x" + std::string(150, ')')),
+       "odd.cell:4:108: error: expression is nested too deeply"},
+      {cellWith("x " + std::string(1000000, '$')),
+       "odd.cell:4:10: error: unexpected character '$'"},
+      {"# caf\xe9\n" + cellWith("x"),
+       "odd.cell:1:6: error: the file is not valid UTF-8"},
+      {"", "odd.cell:1:1: error: the file defines no cell"},
+  };
+  for (const Case &odd : cases) {
+    auto compiled = jit::compileSource(odd.source, "odd.cell", noCache());
+    ASSERT_FALSE(compiled.ok());
+    EXPECT_NE(compiled.error().find(odd.error), std::string::npos)
+        << compiled.error().substr(0, 2000);
+    // At most 20 errors, each with at most 80 bytes of its source line.
+    EXPECT_LT(compiled.error().size(), 10000u);
+  }
+}
+
+const char *const kWideCell = R"(
+cell wide(x: [H]) {
+  state h: [H]
+  param g: [H], b: [H]
+  h' = tanh(layernorm(x + h, g, b))
+}
+)";
+
+/// tanh(layernorm(v) * g + b) in double precision.
+std::vector<double> reference(const std::vector<double> &v,
+                              const std::vector<float> &g,
+                              const std::vector<float> &b) {
+  double mean = 0, variance = 0;
+  for (double e : v)
+    mean += e;
+  mean /= v.size();
+  for (double e : v)
+    variance += (e - mean) * (e - mean);
+  variance /= v.size();
+  std::vector<double> result(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    result[i] =
+        std::tanh((v[i] - mean) / std::sqrt(variance + 1e-5) * g[i] + b[i]);
+  return result;
+}
+
+TEST(JitRobustness, LayerNormOverRowsOfTwoMillionElements) {
+  const int64_t T = 2, B = 1, H = 2100000;
+  auto compiled = jit::compileSource(kWideCell, "wide.cell", noCache());
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+  auto cell = cellrt::Cell::load(compiled->image());
+  ASSERT_TRUE(cell.ok()) << cell.error();
+
+  std::vector<float> x(T * B * H), g(H), b(H), out(T * B * H), final(B * H);
+  for (int64_t i = 0; i < T * B * H; ++i)
+    x[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
+  for (int64_t i = 0; i < H; ++i) {
+    g[i] = 1.0f + static_cast<float>(i % 5) / 10.0f;
+    b[i] = static_cast<float>(i % 3) / 10.0f;
+  }
+  std::vector<int32_t> lengths = {T};
+  cellrt::ForwardArgs args;
+  args.inputs = {{x.data(), {T, B, H}}};
+  args.lengths = lengths.data();
+  args.params = {{"g", {g.data(), {H}}}, {"b", {b.data(), {H}}}};
+  args.output = {out.data(), {T, B, H}};
+  args.finalStates = {{final.data(), {B, H}}};
+  cellrt::Tape tape;
+  cellrt::Status status = cell->forward(args, tape);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  // Both steps against the float64 reference, from the zero initial state.
+  std::vector<double> state(H, 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> sum(H);
+    for (int64_t i = 0; i < H; ++i)
+      sum[i] = x[t * H + i] + state[i];
+    state = reference(sum, g, b);
+    double worst = 0;
+    for (int64_t i = 0; i < H; ++i)
+      worst = std::max(worst, std::abs(out[t * H + i] - state[i]));
+    // float32 sums over 2.1 million elements: a few 1e-4 of rounding.
+    EXPECT_LT(worst, 1e-3) << "step " << t;
+  }
+
+  // Backward needs the layer norm's scratch (and its gradient's) too.
+  std::vector<float> dout(T * B * H, 1.0f), dg(H), db(H), dx(T * B * H);
+  cellrt::BackwardArgs gradients;
+  gradients.outputGradient = {dout.data(), {T, B, H}};
+  gradients.inputGradients = {{dx.data(), {T, B, H}}};
+  gradients.paramGradients = {{"g", {dg.data(), {H}}}, {"b", {db.data(), {H}}}};
+  status = cell->backward(args, gradients, tape);
+  ASSERT_TRUE(status.ok()) << status.message();
+  for (float value : {dx.front(), dx.back(), dg[H / 2], db[H - 1]})
+    EXPECT_TRUE(std::isfinite(value));
+}
+
+} // namespace

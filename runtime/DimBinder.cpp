@@ -119,7 +119,7 @@ Status DimBinder::collect() {
 }
 
 bool DimBinder::solveOne(const DimExpr &expr, int64_t value,
-                         const std::string &from) {
+                         const ShapeConstraint &from) {
   const DimExpr::Term *unknown = nullptr;
   int64_t known = expr.getConstant();
   for (const DimExpr::Term &term : expr.getTerms()) {
@@ -138,7 +138,7 @@ bool DimBinder::solveOne(const DimExpr &expr, int64_t value,
   if (solution < 1)
     return false;
   sizes.dims[unknown->first] = solution;
-  sizes.boundBy[unknown->first] = from;
+  sizes.boundBy[unknown->first] = {from.label, from.actual};
   return true;
 }
 
@@ -165,10 +165,11 @@ Status cellrt::detail::checkConstraint(const ShapeConstraint &constraint,
       for (const DimExpr::Term &term : constraint.declared[i].getTerms()) {
         auto source = sizes.boundBy.find(term.first);
         if (boundElsewhere.empty() && source != sizes.boundBy.end() &&
-            source->second.rfind(constraint.label + " ", 0) != 0)
+            source->second.label != constraint.label)
           boundElsewhere = "; dimension " + term.first + " = " +
                            std::to_string(sizes.dims.at(term.first)) +
-                           " comes from " + source->second;
+                           " comes from " + source->second.label + " " +
+                           shapeString(source->second.shape);
       }
     }
   }
@@ -198,8 +199,7 @@ Expected<Sizes> DimBinder::bind() {
       for (size_t i = 0;
            i < constraint.declared.size() && i < constraint.actual.size(); ++i)
         progress |= solveOne(constraint.declared[i], constraint.actual[i],
-                             constraint.label + " " +
-                                 shapeString(constraint.actual));
+                             constraint);
   }
   for (const ShapeConstraint &constraint : constraints)
     if (!(status = check(constraint)).ok())

@@ -22,9 +22,13 @@ namespace cellrt::detail {
 struct Sizes {
   int64_t steps = 0, batch = 0;
   std::map<std::string, int64_t> dims;
-  /// The array each dim's value was read from (`input 'x' [5, 3, 4]`), so
-  /// a mismatch can name both arrays.
-  std::map<std::string, std::string> boundBy;
+  /// The array each dim's value was read from, so a mismatch can name both
+  /// arrays.
+  struct Source {
+    std::string label;          // input 'x'
+    std::vector<int64_t> shape; // formatted only for an error message
+  };
+  std::map<std::string, Source> boundBy;
 
   int64_t eval(const DimExpr &expr) const { return *expr.evaluate(dims); }
 };
@@ -51,7 +55,8 @@ private:
            std::vector<DimExpr> declared, const std::vector<int64_t> &actual);
   void addVector(const std::string &label, const DimExpr &length,
                  const std::vector<int64_t> &actual, bool perStep);
-  bool solveOne(const DimExpr &expr, int64_t value, const std::string &from);
+  bool solveOne(const DimExpr &expr, int64_t value,
+                const ShapeConstraint &from);
   Status check(const ShapeConstraint &constraint) const;
 
   const Plan &plan;

@@ -297,9 +297,9 @@ void dropoutForward(float *x, int64_t n, float p, Rng &rng,
   }
 }
 
-double Adam::update(std::vector<Param *> &params) {
+double gradientNorm(const std::vector<Param *> &params) {
   double norm2 = 0;
-  for (Param *p : params) {
+  for (const Param *p : params) {
     // Per-parameter float partials (vectorised), summed in double.
 #pragma clang fp reassociate(on)
     float part = 0;
@@ -307,7 +307,10 @@ double Adam::update(std::vector<Param *> &params) {
       part += g * g;
     norm2 += part;
   }
-  double norm = std::sqrt(norm2);
+  return std::sqrt(norm2);
+}
+
+double Adam::update(std::vector<Param *> &params, double norm) {
   float scale = 1.f;
   if (clipNorm > 0 && norm > clipNorm)
     scale = float(clipNorm / norm);

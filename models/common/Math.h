@@ -108,13 +108,21 @@ double crossEntropy(const float *logProbs, int64_t R, int64_t V,
 void dropoutForward(float *x, int64_t n, float p, Rng &rng,
                     std::vector<float> &mask);
 
+/// The global L2 norm of every parameter's gradient (one vectorised pass).
+/// It is NaN or Inf when any gradient is.
+double gradientNorm(const std::vector<Param *> &params);
+
 /// Adam (Kingma & Ba) with the gradients rescaled so their global L2 norm is
 /// at most clipNorm (<= 0: no clipping). Returns the norm before clipping.
 struct Adam {
   float lr = 5e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float clipNorm = 5.0f;
   int64_t step = 0;
-  double update(std::vector<Param *> &params);
+  double update(std::vector<Param *> &params) {
+    return update(params, gradientNorm(params));
+  }
+  /// The same with the gradient norm already computed.
+  double update(std::vector<Param *> &params, double norm);
 };
 
 void zeroGrads(std::vector<Param *> &params);

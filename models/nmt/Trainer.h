@@ -136,9 +136,9 @@ private:
   void finishEpoch(const TrainData &data, std::ostream &log,
                    const EpochRun &run);
   /// False (after a warning) when the update must be skipped; throws when
-  /// it must stop training.
-  bool updateIsFinite(const Batch &batch, double loss, int64_t batchIndex,
-                      int64_t batches, std::ostream &log);
+  /// it must stop training. `gradNorm` is gradientNorm() of the update.
+  bool updateIsFinite(const Batch &batch, double loss, double gradNorm,
+                      int64_t batchIndex, int64_t batches, std::ostream &log);
   /// Saves at a scheduled point; a failure is reported and training goes on
   /// (the previous checkpoint is intact), unless `final`.
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);

@@ -39,26 +39,29 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The first parameter whose gradient holds a NaN or Inf, or null.
+/// The first parameter whose gradient holds a NaN or Inf (or whose squares
+/// overflow), or null. Only called once the norm is known to be non-finite.
 const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
-  for (const Param *p : params)
-    for (float g : p->grad)
-      if (!std::isfinite(g))
-        return p;
+  for (Param *p : params)
+    if (!std::isfinite(gradientNorm({p})))
+      return p;
   return nullptr;
 }
 } // namespace
 
 bool Session::updateIsFinite(const Batch &batch, double loss,
-                             int64_t batchIndex, int64_t batches,
-                             std::ostream &log) {
+                             double gradNorm, int64_t batchIndex,
+                             int64_t batches, std::ostream &log) {
   std::string what;
-  if (!std::isfinite(loss))
+  if (!std::isfinite(loss)) {
     what = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "Inf");
-  else if (const Param *p = firstNonfiniteGradient(model->params()))
-    what = "the gradient of parameter " + p->name + " is not finite";
-  else
+  } else if (!std::isfinite(gradNorm)) {
+    const Param *p = firstNonfiniteGradient(model->params());
+    what = "the gradient of parameter " + (p ? p->name : "?") +
+           " is not finite";
+  } else {
     return true;
+  }
   std::string where = "update " + std::to_string(state.updates + 1) +
                       " (epoch " + std::to_string(state.epoch + 1) +
                       ", batch " + std::to_string(batchIndex + 1) + " of " +
@@ -108,10 +111,12 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
     if (beforeUpdate)
       beforeUpdate(state.updates + 1);
     state.batchInEpoch = bi + 1;
-    if (!updateIsFinite(batch, loss, bi, batches, log))
+    // One pass over the gradients serves the check and the clipping.
+    double gradNorm = gradientNorm(params);
+    if (!updateIsFinite(batch, loss, gradNorm, bi, batches, log))
       continue;
     adam.lr = float(state.lr);
-    adam.update(params);
+    adam.update(params, gradNorm);
     ++state.updates;
     state.epochLossSum += loss;
     state.epochTokens += batch.targetTokens;

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <map>
 
-namespace nmt {
+namespace models {
 
 namespace {
 
@@ -282,4 +282,4 @@ BleuScore corpusMultiBleu(const std::vector<std::string> &hyps,
   return corpus(hyps, refs, false, lowercase, false);
 }
 
-} // namespace nmt
+} // namespace models

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace nmt {
+namespace models {
 
 /// sacreBLEU's Tokenizer13a on one line of UTF-8 text.
 std::string tokenize13a(const std::string &line);
@@ -54,6 +54,6 @@ BleuScore corpusMultiBleu(const std::vector<std::string> &hyps,
                           const std::vector<std::string> &refs,
                           bool lowercase = false);
 
-} // namespace nmt
+} // namespace models
 
 #endif

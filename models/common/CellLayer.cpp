@@ -4,7 +4,7 @@
 
 #include "models/common/Data.h"
 
-namespace nmt {
+namespace models {
 
 void check(const cellrt::Status &status, const char *what) {
   // An exception, not an abort: the driver reports it and a library user
@@ -33,7 +33,7 @@ static void bindSymbol(const cellrt::DimExpr &expr, int64_t value,
 
 CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
                      int64_t inputSize, int64_t stateSize,
-                     std::deque<Param> &store)
+                     ParamStore &store)
     : impl(&cell), input(inputSize) {
   const cellrt::Plan &plan = cell.getPlan();
   std::string what = "cell " + plan.cellName + " (" + prefix + ")";
@@ -52,21 +52,15 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
     throw DataError(what + ": cannot evaluate the output width");
   output = *out;
   for (const auto &decl : plan.params) {
-    Param param;
-    param.name = prefix + "." + decl.name;
-    int64_t count = 1;
+    std::vector<int64_t> shape;
     for (const auto &dim : decl.shape) {
       auto value = dim.evaluate(dims);
       if (!value)
         throw DataError(what + ": param " + decl.name + " has unbound dim " +
                         dim.str());
-      param.shape.push_back(*value);
-      count *= *value;
+      shape.push_back(*value);
     }
-    param.value.assign(count, 0.f);
-    param.grad.assign(count, 0.f);
-    store.push_back(std::move(param));
-    params.push_back(&store.back());
+    params.push_back(&store.add(prefix + "." + decl.name, std::move(shape)));
     names.push_back(decl.name);
   }
 }
@@ -85,4 +79,4 @@ std::map<std::string, cellrt::MutableArray> CellLayer::gradArrays() const {
   return arrays;
 }
 
-} // namespace nmt
+} // namespace models

@@ -10,22 +10,22 @@
 #define CELLC_MODELS_COMMON_CELLLAYER_H
 
 #include "models/common/Math.h"
+#include "models/common/Param.h"
 
 #include "cellrt/Runtime.h"
 
-#include <deque>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace nmt {
+namespace models {
 
 class CellLayer {
 public:
   /// Throws DataError when the cell's dims cannot be bound this way.
   CellLayer(const cellrt::Cell &cell, const std::string &prefix,
-            int64_t inputSize, int64_t stateSize, std::deque<Param> &store);
+            int64_t inputSize, int64_t stateSize, ParamStore &store);
 
   const cellrt::Cell &cell() const { return *impl; }
   int64_t inputWidth() const { return input; }
@@ -52,6 +52,6 @@ struct CellRuntimeError : std::runtime_error {
 /// Throws CellRuntimeError with the message when a runtime call failed.
 void check(const cellrt::Status &status, const char *what);
 
-} // namespace nmt
+} // namespace models
 
 #endif

@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-namespace nmt {
+namespace models {
 
 int64_t findInvalidUtf8(const std::string &text) {
   const auto *s = reinterpret_cast<const unsigned char *>(text.data());
@@ -345,4 +345,4 @@ makeBatchOrder(const std::vector<Example> &examples, int64_t maxTokens,
   return batches;
 }
 
-} // namespace nmt
+} // namespace models

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace nmt {
+namespace models {
 
 /// Bad input data or a bad command line: the message is for the user.
 struct DataError : std::runtime_error {
@@ -111,6 +111,6 @@ std::vector<std::vector<int64_t>>
 makeBatchOrder(const std::vector<Example> &examples, int64_t maxTokens,
                Rng &rng);
 
-} // namespace nmt
+} // namespace models
 
 #endif

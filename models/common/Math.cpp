@@ -15,7 +15,7 @@
 #include <limits>
 #include <mutex>
 
-namespace nmt {
+namespace models {
 
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
@@ -297,52 +297,6 @@ void dropoutForward(float *x, int64_t n, float p, Rng &rng,
   }
 }
 
-double gradientNorm(const std::vector<Param *> &params) {
-  double norm2 = 0;
-  for (const Param *p : params) {
-    // Per-parameter float partials (vectorised), summed in double.
-#pragma clang fp reassociate(on)
-    float part = 0;
-    for (float g : p->grad)
-      part += g * g;
-    norm2 += part;
-  }
-  return std::sqrt(norm2);
-}
-
-double Adam::update(std::vector<Param *> &params, double norm) {
-  float scale = 1.f;
-  if (clipNorm > 0 && norm > clipNorm)
-    scale = float(clipNorm / norm);
-  ++step;
-  float c1 = 1.f - float(std::pow(double(beta1), double(step)));
-  float c2 = 1.f - float(std::pow(double(beta2), double(step)));
-  for (Param *p : params) {
-    if (p->m.size() != p->value.size()) {
-      p->m.assign(p->value.size(), 0.f);
-      p->v.assign(p->value.size(), 0.f);
-    }
-    float *value = p->value.data(), *m = p->m.data(), *v = p->v.data();
-    const float *grad = p->grad.data();
-    int64_t n = p->size();
-    cellrt::parallelFor(n, n, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        float g = grad[i] * scale;
-        m[i] = beta1 * m[i] + (1 - beta1) * g;
-        v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-        float mHat = m[i] / c1, vHat = v[i] / c2;
-        value[i] -= lr * mHat / (std::sqrt(vHat) + eps);
-      }
-    });
-  }
-  return norm;
-}
-
-void zeroGrads(std::vector<Param *> &params) {
-  for (Param *p : params)
-    p->grad.assign(p->value.size(), 0.f);
-}
-
 bool setThreads(int n) {
   if (n <= 0)
     return true;
@@ -355,4 +309,4 @@ bool setThreads(int n) {
   return true;
 }
 
-} // namespace nmt
+} // namespace models

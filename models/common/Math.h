@@ -4,26 +4,21 @@
 // plus a shape, row-major GEMM through oneDNN's dnnl_sgemm, a seeded RNG
 // whose state can be saved, and the hand-written forward/backward of every
 // non-recurrent layer (embeddings, additive attention, softmax
-// cross-entropy, dropout), Adam with gradient-norm clipping.
+// cross-entropy, dropout). The layer classes (Linear.h, ...) are built on
+// these kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_COMMON_MATH_H
 #define CELLC_MODELS_COMMON_MATH_H
 
+#include "models/common/Param.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace nmt {
-
-/// A learned parameter: value, gradient and Adam moments.
-struct Param {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> value, grad, m, v;
-  int64_t size() const { return int64_t(value.size()); }
-};
+namespace models {
 
 /// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is
 /// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error.
@@ -108,31 +103,12 @@ double crossEntropy(const float *logProbs, int64_t R, int64_t V,
 void dropoutForward(float *x, int64_t n, float p, Rng &rng,
                     std::vector<float> &mask);
 
-/// The global L2 norm of every parameter's gradient (one vectorised pass).
-/// It is NaN or Inf when any gradient is.
-double gradientNorm(const std::vector<Param *> &params);
-
-/// Adam (Kingma & Ba) with the gradients rescaled so their global L2 norm is
-/// at most clipNorm (<= 0: no clipping). Returns the norm before clipping.
-struct Adam {
-  float lr = 5e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float clipNorm = 5.0f;
-  int64_t step = 0;
-  double update(std::vector<Param *> &params) {
-    return update(params, gradientNorm(params));
-  }
-  /// The same with the gradient norm already computed.
-  double update(std::vector<Param *> &params, double norm);
-};
-
-void zeroGrads(std::vector<Param *> &params);
-
 /// Sets the OpenMP thread count of oneDNN (and anything else using the
 /// process's OpenMP runtime); n <= 0 leaves it alone. Small models run
 /// fastest on one thread, especially on a loaded machine. Returns false when
 /// no OpenMP runtime is loaded.
 bool setThreads(int n);
 
-} // namespace nmt
+} // namespace models
 
 #endif

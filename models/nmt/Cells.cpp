@@ -15,6 +15,7 @@
 #include <mutex>
 
 namespace nmt {
+using namespace models;
 
 std::vector<std::string> builtinCells() { return {"atr", "gru", "lstm"}; }
 

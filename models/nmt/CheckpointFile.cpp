@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 namespace nmt {
+using namespace models;
 
 namespace {
 const std::string magicPrefix = "CELLC-NMT-CHECKPOINT-";

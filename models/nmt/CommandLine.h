@@ -9,6 +9,8 @@
 #include <string>
 
 namespace nmt {
+// The driver is built from the layer library in models/common.
+using namespace models;
 
 struct TranslateRequest {
   std::string model, input, output;

@@ -31,16 +31,7 @@ cellrt::ForwardArgs stepArgs(const CellLayer &layer, const float *input,
 } // namespace
 
 Param &Model::add(const std::string &name, std::vector<int64_t> shape) {
-  Param param;
-  param.name = name;
-  param.shape = std::move(shape);
-  int64_t count = 1;
-  for (int64_t d : param.shape)
-    count *= d;
-  param.value.assign(count, 0.f);
-  param.grad.assign(count, 0.f);
-  store.push_back(std::move(param));
-  return store.back();
+  return store.add(name, std::move(shape));
 }
 
 Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
@@ -74,23 +65,13 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
 }
 
 void Model::initialize(Rng &rng, float scale) {
-  for (Param &param : store)
-    uniformInit(param.value, scale, rng);
+  for (Param *param : store.all())
+    uniformInit(param->value, scale, rng);
 }
 
-std::vector<Param *> Model::params() {
-  std::vector<Param *> all;
-  for (Param &param : store)
-    all.push_back(&param);
-  return all;
-}
+std::vector<Param *> Model::params() { return store.all(); }
 
-int64_t Model::parameterCount() {
-  int64_t count = 0;
-  for (Param &param : store)
-    count += param.size();
-  return count;
-}
+int64_t Model::parameterCount() { return store.count(); }
 
 void Model::encode(const Batch &batch, bool train) {
   int64_t B = batch.B, Tx = batch.Tx, E = config.emb;

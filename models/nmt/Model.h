@@ -34,6 +34,8 @@
 #include <vector>
 
 namespace nmt {
+// The driver is built from the layer library in models/common.
+using namespace models;
 
 struct ModelConfig {
   std::string cell = "atr";
@@ -74,7 +76,7 @@ private:
   void encode(const Batch &batch, bool train);
 
   ModelConfig config;
-  std::deque<Param> store;
+  ParamStore store;
   std::unique_ptr<CellLayer> encF, encB, dec1, dec2;
   Param *Esrc, *Etgt, *Winit, *binit, *Wa, *Ua, *ba, *va, *Ws, *Wy, *Wc, *bo,
       *Wout, *bout;

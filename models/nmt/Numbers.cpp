@@ -8,6 +8,7 @@
 #include <set>
 
 namespace nmt {
+using namespace models;
 
 namespace {
 const char *const enOnes[] = {

@@ -18,6 +18,8 @@
 #include <string>
 
 namespace nmt {
+// The driver is built from the layer library in models/common.
+using namespace models;
 
 /// `nmt train` as the command line asked for it.
 struct TrainRequest {

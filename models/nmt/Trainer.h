@@ -4,6 +4,7 @@
 #define CELLC_MODELS_NMT_TRAINER_H
 
 #include "models/common/Data.h"
+#include "models/common/Optimizers.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 
@@ -15,6 +16,8 @@
 #include <vector>
 
 namespace nmt {
+// The driver is built from the layer library in models/common.
+using namespace models;
 
 struct TrainOptions {
   // Data: the embedded numbers task, or parallel files.

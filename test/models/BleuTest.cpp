@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-using namespace nmt;
+using namespace models;
 
 TEST(Tokenize13a, Punctuation) {
   EXPECT_EQ(tokenize13a("Hello, world!"), "Hello , world !");

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+using namespace models;
 using namespace nmt;
 
 namespace {

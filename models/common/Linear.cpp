@@ -1,0 +1,35 @@
+//===- models/common/Linear.cpp - A fully connected layer -----------------===//
+
+#include "models/common/Linear.h"
+
+#include "models/common/Math.h"
+
+namespace models {
+
+Linear::Linear(ParamStore &store, const std::string &name, int64_t in,
+               int64_t out, bool bias)
+    : in(in), out(out), W(&store.add(name + ".W", {out, in})) {
+  if (bias)
+    b = &store.add(name + ".b", {out});
+}
+
+void Linear::forward(const float *X, int64_t rows, float *Y,
+                     bool accumulate) const {
+  linear(X, rows, in, W->value.data(), out, Y, accumulate);
+  if (b)
+    addBias(Y, rows, out, b->value.data());
+}
+
+void Linear::backward(const float *X, int64_t rows, const float *dY,
+                      float *dX, bool accumulateDx) const {
+  if (!W->frozen)
+    linearBackward(X, rows, in, W->value.data(), out, dY, W->grad.data(),
+                   nullptr, false);
+  if (dX)
+    linearBackward(X, rows, in, W->value.data(), out, dY, nullptr, dX,
+                   accumulateDx);
+  if (b && !b->frozen)
+    biasBackward(dY, rows, out, b->grad.data());
+}
+
+} // namespace models

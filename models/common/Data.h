@@ -1,8 +1,8 @@
 //===- models/common/Data.h - Corpora, vocabularies, batches ----*- C++ -*-===//
 //
 // Reading parallel text (with errors that name the file and the line),
-// vocabularies with the four reserved ids, subword models through
-// sentencepiece, and token-based batches of sentences of similar lengths.
+// vocabularies with the four reserved ids, and token-based batches of
+// sentences of similar lengths. Subword models are in Subword.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +12,6 @@
 #include "models/common/Math.h"
 
 #include <cstdint>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -58,30 +57,6 @@ public:
 private:
   std::vector<std::string> tokens;
   std::unordered_map<std::string, int32_t> index;
-};
-
-/// A sentencepiece BPE model, kept as its serialized proto so it can travel
-/// inside a checkpoint.
-class Subword {
-public:
-  Subword();
-  ~Subword();
-  Subword(Subword &&) noexcept;
-  Subword &operator=(Subword &&) noexcept;
-  /// Trains a BPE model of vocabSize pieces on `sentences`.
-  static Subword train(const std::vector<std::string> &sentences,
-                       int64_t vocabSize);
-  /// Loads a `.model` file written by spm_train (DataError when missing).
-  static Subword loadFile(const std::string &path);
-  static Subword fromSerialized(const std::string &proto);
-  std::vector<std::string> encode(const std::string &line) const;
-  std::string decode(const std::vector<std::string> &pieces) const;
-  const std::string &serialized() const { return proto; }
-
-private:
-  struct Impl;
-  std::unique_ptr<Impl> impl;
-  std::string proto;
 };
 
 /// One sentence pair as ids; tgt excludes <s> and </s>, src excludes </s>.

@@ -4,6 +4,7 @@
 #define CELLC_MODELS_NMT_TRAINER_H
 
 #include "models/common/Data.h"
+#include "models/common/Subword.h"
 #include "models/common/Optimizers.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"

@@ -1,6 +1,7 @@
 //===- DataTest.cpp - Bad data gives clear errors; batches; the task ------===//
 
 #include "models/common/Data.h"
+#include "models/common/Subword.h"
 #include "models/nmt/Numbers.h"
 
 #include <gtest/gtest.h>

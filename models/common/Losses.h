@@ -1,0 +1,32 @@
+//===- models/common/Losses.h - Softmax cross-entropy -----------*- C++ -*-===//
+//
+// The classification loss of the NLI classifier and the NMT output layer.
+// (The CRF's losses are in Crf.h.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_LOSSES_H
+#define CELLC_MODELS_COMMON_LOSSES_H
+
+#include <cstdint>
+#include <vector>
+
+namespace models {
+
+/// Summed cross-entropy of softmax(logits) [rows, classes] against targets,
+/// skipping rows whose mask is 0 (mask may be null). Writes dLogits =
+/// scale * (softmax - onehot) for counted rows and 0 for skipped ones, and
+/// leaves log-probabilities in logProbs (resized). Throws std::out_of_range
+/// for a target outside [0, classes).
+double softmaxCrossEntropy(const float *logits, int64_t rows, int64_t classes,
+                           const int32_t *targets, const uint8_t *mask,
+                           float scale, float *dLogits,
+                           std::vector<float> &logProbs);
+
+/// The arg max of each row of scores [rows, classes].
+std::vector<int32_t> argmaxRows(const float *scores, int64_t rows,
+                                int64_t classes);
+
+} // namespace models
+
+#endif

@@ -1,0 +1,86 @@
+//===- LossesTest.cpp - Cross-entropy and dropout -------------------------===//
+
+#include "models/common/Dropout.h"
+#include "models/common/Losses.h"
+
+#include "LayerCheck.h"
+
+#include <gtest/gtest.h>
+
+using namespace models;
+using namespace layercheck;
+
+namespace {
+
+TEST(SoftmaxCrossEntropy, MatchesTorchAndDifferences) {
+  const int64_t rows = 5, classes = 3;
+  Rng rng(21);
+  std::vector<float> logits = randomValues(rows * classes, rng, 4.f);
+  std::vector<int32_t> targets = {0, 2, 1, 1, 2};
+  std::vector<uint8_t> mask = {1, 1, 0, 1, 1};
+  std::vector<float> dLogits(rows * classes), logProbs;
+  const float scale = 0.25f;
+  double loss = softmaxCrossEntropy(logits.data(), rows, classes,
+                                    targets.data(), mask.data(), scale,
+                                    dLogits.data(), logProbs);
+
+  torch::Tensor x = toTorch(logits, {rows, classes}, true);
+  torch::Tensor t = torch::tensor({0, 2, 1, 1, 2}, torch::kLong);
+  torch::Tensor m = torch::tensor({1., 1., 0., 1., 1.}, torch::kFloat64);
+  torch::Tensor perRow = torch::nll_loss(torch::log_softmax(x, 1), t, {},
+                                         at::Reduction::None);
+  torch::Tensor reference = (perRow * m).sum();
+  (reference * scale).backward();
+  EXPECT_NEAR(loss, reference.item<double>(), 1e-5);
+  expectClose(dLogits, x.grad(), "dLogits");
+  expectClose(logProbs, torch::log_softmax(x, 1), "logProbs");
+
+  auto lossOnly = [&] {
+    std::vector<float> unused;
+    return scale * softmaxCrossEntropy(logits.data(), rows, classes,
+                                       targets.data(), mask.data(), 1.f,
+                                       nullptr, unused);
+  };
+  expectFiniteDifferences(lossOnly, logits, dLogits, "dLogits", 8, 1e-2f);
+
+  std::vector<int32_t> bad = {3, 0, 0, 0, 0};
+  EXPECT_THROW(softmaxCrossEntropy(logits.data(), rows, classes, bad.data(),
+                                   nullptr, 1.f, nullptr, logProbs),
+               std::out_of_range);
+}
+
+TEST(SoftmaxCrossEntropy, ArgmaxRows) {
+  std::vector<float> scores = {0, 3, 1, 5, -1, 2};
+  EXPECT_EQ(argmaxRows(scores.data(), 2, 3), (std::vector<int32_t>{1, 0}));
+}
+
+TEST(Dropout, ScalesKeptValuesAndBackwardUsesTheMask) {
+  Dropout dropout(0.25f);
+  Rng rng(4);
+  const int64_t n = 20000;
+  std::vector<float> x(n, 1.f), mask;
+  dropout.forward(x.data(), n, &rng, mask);
+  int64_t dropped = 0;
+  for (float value : x) {
+    EXPECT_TRUE(value == 0.f || value == 1.f / 0.75f);
+    dropped += value == 0.f;
+  }
+  EXPECT_NEAR(double(dropped) / n, 0.25, 0.02);
+  std::vector<float> dx(n, 2.f);
+  dropout.backward(dx.data(), n, mask);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(dx[i], 2.f * x[i]);
+}
+
+TEST(Dropout, EvaluationIsTheIdentity) {
+  Dropout dropout(0.5f);
+  std::vector<float> x = {1, 2, 3}, mask = {9};
+  dropout.forward(x.data(), 3, nullptr, mask);
+  EXPECT_EQ(x, (std::vector<float>{1, 2, 3}));
+  EXPECT_TRUE(mask.empty());
+  std::vector<float> dx = {1, 1, 1};
+  dropout.backward(dx.data(), 3, mask);
+  EXPECT_EQ(dx, (std::vector<float>{1, 1, 1}));
+}
+
+} // namespace

@@ -4,6 +4,8 @@
 
 #include "models/common/Data.h"
 
+#include <algorithm>
+
 namespace models {
 
 void check(const cellrt::Status &status, const char *what) {
@@ -13,51 +15,94 @@ void check(const cellrt::Status &status, const char *what) {
     throw CellRuntimeError(std::string(what) + ": " + status.message());
 }
 
-static void bindSymbol(const cellrt::DimExpr &expr, int64_t value,
-                       std::map<std::string, int64_t> &dims,
-                       const std::string &what) {
+namespace {
+
+/// The symbol of an expression that is exactly one symbol (`H`), or "".
+std::string singleSymbol(const cellrt::DimExpr &expr) {
   const auto &terms = expr.getTerms();
-  if (terms.size() == 1 && terms[0].second == 1 && !terms[0].first.empty()) {
-    auto [it, inserted] = dims.emplace(terms[0].first, value);
-    if (!inserted && it->second != value)
-      throw DataError(what + ": dim " + terms[0].first + " is bound to both " +
-                      std::to_string(it->second) + " and " +
-                      std::to_string(value));
-    return;
-  }
-  if (auto known = expr.evaluate(dims); known && *known == value)
-    return;
-  throw DataError(what + ": cannot bind the width " + expr.str() + " to " +
-                  std::to_string(value));
+  if (expr.getConstant() == 0 && terms.size() == 1 && terms[0].second == 1)
+    return terms[0].first;
+  return "";
 }
 
+/// Binds `expr` to `value` when it is a free symbol; true when it then
+/// evaluates to `value`.
+bool bindOrMatch(const cellrt::DimExpr &expr, int64_t value,
+                 std::map<std::string, int64_t> &dims) {
+  std::string symbol = singleSymbol(expr);
+  if (!symbol.empty() && !dims.count(symbol))
+    dims[symbol] = value;
+  auto known = expr.evaluate(dims);
+  return known && *known == value;
+}
+
+} // namespace
+
 CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
-                     int64_t inputSize, int64_t stateSize,
-                     ParamStore &store)
-    : impl(&cell), input(inputSize) {
+                     int64_t inputSize, int64_t stateSize, ParamStore &store,
+                     bool reverse)
+    : CellLayer(cell, prefix, std::vector<int64_t>{inputSize}, stateSize,
+                store, reverse) {}
+
+CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
+                     const std::vector<int64_t> &inputWidths,
+                     int64_t stateSize, ParamStore &store, bool reverse)
+    : impl(&cell), reverse(reverse),
+      what("cell " + cell.getPlan().cellName + " (" + prefix + ")"),
+      inputs(inputWidths) {
   const cellrt::Plan &plan = cell.getPlan();
-  std::string what = "cell " + plan.cellName + " (" + prefix + ")";
-  if (plan.inputs.size() != 1)
-    throw DataError(what + ": a model layer needs a cell with exactly one "
-                           "input, this one has " +
-                    std::to_string(plan.inputs.size()));
+  if (plan.inputs.size() != inputWidths.size())
+    throw DataError(what + ": the cell has " +
+                    std::to_string(plan.inputs.size()) +
+                    " inputs, the model gives it " +
+                    std::to_string(inputWidths.size()));
+  if (!cell.hasBackward())
+    throw DataError(what + ": compiled without backward directives");
+  bindWidths(inputWidths, stateSize, prefix, store);
+}
+
+void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
+                           int64_t stateSize, const std::string &prefix,
+                           ParamStore &store) {
+  const cellrt::Plan &plan = impl->getPlan();
   std::map<std::string, int64_t> dims;
-  bindSymbol(plan.inputs[0].length, inputSize, dims, what);
   for (const auto &state : plan.states)
-    bindSymbol(state.length, stateSize, dims, what);
+    if (!bindOrMatch(state.length, stateSize, dims))
+      throw DataError(what + ": state " + state.name + " of width " +
+                      state.length.str() + " cannot be " +
+                      std::to_string(stateSize) + " wide");
+  for (size_t k = 0; k < plan.inputs.size(); ++k) {
+    const auto &input = plan.inputs[k];
+    projections.emplace_back();
+    if (bindOrMatch(input.length, inputWidths[k], dims)) {
+      cellInputs.push_back(inputWidths[k]);
+      continue;
+    }
+    // The cell fixes this input's width (e.g. to the state's): project.
+    auto required = input.length.evaluate(dims);
+    if (!required)
+      throw DataError(what + ": cannot bind input " + input.name + " [" +
+                      input.length.str() + "] to width " +
+                      std::to_string(inputWidths[k]));
+    projections.back() = std::make_unique<Linear>(
+        store, prefix + ".proj_" + input.name, inputWidths[k], *required,
+        /*bias=*/false);
+    cellInputs.push_back(*required);
+  }
   for (const auto &state : plan.states)
     states.push_back(*state.length.evaluate(dims));
   auto out = plan.outputWidth.evaluate(dims);
   if (!out)
-    throw DataError(what + ": cannot evaluate the output width");
+    throw DataError(what + ": cannot evaluate the output width " +
+                    plan.outputWidth.str());
   output = *out;
   for (const auto &decl : plan.params) {
     std::vector<int64_t> shape;
     for (const auto &dim : decl.shape) {
       auto value = dim.evaluate(dims);
       if (!value)
-        throw DataError(what + ": param " + decl.name + " has unbound dim " +
-                        dim.str());
+        throw DataError(what + ": param " + decl.name + " has the unbound "
+                        "dim " + dim.str());
       shape.push_back(*value);
     }
     params.push_back(&store.add(prefix + "." + decl.name, std::move(shape)));
@@ -77,6 +122,87 @@ std::map<std::string, cellrt::MutableArray> CellLayer::gradArrays() const {
   for (size_t i = 0; i < names.size(); ++i)
     arrays[names[i]] = {params[i]->grad.data(), params[i]->shape};
   return arrays;
+}
+
+const float *CellLayer::cellInput(const CellSequence &sequence,
+                                  CellTrace &trace, size_t k) const {
+  const Linear *projection = projections[k].get();
+  if (!projection) {
+    trace.projected[k].clear();
+    return sequence.inputs[k];
+  }
+  int64_t rows = sequence.T * sequence.B;
+  trace.projected[k].resize(rows * cellInputs[k]);
+  projection->forward(sequence.inputs[k], rows, trace.projected[k].data());
+  return trace.projected[k].data();
+}
+
+void CellLayer::forward(const CellSequence &sequence, CellTrace &trace,
+                        bool train) const {
+  if (sequence.inputs.size() != inputs.size())
+    throw CellRuntimeError(what + ": " + std::to_string(inputs.size()) +
+                           " inputs expected, got " +
+                           std::to_string(sequence.inputs.size()));
+  const int64_t T = sequence.T, B = sequence.B;
+  trace.T = T;
+  trace.B = B;
+  trace.rawInputs = sequence.inputs;
+  trace.projected.resize(inputs.size());
+  cellrt::ForwardArgs &args = trace.args;
+  args = cellrt::ForwardArgs();
+  for (size_t k = 0; k < inputs.size(); ++k)
+    args.inputs.push_back(
+        {cellInput(sequence, trace, k), {T, B, cellInputs[k]}});
+  args.lengths = sequence.lengths;
+  trace.finalStates.resize(states.size());
+  for (size_t k = 0; k < states.size(); ++k) {
+    const float *initial = k < sequence.initialStates.size()
+                               ? sequence.initialStates[k]
+                               : nullptr;
+    args.initialStates.push_back({initial, {B, states[k]}});
+    trace.finalStates[k].resize(B * states[k]);
+    args.finalStates.push_back({trace.finalStates[k].data(), {B, states[k]}});
+  }
+  args.params = paramArrays();
+  args.reverse = reverse;
+  args.output = {sequence.output, {T, B, output}};
+  if (train)
+    check(impl->forward(args, trace.tape), what.c_str());
+  else
+    check(impl->forward(args), what.c_str());
+}
+
+void CellLayer::backward(CellTrace &trace, const float *dOutput,
+                         const std::vector<float *> &dInputs,
+                         const std::vector<const float *> &dFinalStates,
+                         const std::vector<float *> &dInitialStates) const {
+  const int64_t T = trace.T, B = trace.B;
+  cellrt::BackwardArgs grads;
+  grads.outputGradient = {dOutput, {T, B, output}};
+  for (size_t k = 0; k < states.size(); ++k) {
+    if (k < dFinalStates.size())
+      grads.finalStateGradients.push_back({dFinalStates[k], {B, states[k]}});
+    if (k < dInitialStates.size())
+      grads.initialStateGradients.push_back(
+          {dInitialStates[k], {B, states[k]}});
+  }
+  // A projected input's gradient goes through its projection afterwards.
+  std::vector<std::vector<float>> dProjected(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    float *target = k < dInputs.size() ? dInputs[k] : nullptr;
+    if (projections[k]) {
+      dProjected[k].assign(T * B * cellInputs[k], 0.f);
+      target = dProjected[k].data();
+    }
+    grads.inputGradients.push_back({target, {T, B, cellInputs[k]}});
+  }
+  grads.paramGradients = gradArrays();
+  check(impl->backward(trace.args, grads, trace.tape), what.c_str());
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (projections[k])
+      projections[k]->backward(trace.rawInputs[k], T * B,
+                               dProjected[k].data(),
+                               k < dInputs.size() ? dInputs[k] : nullptr);
 }
 
 } // namespace models

@@ -1,44 +1,112 @@
 //===- models/common/CellLayer.h - A compiled cell as a layer ---*- C++ -*-===//
 //
-// Binds a cellrt::Cell (compiled by cellc, AOT or JIT) to concrete sizes:
-// the cell's single input gets `inputSize`, every state `stateSize`, and the
-// cell's params become model Params named `prefix.NAME`.
+// Binds a cellrt::Cell (compiled by cellc, AOT or JIT) to concrete sizes and
+// runs it over padded, time-major batches, forward and backward:
+//   - every state gets `stateSize` (the cell's state dims are bound first);
+//   - input k gets inputWidths[k]; where the cell fixes that input's width
+//     otherwise (SRU's `x: [H]` with a 2H-wide context), a Linear projection
+//     without bias (`PREFIX.proj_NAME`) maps the given width to the cell's;
+//   - the cell's params become model Params named `PREFIX.NAME`.
+// A layer runs in one direction; SequenceEncoder (Recurrent.h) stacks them
+// and runs both directions.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_COMMON_CELLLAYER_H
 #define CELLC_MODELS_COMMON_CELLLAYER_H
 
-#include "models/common/Math.h"
+#include "models/common/Linear.h"
 #include "models/common/Param.h"
 
 #include "cellrt/Runtime.h"
 
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace models {
 
+/// One batch of sequences for CellLayer::forward. The arrays must stay alive
+/// and unchanged until backward.
+struct CellSequence {
+  /// One per cell input, [T, B, inputWidth(k)].
+  std::vector<const float *> inputs;
+  /// B lengths, 1 <= lengths[b] <= T.
+  const int32_t *lengths = nullptr;
+  int64_t T = 0, B = 0;
+  /// One per state, [B, stateWidths()[k]]; empty or null entries: zeros.
+  std::vector<const float *> initialStates;
+  /// [T, B, outputWidth()]; zeros at padded steps.
+  float *output = nullptr;
+};
+
+/// What one forward keeps for backward; the caller owns one per use of the
+/// layer (a layer can run at many places of a model).
+struct CellTrace {
+  cellrt::ForwardArgs args;
+  cellrt::Tape tape;
+  /// Each state after each sequence's last step, [B, width].
+  std::vector<std::vector<float>> finalStates;
+  /// The projected inputs (empty where input k is not projected).
+  std::vector<std::vector<float>> projected;
+  std::vector<const float *> rawInputs;
+  int64_t T = 0, B = 0;
+};
+
 class CellLayer {
 public:
-  /// Throws DataError when the cell's dims cannot be bound this way.
+  /// Throws DataError naming the cell and the mismatch when the cell cannot
+  /// take these widths.
   CellLayer(const cellrt::Cell &cell, const std::string &prefix,
-            int64_t inputSize, int64_t stateSize, ParamStore &store);
+            const std::vector<int64_t> &inputWidths, int64_t stateSize,
+            ParamStore &store, bool reverse = false);
+  /// A cell with exactly one input.
+  CellLayer(const cellrt::Cell &cell, const std::string &prefix,
+            int64_t inputSize, int64_t stateSize, ParamStore &store,
+            bool reverse = false);
 
   const cellrt::Cell &cell() const { return *impl; }
-  int64_t inputWidth() const { return input; }
+  size_t numInputs() const { return inputs.size(); }
+  /// The width the caller gives input k (before any projection).
+  int64_t inputWidth(size_t k = 0) const { return inputs[k]; }
   int64_t outputWidth() const { return output; }
   const std::vector<int64_t> &stateWidths() const { return states; }
+  bool isReverse() const { return reverse; }
+  /// The projection in front of input k, or nullptr.
+  const Linear *projection(size_t k) const { return projections[k].get(); }
+  /// The cell's own params by plan name (not the projections').
   std::map<std::string, cellrt::ConstArray> paramArrays() const;
   std::map<std::string, cellrt::MutableArray> gradArrays() const;
   const std::vector<Param *> &getParams() const { return params; }
 
+  /// Runs the whole batch (backwards in time when the layer is reversed).
+  /// With `train` the trace can be backpropagated.
+  void forward(const CellSequence &sequence, CellTrace &trace,
+               bool train) const;
+  /// Backpropagates a training forward. dOutput [T, B, out] may be null;
+  /// dFinalStates / dInitialStates have an entry per state or are empty
+  /// (null entries: zero / not wanted). ACCUMULATES into dInputs[k] (null:
+  /// not wanted), dInitialStates and the params' gradients.
+  void backward(CellTrace &trace, const float *dOutput,
+                const std::vector<float *> &dInputs,
+                const std::vector<const float *> &dFinalStates = {},
+                const std::vector<float *> &dInitialStates = {}) const;
+
 private:
+  void bindWidths(const std::vector<int64_t> &inputWidths, int64_t stateSize,
+                  const std::string &prefix, ParamStore &store);
+  const float *cellInput(const CellSequence &sequence, CellTrace &trace,
+                         size_t k) const;
+
   const cellrt::Cell *impl;
-  int64_t input = 0, output = 0;
+  bool reverse;
+  std::string what;
+  std::vector<int64_t> inputs, cellInputs;
+  int64_t output = 0;
   std::vector<int64_t> states;
+  std::vector<std::unique_ptr<Linear>> projections;
   std::vector<std::string> names;
   std::vector<Param *> params;
 };

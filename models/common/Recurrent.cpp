@@ -1,0 +1,101 @@
+//===- models/common/Recurrent.cpp - Stacked, bidirectional cells ---------===//
+
+#include "models/common/Recurrent.h"
+
+#include "models/common/Data.h"
+
+#include <algorithm>
+
+namespace models {
+
+SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
+                                 const std::string &prefix,
+                                 const EncoderShape &shape,
+                                 ParamStore &store) {
+  if (shape.layers < 1)
+    throw DataError(prefix + ": an encoder needs at least one layer");
+  widths.push_back(shape.inputWidth);
+  int64_t directions = shape.bidirectional ? 2 : 1;
+  for (int64_t l = 0; l < shape.layers; ++l) {
+    cells.emplace_back();
+    int64_t width = 0;
+    for (int64_t d = 0; d < directions; ++d) {
+      std::string name = prefix + ".l" + std::to_string(l) +
+                         (d == 0 ? ".fwd" : ".bwd");
+      cells[l].push_back(std::make_unique<CellLayer>(
+          cell, name, widths.back(), shape.stateSize, store, d == 1));
+      width += cells[l][d]->outputWidth();
+    }
+    widths.push_back(width);
+  }
+}
+
+void SequenceEncoder::forward(const float *input, const int32_t *lengths,
+                              int64_t T, int64_t B, float *output,
+                              Trace &trace, bool train) const {
+  trace.input = input;
+  trace.lengths = lengths;
+  trace.T = T;
+  trace.B = B;
+  trace.cells.resize(cells.size());
+  trace.directionOutputs.resize(cells.size());
+  trace.outputs.resize(cells.size());
+  const float *layerInput = input;
+  for (size_t l = 0; l < cells.size(); ++l) {
+    size_t directions = cells[l].size();
+    trace.cells[l].resize(directions);
+    trace.directionOutputs[l].resize(directions);
+    for (size_t d = 0; d < directions; ++d) {
+      const CellLayer &cell = *cells[l][d];
+      std::vector<float> &out = trace.directionOutputs[l][d];
+      out.resize(T * B * cell.outputWidth());
+      CellSequence sequence;
+      sequence.inputs = {layerInput};
+      sequence.lengths = lengths;
+      sequence.T = T;
+      sequence.B = B;
+      sequence.output = out.data();
+      cell.forward(sequence, trace.cells[l][d], train);
+    }
+    // Concatenate the directions per position.
+    int64_t width = widths[l + 1];
+    trace.outputs[l].resize(T * B * width);
+    for (int64_t r = 0, offset = 0; r < T * B; ++r, offset = 0)
+      for (size_t d = 0; d < directions; ++d) {
+        int64_t w = cells[l][d]->outputWidth();
+        std::copy_n(trace.directionOutputs[l][d].data() + r * w, w,
+                    trace.outputs[l].data() + r * width + offset);
+        offset += w;
+      }
+    layerInput = trace.outputs[l].data();
+  }
+  std::copy(trace.outputs.back().begin(), trace.outputs.back().end(), output);
+}
+
+void SequenceEncoder::backward(Trace &trace, const float *dOutput,
+                               float *dInput) const {
+  const int64_t rows = trace.T * trace.B;
+  std::vector<float> dLayerOutput(dOutput, dOutput + rows * widths.back());
+  for (size_t l = cells.size(); l-- > 0;) {
+    std::vector<float> dLayerInput;
+    float *target = dInput;
+    if (l > 0) {
+      dLayerInput.assign(rows * widths[l], 0.f);
+      target = dLayerInput.data();
+    }
+    int64_t offset = 0;
+    for (size_t d = 0; d < cells[l].size(); ++d) {
+      const CellLayer &cell = *cells[l][d];
+      int64_t w = cell.outputWidth(), width = widths[l + 1];
+      std::vector<float> dOut(rows * w);
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(dLayerOutput.data() + r * width + offset, w,
+                    dOut.data() + r * w);
+      offset += w;
+      cell.backward(trace.cells[l][d], dOut.data(), {target});
+    }
+    dLayerOutput = std::move(dLayerInput);
+  }
+}
+
+} // namespace models

@@ -1,0 +1,68 @@
+//===- models/common/Recurrent.h - Stacked, bidirectional cells -*- C++ -*-===//
+//
+// A sequence encoder of `layers` cell layers over one input [T, B, in]:
+// each layer runs forward in time, or both ways with its two outputs
+// concatenated ([fwd ; bwd] per position); layer l reads layer l-1's
+// output. Parameters are `PREFIX.lL.fwd.*` and `PREFIX.lL.bwd.*`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_RECURRENT_H
+#define CELLC_MODELS_COMMON_RECURRENT_H
+
+#include "models/common/CellLayer.h"
+
+#include <memory>
+#include <vector>
+
+namespace models {
+
+struct EncoderShape {
+  int64_t inputWidth = 0, stateSize = 0;
+  int64_t layers = 1;
+  bool bidirectional = false;
+};
+
+class SequenceEncoder {
+public:
+  struct Trace {
+    /// Per layer, per direction.
+    std::vector<std::vector<CellTrace>> cells;
+    /// Per layer: each direction's output, and their concatenation.
+    std::vector<std::vector<std::vector<float>>> directionOutputs;
+    std::vector<std::vector<float>> outputs;
+    const float *input = nullptr;
+    const int32_t *lengths = nullptr;
+    int64_t T = 0, B = 0;
+  };
+
+  SequenceEncoder(const cellrt::Cell &cell, const std::string &prefix,
+                  const EncoderShape &shape, ParamStore &store);
+
+  int64_t outputWidth() const { return widths.back(); }
+  int64_t numLayers() const { return int64_t(cells.size()); }
+  /// Layer l's direction d (0 forward, 1 backward).
+  const CellLayer &layer(int64_t l, int64_t d) const { return *cells[l][d]; }
+
+  /// input [T, B, inputWidth]; output [T, B, outputWidth()] is written
+  /// (zeros at padded steps). The input must stay alive until backward.
+  void forward(const float *input, const int32_t *lengths, int64_t T,
+               int64_t B, float *output, Trace &trace, bool train) const;
+  /// ACCUMULATES dInput (null: not wanted) and the params' gradients.
+  void backward(Trace &trace, const float *dOutput, float *dInput) const;
+
+  /// The final state k of layer l's direction d after forward, [B, width].
+  const std::vector<float> &finalState(const Trace &trace, int64_t l,
+                                       int64_t d, size_t k = 0) const {
+    return trace.cells[l][d].finalStates[k];
+  }
+
+private:
+  std::vector<std::vector<std::unique_ptr<CellLayer>>> cells;
+  /// widths[l]: the input width of layer l; widths.back(): the output's.
+  std::vector<int64_t> widths;
+};
+
+} // namespace models
+
+#endif

@@ -1,0 +1,265 @@
+//===- CellLayerTest.cpp - Compiled cells as layers against LibTorch ------===//
+//
+// The cells are compiled by the JIT from small sources whose equations are
+// written again here with LibTorch (float64). What is checked is the layer:
+// binding widths, input projections, several inputs, reverse direction,
+// initial and final states, stacking and both directions, ragged lengths.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/common/CellLayer.h"
+#include "models/common/Data.h"
+#include "models/common/Recurrent.h"
+
+#include "LayerCheck.h"
+#include "jit/Jit.h"
+
+#include <gtest/gtest.h>
+
+using namespace models;
+using namespace layercheck;
+
+namespace {
+
+/// A cellrt::Cell compiled from source, with the code kept alive.
+struct JitCell {
+  explicit JitCell(const std::string &source) {
+    cellc::jit::CompileOptions options;
+    options.cacheDir = "";
+    auto result = cellc::jit::compileSource(source, "test.cell", options);
+    if (!result)
+      throw std::runtime_error(result.error());
+    compiled = std::make_unique<cellc::jit::CompiledCell>(std::move(*result));
+    auto loaded = cellrt::Cell::load(compiled->image());
+    if (!loaded)
+      throw std::runtime_error(loaded.error());
+    cell = std::make_unique<cellrt::Cell>(std::move(*loaded));
+  }
+  std::unique_ptr<cellc::jit::CompiledCell> compiled;
+  std::unique_ptr<cellrt::Cell> cell;
+};
+
+const char *kElman = R"(
+cell rnn(x: [I]) {
+  state h: [H]
+  param W: [H, I], U: [H, H], b: [H]
+  h' = tanh(W @ x + U @ h + b)
+})";
+
+const char *kTwoInputs = R"(
+cell two(x: [I], c: [C]) {
+  state h: [H]
+  param W: [H, I], V: [H, C], U: [H, H]
+  h' = tanh(W @ x + V @ c + U @ h)
+})";
+
+/// The input must be as wide as the state: the layer projects it.
+const char *kSameWidth = R"(
+cell same(x: [H]) {
+  state h: [H]
+  param U: [H, H]
+  h' = tanh(U @ h + x)
+})";
+
+using Step = std::function<torch::Tensor(const std::vector<torch::Tensor> &,
+                                         const torch::Tensor &)>;
+
+/// The cell over each sequence's valid steps (backwards when reverse):
+/// outputs [T, B, H] (zero at padding) and final states [B, H].
+std::pair<torch::Tensor, torch::Tensor>
+reference(const Step &step, const std::vector<torch::Tensor> &inputs,
+          const std::vector<int32_t> &lengths, bool reverse,
+          torch::Tensor h0) {
+  int64_t T = inputs[0].size(0), B = inputs[0].size(1), H = h0.size(1);
+  std::vector<torch::Tensor> rows(T * B), finals;
+  for (int64_t b = 0; b < B; ++b) {
+    torch::Tensor h = h0[b];
+    for (int64_t i = 0; i < lengths[b]; ++i) {
+      int64_t t = reverse ? lengths[b] - 1 - i : i;
+      std::vector<torch::Tensor> xs;
+      for (const torch::Tensor &input : inputs)
+        xs.push_back(input[t][b]);
+      h = step(xs, h);
+      rows[t * B + b] = h;
+    }
+    for (int64_t t = lengths[b]; t < T; ++t)
+      rows[t * B + b] = torch::zeros({H}, torch::kFloat64);
+    finals.push_back(h);
+  }
+  return {torch::stack(rows).reshape({T, B, H}), torch::stack(finals)};
+}
+
+std::vector<float> grad(const torch::Tensor &tensor) {
+  torch::Tensor g = tensor.grad().to(torch::kFloat32).contiguous();
+  return std::vector<float>(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+}
+
+class ElmanLayerTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ElmanLayerTest, MatchesTorchWithStatesBothWays) {
+  const bool reverse = GetParam();
+  JitCell jit(kElman);
+  const int64_t T = 4, B = 3, I = 5, H = 3;
+  ParamStore store;
+  CellLayer layer(*jit.cell, "enc", I, H, store, reverse);
+  ASSERT_EQ(layer.outputWidth(), H);
+  Rng rng(7);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.6f, rng);
+  std::vector<int32_t> lengths = {4, 1, 3};
+  std::vector<float> X = randomValues(T * B * I, rng), h0 = randomValues(B * H, rng);
+  std::vector<float> G = randomValues(T * B * H, rng), Gf = randomValues(B * H, rng);
+
+  std::vector<float> Y(T * B * H), dX(T * B * I, 0.f), dH0(B * H, 0.f);
+  CellTrace trace;
+  CellSequence sequence{{X.data()}, lengths.data(), T, B, {h0.data()}, Y.data()};
+  layer.forward(sequence, trace, true);
+  zeroGrads(store.all());
+  layer.backward(trace, G.data(), {dX.data()}, {Gf.data()}, {dH0.data()});
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true), h = toTorch(h0, {B, H}, true);
+  torch::Tensor W = toTorch(store.find("enc.W")->value, {H, I}, true);
+  torch::Tensor U = toTorch(store.find("enc.U")->value, {H, H}, true);
+  torch::Tensor b = toTorch(store.find("enc.b")->value, {H}, true);
+  Step step = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+    return torch::tanh(torch::mv(W, xs[0]) + torch::mv(U, s) + b);
+  };
+  auto [y, final] = reference(step, {x}, lengths, reverse, h);
+  ((y * toTorch(G, {T, B, H})).sum() + (final * toTorch(Gf, {B, H})).sum())
+      .backward();
+  expectClose(Y, y, "Y");
+  expectClose(trace.finalStates[0], final, "final state");
+  expectClose(dX, x.grad(), "dX");
+  expectClose(dH0, h.grad(), "dH0");
+  expectClose(store.find("enc.W")->grad, W.grad(), "dW");
+  expectClose(store.find("enc.U")->grad, U.grad(), "dU");
+  expectClose(store.find("enc.b")->grad, b.grad(), "db");
+  for (int64_t i : {1, 2, 3}) // padded positions of sequence 1
+    for (int64_t j = 0; j < I; ++j)
+      EXPECT_EQ(dX[(i * B + 1) * I + j], 0.f);
+
+  auto loss = [&] {
+    CellTrace evalTrace;
+    layer.forward(sequence, evalTrace, false);
+    return weightedSum(Y, G) + weightedSum(evalTrace.finalStates[0], Gf);
+  };
+  expectFiniteDifferences(loss, X, dX, "dX");
+  std::vector<float> dU = store.find("enc.U")->grad;
+  expectFiniteDifferences(loss, store.find("enc.U")->value, dU, "dU");
+}
+
+INSTANTIATE_TEST_SUITE_P(Directions, ElmanLayerTest, ::testing::Bool(),
+                         [](const auto &info) {
+                           return info.param ? "Reverse" : "Forward";
+                         });
+
+TEST(CellLayer, TwoInputsAndAProjectedInputMatchTorch) {
+  JitCell two(kTwoInputs), same(kSameWidth);
+  const int64_t T = 3, B = 2, I = 4, C = 6, H = 3;
+  ParamStore store;
+  CellLayer both(*two.cell, "two", std::vector<int64_t>{I, C}, H, store);
+  CellLayer projected(*same.cell, "same", I, H, store);
+  ASSERT_EQ(both.projection(0), nullptr);
+  ASSERT_NE(projected.projection(0), nullptr);
+  EXPECT_EQ(projected.projection(0)->weight().name, "same.proj_x.W");
+  EXPECT_EQ(projected.projection(0)->weight().shape,
+            (std::vector<int64_t>{H, I}));
+  Rng rng(8);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.6f, rng);
+  std::vector<int32_t> lengths = {3, 2};
+  std::vector<float> X = randomValues(T * B * I, rng), Cx = randomValues(T * B * C, rng);
+  std::vector<float> G = randomValues(T * B * H, rng);
+
+  // Both layers read x, so dX sums their gradients.
+  std::vector<float> Y1(T * B * H), Y2(T * B * H), dX(T * B * I, 0.f),
+      dC(T * B * C, 0.f);
+  CellTrace t1, t2;
+  both.forward({{X.data(), Cx.data()}, lengths.data(), T, B, {}, Y1.data()}, t1, true);
+  projected.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, t2, true);
+  zeroGrads(store.all());
+  both.backward(t1, G.data(), {dX.data(), dC.data()});
+  projected.backward(t2, G.data(), {dX.data()});
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true), c = toTorch(Cx, {T, B, C}, true);
+  auto param = [&](const std::string &name) {
+    Param *p = store.find(name);
+    return toTorch(p->value, p->shape, true);
+  };
+  torch::Tensor W = param("two.W"), V = param("two.V"), U = param("two.U");
+  torch::Tensor P = param("same.proj_x.W"), U2 = param("same.U");
+  Step twoStep = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+    return torch::tanh(torch::mv(W, xs[0]) + torch::mv(V, xs[1]) + torch::mv(U, s));
+  };
+  Step sameStep = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+    return torch::tanh(torch::mv(U2, s) + torch::mv(P, xs[0]));
+  };
+  torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
+  torch::Tensor y1 = reference(twoStep, {x, c}, lengths, false, zeros).first;
+  torch::Tensor y2 = reference(sameStep, {x}, lengths, false, zeros).first;
+  torch::Tensor g = toTorch(G, {T, B, H});
+  ((y1 * g).sum() + (y2 * g).sum()).backward();
+  expectClose(Y1, y1, "two: Y");
+  expectClose(Y2, y2, "same: Y");
+  expectClose(dX, x.grad(), "dX (both layers)");
+  expectClose(dC, c.grad(), "dC");
+  expectClose(store.find("two.V")->grad, V.grad(), "two: dV");
+  expectClose(store.find("same.proj_x.W")->grad, P.grad(), "same: dProjection");
+  expectClose(store.find("same.U")->grad, U2.grad(), "same: dU");
+}
+
+TEST(CellLayer, MismatchesNameTheCell) {
+  JitCell two(kTwoInputs);
+  ParamStore store;
+  try {
+    CellLayer layer(*two.cell, "dec", 4, 3, store);
+    FAIL() << "a two-input cell took one input";
+  } catch (const DataError &error) {
+    EXPECT_STREQ(error.what(),
+                 "cell two (dec): the cell has 2 inputs, the model gives it 1");
+  }
+}
+
+TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
+  JitCell jit(kElman);
+  const int64_t T = 4, B = 2, I = 3, H = 2;
+  ParamStore store;
+  SequenceEncoder encoder(*jit.cell, "enc", {I, H, 2, true}, store);
+  ASSERT_EQ(encoder.outputWidth(), 2 * H);
+  Rng rng(12);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  std::vector<int32_t> lengths = {2, 4};
+  std::vector<float> X = randomValues(T * B * I, rng), G = randomValues(T * B * 2 * H, rng);
+  std::vector<float> Y(T * B * 2 * H), dX(T * B * I, 0.f);
+  SequenceEncoder::Trace trace;
+  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
+  zeroGrads(store.all());
+  encoder.backward(trace, G.data(), dX.data());
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true);
+  std::map<std::string, torch::Tensor> params;
+  for (Param *p : store.all())
+    params[p->name] = toTorch(p->value, p->shape, true);
+  torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64), input = x;
+  for (int l = 0; l < 2; ++l) {
+    std::vector<torch::Tensor> outs;
+    for (int d = 0; d < 2; ++d) {
+      std::string name = "enc.l" + std::to_string(l) + (d ? ".bwd" : ".fwd");
+      torch::Tensor W = params[name + ".W"], U = params[name + ".U"],
+                    b = params[name + ".b"];
+      Step step = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+        return torch::tanh(torch::mv(W, xs[0]) + torch::mv(U, s) + b);
+      };
+      outs.push_back(reference(step, {input}, lengths, d == 1, zeros).first);
+    }
+    input = torch::cat(outs, 2);
+  }
+  (input * toTorch(G, {T, B, 2 * H})).sum().backward();
+  expectClose(Y, input, "Y");
+  expectClose(dX, x.grad(), "dX");
+  for (Param *p : store.all())
+    expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+}
+
+} // namespace

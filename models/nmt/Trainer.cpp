@@ -3,7 +3,7 @@
 #include "models/nmt/Trainer.h"
 
 #include "models/common/Bleu.h"
-#include "models/nmt/Cells.h"
+#include "models/common/Cells.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "models/nmt/Cells.h"
+#include "models/common/Cells.h"
 #include "models/nmt/Model.h"
 
 #include <gtest/gtest.h>

@@ -1,14 +1,14 @@
-//===- models/nmt/Cells.h - The recurrent cells the driver can use -*- C++ -*-===//
+//===- models/common/Cells.h - The cells a driver can use -------*- C++ -*-===//
 
-#ifndef CELLC_MODELS_NMT_CELLS_H
-#define CELLC_MODELS_NMT_CELLS_H
+#ifndef CELLC_MODELS_COMMON_CELLS_H
+#define CELLC_MODELS_COMMON_CELLS_H
 
 #include "cellrt/Runtime.h"
 
 #include <string>
 #include <vector>
 
-namespace nmt {
+namespace models {
 
 /// The names of the cells compiled into the binary ahead of time.
 std::vector<std::string> builtinCells();
@@ -20,6 +20,6 @@ std::vector<std::string> builtinCells();
 /// diagnostics).
 const cellrt::Cell &loadCell(const std::string &name);
 
-} // namespace nmt
+} // namespace models
 
 #endif

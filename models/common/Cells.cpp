@@ -1,6 +1,6 @@
-//===- models/nmt/Cells.cpp - The recurrent cells the driver can use -----===//
+//===- models/common/Cells.cpp - The cells a driver can use --------------===//
 
-#include "models/nmt/Cells.h"
+#include "models/common/Cells.h"
 
 #include "models/common/Data.h"
 
@@ -14,8 +14,7 @@
 #include <memory>
 #include <mutex>
 
-namespace nmt {
-using namespace models;
+namespace models {
 
 std::vector<std::string> builtinCells() { return {"atr", "gru", "lstm"}; }
 
@@ -72,4 +71,4 @@ const cellrt::Cell &loadCell(const std::string &name) {
   return *slot;
 }
 
-} // namespace nmt
+} // namespace models

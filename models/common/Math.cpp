@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 
 namespace models {
 
@@ -144,6 +145,16 @@ static float attentionEnergy(const float *q, const float *k, const float *v,
 /// Enough rows x elements for a second thread to pay for its wake-up.
 static int64_t attentionWork(const AttentionShape &s) {
   return s.R * s.T * (s.A + s.C);
+}
+
+void checkLengths(const int32_t *lengths, int64_t B, int64_t T,
+                  const std::string &what) {
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < 1 || lengths[b] > T)
+      throw std::invalid_argument(what + " length " +
+                                  std::to_string(lengths[b]) + " of row " +
+                                  std::to_string(b) + " is outside [1, " +
+                                  std::to_string(T) + "]");
 }
 
 void attentionForward(const AttentionShape &s, const float *ann,

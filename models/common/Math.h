@@ -74,6 +74,10 @@ void embeddingBackward(float *dTable, int64_t D, const int32_t *ids,
 struct AttentionShape {
   int64_t T, B, C, A, R;
 };
+/// Throws std::invalid_argument naming `what` unless every lengths[b],
+/// b < B, is in [1, T]: a masked softmax needs at least one position.
+void checkLengths(const int32_t *lengths, int64_t B, int64_t T,
+                  const std::string &what);
 /// alpha [T, R] and context [R, C].
 void attentionForward(const AttentionShape &s, const float *ann,
                       const float *UH, const int32_t *lengths,

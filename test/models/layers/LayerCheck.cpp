@@ -103,4 +103,35 @@ void expectFiniteDifferences(const std::function<double()> &loss,
   }
 }
 
+void expectParamDifferences(const std::function<double()> &loss,
+                            models::ParamStore &store, int points) {
+  // The loss runs forward only, so the grads stay as backward left them.
+  for (models::Param *param : store.all())
+    expectFiniteDifferences(loss, param->value, param->grad, param->name,
+                            points);
+}
+
+void forEachPadded(const std::vector<int32_t> &lengths, int64_t T,
+                   int64_t width, const std::function<void(int64_t)> &visit) {
+  int64_t B = int64_t(lengths.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; t >= lengths[b] && j < width; ++j)
+        visit((t * B + b) * width + j);
+}
+
+void fillPadding(std::vector<float> &seq, const std::vector<int32_t> &lengths,
+                 int64_t T, int64_t width) {
+  forEachPadded(lengths, T, width,
+                [&](int64_t i) { seq[i] = 30.f - float(i % 7); });
+}
+
+void expectZeroPadding(const std::vector<float> &grad,
+                       const std::vector<int32_t> &lengths, int64_t T,
+                       int64_t width, const std::string &what) {
+  forEachPadded(lengths, T, width, [&](int64_t i) {
+    EXPECT_EQ(grad[i], 0.f) << what << "[" << i << "] is padding";
+  });
+}
+
 } // namespace layercheck

@@ -54,6 +54,22 @@ void expectFiniteDifferences(const std::function<double()> &loss,
                              const std::string &what, int points = 6,
                              float step = 1e-2f, double tolerance = 2e-2);
 
+/// expectFiniteDifferences for every parameter of `store` against its grad.
+void expectParamDifferences(const std::function<double()> &loss,
+                            models::ParamStore &store, int points = 6);
+
+/// Visits the index of every value of a time-major [T, B, width] array at a
+/// time step t >= lengths[b], B = lengths.size().
+void forEachPadded(const std::vector<int32_t> &lengths, int64_t T,
+                   int64_t width, const std::function<void(int64_t)> &visit);
+/// Large finite junk in the padding of seq, for masking to hide.
+void fillPadding(std::vector<float> &seq, const std::vector<int32_t> &lengths,
+                 int64_t T, int64_t width);
+/// Expects the padding of grad to be exactly 0.
+void expectZeroPadding(const std::vector<float> &grad,
+                       const std::vector<int32_t> &lengths, int64_t T,
+                       int64_t width, const std::string &what);
+
 } // namespace layercheck
 
 #endif

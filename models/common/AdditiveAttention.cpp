@@ -1,0 +1,90 @@
+//===- models/common/AdditiveAttention.cpp - Bahdanau attention -----------===//
+
+#include "models/common/AdditiveAttention.h"
+
+#include "models/common/Math.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace models {
+
+AdditiveAttention::AdditiveAttention(ParamStore &store, const std::string &name,
+                                     int64_t queryWidth, int64_t contextWidth,
+                                     int64_t attentionWidth)
+    : Wa(&store.add(name + ".Wa", {attentionWidth, queryWidth})),
+      Ua(&store.add(name + ".Ua", {attentionWidth, contextWidth})),
+      b(&store.add(name + ".b", {attentionWidth})),
+      v(&store.add(name + ".v", {attentionWidth})) {}
+
+void AdditiveAttention::precompute(const float *ann, const int32_t *lengths,
+                                   int64_t T, int64_t B, Keys &keys) const {
+  checkLengths(lengths, B, T, "annotation");
+  const int64_t A = attentionWidth(), C = contextWidth();
+  keys.ann = ann;
+  keys.lengths = lengths;
+  keys.T = T;
+  keys.B = B;
+  keys.UH.resize(T * B * A);
+  linear(ann, T * B, C, Ua->value.data(), A, keys.UH.data(), false);
+  addBias(keys.UH.data(), T * B, A, b->value.data());
+  keys.dUH.clear();
+}
+
+/// Whether every row names a sequence of the batch.
+static bool rowsNameSequences(const int32_t *row2seq, int64_t R, int64_t B) {
+  if (!row2seq)
+    return R <= B;
+  return std::all_of(row2seq, row2seq + R,
+                     [&](int32_t seq) { return seq >= 0 && seq < B; });
+}
+
+void AdditiveAttention::attend(const Keys &keys, const float *query, int64_t R,
+                               const int32_t *row2seq, Step &step,
+                               float *context) const {
+  if (!rowsNameSequences(row2seq, R, keys.B))
+    throw std::invalid_argument("attention rows name no annotation sequence");
+  const int64_t A = attentionWidth();
+  step.R = R;
+  if (row2seq)
+    step.row2seq.assign(row2seq, row2seq + R);
+  else
+    step.row2seq.clear();
+  step.Q.resize(R * A);
+  step.alpha.resize(keys.T * R);
+  linear(query, R, queryWidth(), Wa->value.data(), A, step.Q.data(), false);
+  AttentionShape shape{keys.T, keys.B, contextWidth(), A, R};
+  attentionForward(shape, keys.ann, keys.UH.data(), keys.lengths, row2seq,
+                   step.Q.data(), v->value.data(), step.alpha.data(), context);
+}
+
+void AdditiveAttention::backward(Keys &keys, const float *query,
+                                 const Step &step, const float *dContext,
+                                 float *dAnn, float *dQuery,
+                                 bool accumulateDQuery) const {
+  const int64_t A = attentionWidth(), R = step.R;
+  // Summed over the batch's steps, so that keysBackward runs the key
+  // projection's backward once rather than once per step.
+  if (keys.dUH.empty())
+    keys.dUH.assign(keys.T * keys.B * A, 0.f);
+  std::vector<float> dQ(R * A);
+  AttentionShape shape{keys.T, keys.B, contextWidth(), A, R};
+  attentionBackward(shape, keys.ann, keys.UH.data(), keys.lengths,
+                    step.row2seq.empty() ? nullptr : step.row2seq.data(),
+                    step.Q.data(), v->value.data(), step.alpha.data(), dContext,
+                    dAnn, keys.dUH.data(), dQ.data(), v->grad.data());
+  linearBackward(query, R, queryWidth(), Wa->value.data(), A, dQ.data(),
+                 Wa->grad.data(), dQuery, accumulateDQuery);
+}
+
+void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
+  if (keys.dUH.empty()) // no backward() since precompute
+    return;
+  const int64_t rows = keys.T * keys.B, A = attentionWidth();
+  biasBackward(keys.dUH.data(), rows, A, b->grad.data());
+  linearBackward(keys.ann, rows, contextWidth(), Ua->value.data(), A,
+                 keys.dUH.data(), Ua->grad.data(), dAnn, true);
+  keys.dUH.clear();
+}
+
+} // namespace models

@@ -1,0 +1,220 @@
+//===- AdditiveAttentionTest.cpp - Bahdanau attention against LibTorch ----===//
+//
+// Two attend() calls share one precompute() (as two decoder steps do), so
+// the keys' gradient must be summed across steps before keysBackward().
+// The reference attends each row over its own sequence's valid prefix and
+// never reads padded annotations, which hold junk here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/common/AdditiveAttention.h"
+
+#include "LayerCheck.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace models;
+using namespace layercheck;
+
+namespace {
+
+constexpr int Steps = 2;
+
+struct AttentionCase {
+  int64_t T, B, C, Q, A;
+  std::vector<int32_t> lengths;
+  /// 0: row r attends sequence r (R = B); else R = B * beam rows share
+  /// their sequence through row2seq, as beam search does.
+  int64_t beam;
+};
+
+/// The layer, its inputs, and the results of forward and backward.
+struct AttentionRun {
+  const AttentionCase &c;
+  ParamStore store;
+  AdditiveAttention layer;
+  int64_t R;
+  std::vector<int32_t> row2seq;
+  std::vector<float> ann, query[Steps], G[Steps], context[Steps];
+  std::vector<float> dAnn, dQuery[Steps];
+  AdditiveAttention::Keys keys;
+  AdditiveAttention::Step steps[Steps];
+
+  explicit AttentionRun(const AttentionCase &c)
+      : c(c), layer(store, "att", c.Q, c.C, c.A),
+        R(c.beam ? c.B * c.beam : c.B) {
+    Rng rng(11);
+    for (Param *p : store.all())
+      uniformInit(p->value, 0.5f, rng);
+    for (int64_t r = 0; c.beam && r < R; ++r)
+      row2seq.push_back(int32_t(r / c.beam));
+    ann = randomValues(c.T * c.B * c.C, rng);
+    fillPadding(ann, c.lengths, c.T, c.C);
+    for (int s = 0; s < Steps; ++s) {
+      query[s] = randomValues(R * c.Q, rng);
+      G[s] = randomValues(R * c.C, rng);
+      context[s].resize(R * c.C);
+    }
+  }
+
+  double forward() {
+    layer.precompute(ann.data(), c.lengths.data(), c.T, c.B, keys);
+    double loss = 0;
+    for (int s = 0; s < Steps; ++s) {
+      layer.attend(keys, query[s].data(), R,
+                   row2seq.empty() ? nullptr : row2seq.data(), steps[s],
+                   context[s].data());
+      loss += weightedSum(context[s], G[s]);
+    }
+    return loss;
+  }
+
+  void backward() {
+    zeroGrads(store.all());
+    dAnn.assign(ann.size(), 0.f);
+    for (int s = Steps - 1; s >= 0; --s) {
+      dQuery[s].assign(query[s].size(), 0.f);
+      layer.backward(keys, query[s].data(), steps[s], G[s].data(), dAnn.data(),
+                     dQuery[s].data());
+    }
+    layer.keysBackward(keys, dAnn.data());
+  }
+
+  Param &param(const char *name) {
+    return *store.find(std::string("att.") + name);
+  }
+};
+
+/// The reference's inputs, as float64 leaves.
+struct TorchInputs {
+  torch::Tensor ann, query[Steps], Wa, Ua, b, v;
+};
+
+/// Row r's context: e = v . tanh(Wa q + Ua a_t + b) over its sequence's
+/// valid prefix, softmax, sum of the weighted annotations.
+torch::Tensor torchContext(const AttentionRun &run, const TorchInputs &in,
+                           const torch::Tensor &query, int64_t r) {
+  int64_t seq = run.row2seq.empty() ? r : run.row2seq[r];
+  torch::Tensor a = in.ann.narrow(0, 0, run.c.lengths[seq]).select(1, seq);
+  torch::Tensor pre =
+      torch::matmul(in.Wa, query[r]) + torch::matmul(a, in.Ua.t()) + in.b;
+  torch::Tensor alpha = torch::softmax(torch::matmul(torch::tanh(pre), in.v),
+                                       /*dim=*/0);
+  return torch::matmul(alpha, a);
+}
+
+/// The reference loss over both steps, from float64 leaves of the run's
+/// inputs; checks each step's context on the way.
+torch::Tensor torchLoss(AttentionRun &run, TorchInputs &in) {
+  const AttentionCase &c = run.c;
+  in.ann = toTorch(run.ann, {c.T, c.B, c.C}, true);
+  in.Wa = toTorch(run.param("Wa").value, {c.A, c.Q}, true);
+  in.Ua = toTorch(run.param("Ua").value, {c.A, c.C}, true);
+  in.b = toTorch(run.param("b").value, {c.A}, true);
+  in.v = toTorch(run.param("v").value, {c.A}, true);
+  torch::Tensor total = torch::zeros({}, torch::kFloat64);
+  for (int s = 0; s < Steps; ++s) {
+    in.query[s] = toTorch(run.query[s], {run.R, c.Q}, true);
+    std::vector<torch::Tensor> rows;
+    for (int64_t r = 0; r < run.R; ++r)
+      rows.push_back(torchContext(run, in, in.query[s], r));
+    torch::Tensor context = torch::stack(rows);
+    expectClose(run.context[s], context, "context");
+    total = total + (context * toTorch(run.G[s], {run.R, c.C})).sum();
+  }
+  return total;
+}
+
+class AdditiveAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AdditiveAttentionTest, MatchesTorch) {
+  AttentionRun run(GetParam());
+  double loss = run.forward();
+  run.backward();
+  TorchInputs in;
+  torch::Tensor total = torchLoss(run, in);
+  total.backward();
+  EXPECT_NEAR(loss, total.item<double>(),
+              1e-4 * std::max(1.0, std::fabs(loss)));
+  expectClose(run.dAnn, in.ann.grad(), "dAnn");
+  for (int s = 0; s < Steps; ++s)
+    expectClose(run.dQuery[s], in.query[s].grad(), "dQuery");
+  expectClose(run.param("Wa").grad, in.Wa.grad(), "dWa");
+  expectClose(run.param("Ua").grad, in.Ua.grad(), "dUa");
+  expectClose(run.param("b").grad, in.b.grad(), "db");
+  expectClose(run.param("v").grad, in.v.grad(), "dv");
+}
+
+TEST_P(AdditiveAttentionTest, MatchesDifferences) {
+  AttentionRun run(GetParam());
+  run.forward();
+  run.backward();
+  auto loss = [&] { return run.forward(); };
+  expectFiniteDifferences(loss, run.ann, run.dAnn, "dAnn", 8);
+  for (int s = 0; s < Steps; ++s)
+    expectFiniteDifferences(loss, run.query[s], run.dQuery[s], "dQuery");
+  expectParamDifferences(loss, run.store);
+}
+
+TEST_P(AdditiveAttentionTest, PaddedAnnotationsGetNoGradient) {
+  const AttentionCase c = GetParam();
+  AttentionRun run(c);
+  run.forward();
+  run.backward();
+  expectZeroPadding(run.dAnn, c.lengths, c.T, c.C, "dAnn");
+  // The weights past each length are exactly zero, the rest sum to one.
+  for (int64_t r = 0; r < run.R; ++r) {
+    int64_t seq = c.beam ? r / c.beam : r;
+    double sum = 0;
+    for (int64_t t = 0; t < c.T; ++t) {
+      float alpha = run.steps[0].alpha[t * run.R + r];
+      if (t >= c.lengths[seq])
+        EXPECT_EQ(alpha, 0.f);
+      sum += alpha;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AdditiveAttentionTest,
+    ::testing::Values(AttentionCase{5, 4, 3, 4, 6, {5, 1, 3, 2}, 0},
+                      AttentionCase{1, 2, 4, 3, 5, {1, 1}, 0},
+                      AttentionCase{4, 3, 5, 2, 3, {2, 4, 1}, 2},
+                      AttentionCase{6, 1, 8, 8, 8, {6}, 3}));
+
+TEST(AdditiveAttention, RegistersFourParameters) {
+  ParamStore store;
+  AdditiveAttention layer(store, "attention", 7, 5, 3);
+  EXPECT_EQ(store.find("attention.Wa")->shape, (std::vector<int64_t>{3, 7}));
+  EXPECT_EQ(store.find("attention.Ua")->shape, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(store.find("attention.b")->shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(store.find("attention.v")->shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(store.count(), 3 * 7 + 3 * 5 + 3 + 3);
+}
+
+TEST(AdditiveAttention, RejectsEmptyAndOverlongSequences) {
+  ParamStore store;
+  AdditiveAttention layer(store, "att", 2, 2, 2);
+  std::vector<float> ann(3 * 2 * 2, 0.f), query(2 * 2, 0.f), context(2 * 2);
+  AdditiveAttention::Keys keys;
+  std::vector<int32_t> empty = {2, 0}, overlong = {4, 1}, fine = {3, 1};
+  EXPECT_THROW(layer.precompute(ann.data(), empty.data(), 3, 2, keys),
+               std::invalid_argument);
+  EXPECT_THROW(layer.precompute(ann.data(), overlong.data(), 3, 2, keys),
+               std::invalid_argument);
+  layer.precompute(ann.data(), fine.data(), 3, 2, keys);
+  AdditiveAttention::Step step;
+  std::vector<int32_t> badRows = {0, 2};
+  EXPECT_THROW(
+      layer.attend(keys, query.data(), 2, badRows.data(), step, context.data()),
+      std::invalid_argument);
+  EXPECT_THROW(
+      layer.attend(keys, query.data(), 3, nullptr, step, context.data()),
+      std::invalid_argument);
+}
+
+} // namespace

@@ -87,4 +87,28 @@ TEST(CheckCompare, NaNStaysAFailureWhateverTheConditioning) {
   EXPECT_FALSE(compareConditioned("g", {NAN}, {1.0}, {1.5}, 1e-3).pass);
 }
 
+TEST(CheckCompare, AgreeingStepsKeepTheDifferenceTolerance) {
+  // Steps h and 2h agree: a wrong autograd value is a failure.
+  Comparison row = compareDifferences("fd", {2.0, 1.0}, {2.0 + 1e-9, 1.0},
+                                      {2.001, 1.0}, kFiniteDifferenceTolerance,
+                                      2.0);
+  EXPECT_FALSE(row.pass);
+  EXPECT_EQ(row.tolerance, kFiniteDifferenceTolerance);
+  EXPECT_TRUE(row.note.empty());
+}
+
+TEST(CheckCompare, DisagreeingStepsWidenToTheirGap) {
+  // Seed 2426 of the random-cell run: a chaotic recurrence, where the step
+  // itself is off by 2e-5 of the gradient's size.
+  Comparison row = compareDifferences("fd", {20000.5}, {20001.0}, {20000.0},
+                                      kFiniteDifferenceTolerance, 20000.0);
+  EXPECT_TRUE(row.pass) << formatRow(row);
+  EXPECT_NEAR(row.tolerance, 0.5 / 20000.0, 1e-12);
+  EXPECT_NE(formatRow(row).find("differences uncertain"), std::string::npos);
+  // A gradient wrong by far more than the steps disagree still fails.
+  EXPECT_FALSE(compareDifferences("fd", {20000.5}, {20001.0}, {19000.0},
+                                  kFiniteDifferenceTolerance, 20000.0)
+                   .pass);
+}
+
 } // namespace

@@ -53,6 +53,18 @@ Comparison compareConditioned(const std::string &array,
                               const std::vector<double> &expectedSingle,
                               double tolerance);
 
+/// Central differences (`numeric`, step h; `numericCoarse`, step 2h)
+/// against autograd, relative to `scale`. A difference quotient is only as
+/// good as its step allows: where the two steps disagree (a chaotic
+/// recurrence makes the third derivative huge), their gap, which bounds the
+/// truncation error of the finer one, widens the tolerance, and the row
+/// says so.
+Comparison compareDifferences(const std::string &array,
+                              const std::vector<double> &numeric,
+                              const std::vector<double> &numericCoarse,
+                              const std::vector<double> &analytic,
+                              double tolerance, double scale);
+
 bool verdict(double maxRelError, double tolerance);
 
 /// `array  max abs  max rel  PASS|FAIL` with aligned columns.

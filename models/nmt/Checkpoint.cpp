@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "models/nmt/CheckpointFile.h"
+#include "models/common/CheckpointFile.h"
 #include "models/nmt/Trainer.h"
 
 #include <cmath>

@@ -1,6 +1,7 @@
-//===- models/nmt/CheckpointFile.h - Framed, checksummed files --*- C++ -*-===//
+//===- models/common/CheckpointFile.h - Checksummed files ------*- C++ -*-===//
 //
-// The container a checkpoint's payload is stored in. Format 2:
+// The container every driver's checkpoint is stored in (the magic says
+// NMT for history: the payload names its driver). Format 2:
 //
 //   u64 22, "CELLC-NMT-CHECKPOINT-2", u64 payload size, u64 FNV-1a 64 of
 //   the payload, payload
@@ -11,13 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CELLC_MODELS_NMT_CHECKPOINTFILE_H
-#define CELLC_MODELS_NMT_CHECKPOINTFILE_H
+#ifndef CELLC_MODELS_COMMON_CHECKPOINTFILE_H
+#define CELLC_MODELS_COMMON_CHECKPOINTFILE_H
 
 #include <cstdint>
 #include <string>
 
-namespace nmt {
+namespace models {
 
 /// FNV-1a, 64 bits: enough to catch flipped bits and torn writes.
 uint64_t fnv1a64(const std::string &bytes);
@@ -40,6 +41,6 @@ uint64_t peekRunId(const std::string &path);
 /// a DataError says why (e.g. "No space left on device").
 void writeCheckpointFile(const std::string &path, const std::string &payload);
 
-} // namespace nmt
+} // namespace models
 
 #endif

@@ -1,6 +1,6 @@
-//===- models/nmt/CheckpointFile.cpp - Framed, checksummed files ----------===//
+//===- models/common/CheckpointFile.cpp - Framed, checksummed files ------===//
 
-#include "models/nmt/CheckpointFile.h"
+#include "models/common/CheckpointFile.h"
 
 #include "models/common/Data.h"
 
@@ -12,8 +12,7 @@
 #include <iterator>
 #include <unistd.h>
 
-namespace nmt {
-using namespace models;
+namespace models {
 
 namespace {
 const std::string magicPrefix = "CELLC-NMT-CHECKPOINT-";
@@ -145,4 +144,4 @@ void writeCheckpointFile(const std::string &path, const std::string &payload) {
     failWrite(temp, -1, "cannot rename it to " + path);
 }
 
-} // namespace nmt
+} // namespace models

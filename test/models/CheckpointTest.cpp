@@ -88,7 +88,7 @@ TEST(Checkpoint, NonFiniteParametersAreRejectedByName) {
   p->v.assign(p->value.size(), INFINITY);
   saved.session->save(saved.options.out);
   EXPECT_CONTAINS(loadError(saved.options.out),
-                  "parameter " + p->name + " (Adam moment) holds Inf");
+                  "parameter " + p->name + " (optimiser slot) holds Inf");
 }
 
 // A full disk (PATH.tmp on /dev/full) or a missing folder: a clear error,

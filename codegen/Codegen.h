@@ -46,11 +46,6 @@ private:
 /// `dims` array every kernel of the cell receives.
 std::vector<std::string> collectDims(mlir::cell::CellOp cell);
 
-/// Attributes lower-to-loops puts on each `cell.fused`: its kernel's index,
-/// and for `scan` kernels the index of the whole-sequence kernel.
-inline constexpr llvm::StringLiteral kKernelIndexAttr = "kernel";
-inline constexpr llvm::StringLiteral kScanKernelIndexAttr = "scan_kernel";
-
 /// A row-local scratch buffer a kernel needs: a scan kernel's current or
 /// next state, or a value a whole-vector operation reads or writes. On the
 /// CPU kernels allocate them; on the GPU the launcher passes one

@@ -54,8 +54,8 @@ private:
   unsigned numArgs() {
     return fused.getNumOperands() + fused.getNumResults();
   }
-  bool isFinal() { return fused->hasAttr(kFinalKernelAttr); }
-  bool isBackward() { return fused->hasAttr(kBackwardKernelAttr); }
+  bool isFinal() { return fused.getFinal(); }
+  bool isBackward() { return fused.getBackward(); }
   /// Step kernels that must respect sequence lengths: the forward final
   /// kernel (it carries finished states) and every backward step kernel.
   bool isMasked() {
@@ -284,7 +284,7 @@ void KernelEmitter::bindScratch(Value row) {
 }
 
 Value KernelEmitter::lengthOf(Type vecType) {
-  return evaluate(*cellc::DimExpr::parse(getLengthText(vecType)));
+  return evaluate(vecLength(vecType));
 }
 
 Value KernelEmitter::evaluate(const cellc::DimExpr &expr) {
@@ -448,9 +448,8 @@ void KernelEmitter::emitActiveRow() {
     } else if (auto normGrad = dyn_cast<LayerNormGradOp>(op)) {
       emitLayerNormGrad(normGrad);
     } else if (auto slice = dyn_cast<SliceOp>(op)) {
-      cellc::DimExpr offset = *cellc::DimExpr::parse(slice.getOffset().str());
       storage[slice.getResult()] = offsetPointer(
-          storage.lookup(slice.getInput()), evaluate(offset));
+          storage.lookup(slice.getInput()), evaluate(slice.getOffset()));
     } else if (auto split = dyn_cast<SplitOp>(op)) {
       Value part = lengthOf(split.getResult(0).getType());
       Value base = storage.lookup(split.getInput());
@@ -502,9 +501,7 @@ void KernelEmitter::emitInactiveRow() {
   unsigned sourceBase = 0;
   if (isBackward()) {
     sourceBase =
-        fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
-    if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
-      sourceBase += saved.getInt();
+        *fused.getNumForwardOperands() + fused.getNumSaved().value_or(0);
   }
   for (unsigned index = 0; index < numResults; ++index) {
     Value destination = rowPointers[fused.getNumOperands() + index];

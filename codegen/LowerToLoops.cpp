@@ -62,12 +62,12 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
         func::FuncOp func = createKernelFunction(
             module, cellc::kernelSymbol(cell.getSymName(), index));
         cellc::emitKernel(fused, func, dims, cell.getNumStates(), scan, gpu);
-        return OpBuilder(fused).getI64IntegerAttr(index++);
+        return index++;
       };
       cell.walk([&](FusedOp fused) {
-        fused->setAttr(cellc::kKernelIndexAttr, addKernel(fused, false));
-        if (fused->hasAttr(kScanKernelAttr))
-          fused->setAttr(cellc::kScanKernelIndexAttr, addKernel(fused, true));
+        fused.setKernel(addKernel(fused, false));
+        if (fused.getScan())
+          fused.setScanKernel(addKernel(fused, true));
       });
     }
   }
@@ -78,16 +78,14 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
 std::vector<std::string> cellc::collectDims(CellOp cell) {
   std::set<std::string> names;
   auto addType = [&](Type type) {
-    SmallVector<StringRef> texts;
+    SmallVector<const cellc::DimExpr *> exprs;
     if (auto vec = type.dyn_cast<VecType>())
-      texts.push_back(vec.getLength());
+      exprs.push_back(&vec.getLength());
     if (auto mat = type.dyn_cast<MatType>())
-      texts.append({mat.getRows(), mat.getCols()});
-    for (StringRef text : texts) {
-      cellc::DimExpr expr = *cellc::DimExpr::parse(text.str());
-      for (const auto &term : expr.getTerms())
+      exprs.append({&mat.getRows(), &mat.getCols()});
+    for (const cellc::DimExpr *expr : exprs)
+      for (const auto &term : expr->getTerms())
         names.insert(term.first);
-    }
   };
   for (Type type : cell.getBodyBlock()->getArgumentTypes())
     addType(type);
@@ -123,9 +121,7 @@ SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
 
 int64_t cellc::countKernels(CellOp cell) {
   int64_t count = 0;
-  cell.walk([&](FusedOp fused) {
-    count += fused->hasAttr(kScanKernelAttr) ? 2 : 1;
-  });
+  cell.walk([&](FusedOp fused) { count += fused.getScan() ? 2 : 1; });
   return count;
 }
 

@@ -22,10 +22,6 @@ using namespace mlir::cell;
 
 namespace {
 
-cellc::DimExpr lengthOf(Type type) {
-  return *cellc::DimExpr::parse(getLengthText(type));
-}
-
 /// Where a value lives: a column range of a named buffer.
 struct Slot {
   std::string kind; // "seq" or "step"
@@ -82,27 +78,27 @@ void PlanWriter::writeHeader() {
   os << "\n";
   for (auto [index, arg] : llvm::enumerate(cell.getInputArgs())) {
     std::string name = nameOf(cell.getInputNames(), index);
-    os << "input " << name << " " << getLengthText(arg.getType()) << "\n";
+    os << "input " << name << " " << vecLength(arg.getType()).str() << "\n";
     refs[arg] = "input:" + name;
     gradientRefs[arg] = "dinput:" + name;
   }
   for (auto [index, arg] : llvm::enumerate(cell.getStateArgs())) {
     std::string name = nameOf(cell.getStateNames(), index);
-    os << "state " << name << " " << getLengthText(arg.getType()) << "\n";
+    os << "state " << name << " " << vecLength(arg.getType()).str() << "\n";
     refs[arg] = "state:" + name;
     gradientRefs[arg] = "dstate:" + name;
   }
   for (auto [index, arg] : llvm::enumerate(cell.getParamArgs())) {
     std::string name = nameOf(cell.getParamNames(), index);
     if (auto mat = arg.getType().dyn_cast<MatType>())
-      os << "param " << name << " " << mat.getRows() << " " << mat.getCols()
-         << "\n";
+      os << "param " << name << " " << mat.getRows().str() << " "
+         << mat.getCols().str() << "\n";
     else
-      os << "param " << name << " " << getLengthText(arg.getType()) << "\n";
+      os << "param " << name << " " << vecLength(arg.getType()).str() << "\n";
     refs[arg] = "param:" + name;
   }
-  os << "output " << getLengthText(cell.getYield().getValues().back().getType())
-     << "\n";
+  os << "output "
+     << vecLength(cell.getYield().getValues().back().getType()).str() << "\n";
 }
 
 void PlanWriter::allocate(ValueRange values, StringRef bufferKind) {
@@ -111,7 +107,7 @@ void PlanWriter::allocate(ValueRange values, StringRef bufferKind) {
   for (Value value : values) {
     slots[value] = {bufferKind.str(), name, offset, {}};
     refs[value] = formatRef(bufferKind, name, offset);
-    offset = offset + lengthOf(value.getType());
+    offset = offset + vecLength(value.getType());
   }
   for (Value value : values)
     slots[value].bufferLength = offset;
@@ -135,7 +131,7 @@ std::string PlanWriter::gradientRefOf(Value value, StringRef bufferKind) {
     std::string param = refOf(value).substr(strlen("param:"));
     std::string name = "d" + param + "_" + bufferKind.str();
     buffers += ("buffer " + bufferKind + " " + name + " " +
-                getLengthText(value.getType()) + "\n")
+                vecLength(value.getType()).str() + "\n")
                    .str();
     ref = (bufferKind + ":" + name).str();
     reductions += "pgrad " + param + " " + ref + "\n";
@@ -161,7 +157,7 @@ void PlanWriter::noteScratch(FusedOp fused, int64_t kernel, bool scan) {
     return;
   scratchLines += "scratch " + std::to_string(kernel);
   for (const cellc::ScratchSlot &slot : slots)
-    scratchLines += " " + getLengthText(slot.type);
+    scratchLines += " " + vecLength(slot.type).str();
   scratchLines += "\n";
 }
 
@@ -178,9 +174,9 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       continue;
     }
     auto fused = dyn_cast<FusedOp>(op);
-    if (!fused || fused->hasAttr(kBackwardKernelAttr))
+    if (!fused || fused.getBackward())
       continue;
-    if (fused->hasAttr(kFinalKernelAttr)) {
+    if (fused.getFinal()) {
       for (auto [index, result] : llvm::enumerate(fused.getResults())) {
         // Results after the output are activations saved for backward.
         if (index > cell.getNumStates()) {
@@ -202,14 +198,12 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       args += " " + refOf(operand);
     for (Value result : fused.getResults())
       args += " " + refOf(result);
-    int64_t kernel =
-        fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
+    int64_t kernel = *fused.getKernel();
     os << phase << " kernel " << kernel << args << "\n";
     noteScratch(fused, kernel, /*scan=*/false);
-    if (auto scan =
-            fused->getAttrOfType<IntegerAttr>(cellc::kScanKernelIndexAttr)) {
-      os << "scan kernel " << scan.getInt() << args << "\n";
-      noteScratch(fused, scan.getInt(), /*scan=*/true);
+    if (std::optional<uint64_t> scan = fused.getScanKernel()) {
+      os << "scan kernel " << *scan << args << "\n";
+      noteScratch(fused, *scan, /*scan=*/true);
     }
   }
 }
@@ -232,15 +226,11 @@ void PlanWriter::writeBackward(Block &block, StringRef phase,
       continue;
     }
     auto fused = dyn_cast<FusedOp>(op);
-    if (!fused || !fused->hasAttr(kBackwardKernelAttr))
+    if (!fused || !fused.getBackward())
       continue;
-    int64_t numForward =
-        fused->getAttrOfType<IntegerAttr>(kNumForwardOperandsAttr).getInt();
-    int64_t numSaved = 0;
-    if (auto saved = fused->getAttrOfType<IntegerAttr>(kNumSavedAttr))
-      numSaved = saved.getInt();
-    int64_t kernel =
-        fused->getAttrOfType<IntegerAttr>(cellc::kKernelIndexAttr).getInt();
+    int64_t numForward = *fused.getNumForwardOperands();
+    int64_t numSaved = fused.getNumSaved().value_or(0);
+    int64_t kernel = *fused.getKernel();
     noteScratch(fused, kernel, /*scan=*/false);
     os << phase << " kernel " << kernel;
     for (Value operand : fused.getOperands().take_front(numForward + numSaved))

@@ -82,9 +82,9 @@ private:
 
 mlir::Type MLIRGenerator::typeOf(const Shape &shape) {
   if (shape.isMatrix())
-    return MatType::get(&context, shape.dims[0].str(), shape.dims[1].str());
+    return MatType::get(&context, shape.dims[0], shape.dims[1]);
   if (shape.isVector())
-    return VecType::get(&context, shape.dims[0].str());
+    return VecType::get(&context, shape.dims[0]);
   return {};
 }
 

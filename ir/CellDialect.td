@@ -19,7 +19,11 @@ def Cell_Dialect : Dialect {
   }];
   let cppNamespace = "::mlir::cell";
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let useFoldAPI = kEmitFoldAdaptorFolder;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Cell_Op<string mnemonic, list<Trait> traits = []>

@@ -1,7 +1,6 @@
 //===- CellOps.cpp - Operations of the cell dialect -----------------------===//
 
 #include "ir/CellOps.h"
-#include "ir/DimExpr.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -12,13 +11,8 @@ using namespace mlir::cell;
 #define GET_OP_CLASSES
 #include "ir/CellOps.cpp.inc"
 
-std::string mlir::cell::getLengthText(Type vecType) {
-  return vecType.cast<VecType>().getLength().str();
-}
-
-static cellc::DimExpr lengthOf(Type vecType) {
-  // Types verify their dimension text, so parsing cannot fail here.
-  return *cellc::DimExpr::parse(getLengthText(vecType));
+const cellc::DimExpr &mlir::cell::vecLength(Type vecType) {
+  return vecType.cast<VecType>().getLength();
 }
 
 //===----------------------------------------------------------------------===//
@@ -47,6 +41,12 @@ void CellOp::build(OpBuilder &builder, OperationState &state, StringRef name,
 
 YieldOp CellOp::getYield() {
   return cast<YieldOp>(getBodyBlock()->getTerminator());
+}
+
+bool CellOp::hasStepProducts() {
+  Block *body = getBodyBlock();
+  return !body->getOps<MatVecOp>().empty() ||
+         !body->getOps<StackedMatVecOp>().empty();
 }
 
 LogicalResult CellOp::verify() {
@@ -93,9 +93,100 @@ LogicalResult CellOp::verify() {
   return success();
 }
 
+/// The final forward kernel ends a step: finished rows copy its leading
+/// operands as their states, and the plan names its results as the next
+/// states and the output, so the body must yield exactly those.
+static LogicalResult verifyFinalKernel(CellOp cell, FusedOp fused) {
+  Block::BlockArgListType states = cell.getStateArgs();
+  if (fused.getNumOperands() < states.size() ||
+      !llvm::equal(fused.getOperands().take_front(states.size()), states))
+    return fused.emitOpError("is final but does not take the ")
+           << states.size() << " states as its first operands";
+  ValueRange yielded = cell.getYield().getValues();
+  if (fused.getNumResults() < yielded.size() ||
+      !llvm::equal(fused.getResults().take_front(yielded.size()), yielded))
+    return fused.emitOpError("is final but the body does not yield its first ")
+           << yielded.size() << " results";
+  return success();
+}
+
+/// Marks that concern several kernels; checked after the kernels verified
+/// their own. A step has one final forward kernel, and a scan kernel runs
+/// every step on its own, which is only right when no product sits between
+/// steps.
+LogicalResult CellOp::verifyRegions() {
+  if (Block *prologue = getPrologueBlock())
+    for (FusedOp fused : prologue->getOps<FusedOp>())
+      if (fused.getFinal())
+        return fused.emitOpError("is final but in the prologue");
+  bool productsBetweenSteps = hasStepProducts();
+  FusedOp finalForward;
+  for (FusedOp fused : getBodyBlock()->getOps<FusedOp>()) {
+    if (fused.getScan() && productsBetweenSteps)
+      return fused.emitOpError("is a scan kernel but the body has products");
+    if (!fused.getFinal() || fused.getBackward())
+      continue;
+    if (finalForward)
+      return fused.emitOpError("is a second final forward kernel");
+    finalForward = fused;
+    if (failed(verifyFinalKernel(*this, fused)))
+      return failure();
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // FusedOp
 //===----------------------------------------------------------------------===//
+
+/// The marks derive-backward leaves: codegen and the plan read a backward
+/// kernel's operands as forward operands, saved activations, then result
+/// gradients, and its results as the forward operands' gradients.
+static LogicalResult verifyBackwardMarks(FusedOp fused) {
+  std::optional<uint64_t> numForward = fused.getNumForwardOperands();
+  if (!fused.getBackward()) {
+    if (numForward)
+      return fused.emitOpError(
+          "has num_forward_operands but is not a backward kernel");
+    if (fused.getNumSaved())
+      return fused.emitOpError("has num_saved but is not a backward kernel");
+    return success();
+  }
+  if (!numForward)
+    return fused.emitOpError("is a backward kernel without "
+                             "num_forward_operands");
+  unsigned numOperands = fused.getNumOperands();
+  if (*numForward > numOperands)
+    return fused.emitOpError("has num_forward_operands = ")
+           << *numForward << " but only " << numOperands << " operands";
+  uint64_t numSaved = fused.getNumSaved().value_or(0);
+  if (*numForward + numSaved > numOperands)
+    return fused.emitOpError("has num_forward_operands + num_saved = ")
+           << *numForward + numSaved << " but only " << numOperands
+           << " operands";
+  ValueRange forwardOperands = fused.getOperands().take_front(*numForward);
+  if (fused.getResultTypes() != forwardOperands.getTypes())
+    return fused.emitOpError("results must be the gradients of the ")
+           << *numForward << " forward operands, with their types";
+  for (Value gradient : fused.getOperands().drop_front(*numForward + numSaved))
+    if (!gradient.getDefiningOp<CotangentOp>())
+      return fused.emitOpError("operands after the forward operands and "
+                               "saved activations must be cell.cotangent");
+  return success();
+}
+
+/// The marks cell-time-scan and lower-to-loops leave: only the final
+/// forward kernel carries the state through all steps.
+static LogicalResult verifyScanMarks(FusedOp fused) {
+  if (fused.getScan() && (!fused.getFinal() || fused.getBackward()))
+    return fused.emitOpError("is a scan kernel but not the final forward "
+                             "kernel");
+  if (fused.getScanKernel() && !fused.getScan())
+    return fused.emitOpError("has scan_kernel but is not a scan kernel");
+  if (fused.getScanKernel() && !fused.getKernel())
+    return fused.emitOpError("has scan_kernel but no kernel");
+  return success();
+}
 
 LogicalResult FusedOp::verify() {
   Block &block = getBody().front();
@@ -104,7 +195,9 @@ LogicalResult FusedOp::verify() {
   auto yield = cast<YieldOp>(block.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yielded values must match the results");
-  return success();
+  if (failed(verifyBackwardMarks(*this)))
+    return failure();
+  return verifyScanMarks(*this);
 }
 
 //===----------------------------------------------------------------------===//
@@ -113,14 +206,14 @@ LogicalResult FusedOp::verify() {
 
 static LogicalResult verifyProduct(Operation *op, MatType matrix,
                                    Type vector, Type result) {
-  if (matrix.getCols() != getLengthText(vector))
+  if (matrix.getCols() != vecLength(vector))
     return op->emitOpError("matrix columns ")
-           << matrix.getCols() << " do not match the vector length "
-           << getLengthText(vector);
-  if (matrix.getRows() != getLengthText(result))
+           << matrix.getCols().str() << " do not match the vector length "
+           << vecLength(vector).str();
+  if (matrix.getRows() != vecLength(result))
     return op->emitOpError("result length ")
-           << getLengthText(result) << " does not match the matrix rows "
-           << matrix.getRows();
+           << vecLength(result).str() << " does not match the matrix rows "
+           << matrix.getRows().str();
   return success();
 }
 
@@ -149,10 +242,10 @@ LogicalResult StackedMatVecOp::verify() {
 LogicalResult ConcatOp::verify() {
   cellc::DimExpr total;
   for (Value input : getInputs())
-    total = total + lengthOf(input.getType());
-  if (total != lengthOf(getResult().getType()))
+    total = total + vecLength(input.getType());
+  if (total != vecLength(getResult().getType()))
     return emitOpError("result length ")
-           << getLengthText(getResult().getType())
+           << vecLength(getResult().getType()).str()
            << " is not the sum of the input lengths " << total.str();
   return success();
 }
@@ -165,10 +258,10 @@ LogicalResult SplitOp::verify() {
     if (result.getType() != part)
       return emitOpError("parts have different types: ")
              << part << " vs " << result.getType();
-  if (lengthOf(part) * getResults().size() != lengthOf(getInput().getType()))
+  if (vecLength(part) * getResults().size() != vecLength(getInput().getType()))
     return emitOpError("input length ")
-           << getLengthText(getInput().getType()) << " is not "
+           << vecLength(getInput().getType()).str() << " is not "
            << getResults().size() << " times the part length "
-           << getLengthText(part);
+           << vecLength(part).str();
   return success();
 }

@@ -30,8 +30,8 @@ class LanguageFunction : public OpTrait::TraitBase<ConcreteType, LanguageFunctio
 #include "ir/CellOps.h.inc"
 
 namespace mlir::cell {
-/// The length of a vector type as a dimension expression.
-std::string getLengthText(Type vecType);
+/// The length of `vecType`, which must be a VecType.
+const cellc::DimExpr &vecLength(Type vecType);
 
 /// The op that implements the cell language's function `name` (`sigmoid`
 /// is `cell.sigmoid`), if there is one; loads the dialect.

@@ -48,6 +48,7 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
     $sym_name attr-dict-with-keyword `prologue` $prologue `body` $body
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$name,
@@ -88,8 +89,13 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
     }
     /// The body's terminator: next states, then the output.
     YieldOp getYield();
+    /// Whether the body has a matrix product, which must run between steps.
+    bool hasStepProducts();
   }];
 }
+
+/// A count or an index that a pass records on an op.
+def Cell_Count : ConfinedAttr<I64Attr, [IntNonNegative]>;
 
 def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">]> {
@@ -107,8 +113,31 @@ def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
       cell.yield %r : !cell.vec<"H">
     }
     ```
+
+    Passes and codegen mark kernels for each other; the verifiers
+    (FusedOp::verify, and across kernels CellOp::verifyRegions) check that
+    the marks agree with the IR:
+    - `final` (cell-fuse-elementwise): the body's one last forward kernel.
+      It takes the current states as its first operands, the body yields
+      its results (the next states, then the output), and it masks finished
+      sequences. Its backward twin keeps the mark.
+    - `backward` (cell-derive-backward): a backward kernel. Its operands are
+      its forward kernel's `num_forward_operands` operands, then `num_saved`
+      activations that kernel saved, then the `cell.cotangent`s of that
+      kernel's results; its results are the forward operands' gradients.
+    - `scan` (cell-time-scan): the final forward kernel of a body without
+      products; it also gets a kernel that runs all steps.
+    - `kernel`, `scan_kernel` (cell-lower-to-loops): the indices of its
+      kernel functions, which the plan refers to.
   }];
-  let arguments = (ins Variadic<Cell_AnyVec>:$inputs);
+  let arguments = (ins Variadic<Cell_AnyVec>:$inputs,
+                       UnitAttr:$final,
+                       UnitAttr:$backward,
+                       OptionalAttr<Cell_Count>:$num_forward_operands,
+                       OptionalAttr<Cell_Count>:$num_saved,
+                       UnitAttr:$scan,
+                       OptionalAttr<Cell_Count>:$kernel,
+                       OptionalAttr<Cell_Count>:$scan_kernel);
   let results = (outs Variadic<Cell_AnyVec>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -351,10 +380,10 @@ def Cell_SliceOp : Cell_Op<"slice", [Pure]> {
     gradient of `cell.concat`.
 
     ```mlir
-    %b = cell.slice %x {offset = "H"} : !cell.vec<"H+I"> -> !cell.vec<"I">
+    %b = cell.slice %x {offset = #cell.dim<"H">} : !cell.vec<"H+I"> -> !cell.vec<"I">
     ```
   }];
-  let arguments = (ins Cell_AnyVec:$input, StrAttr:$offset);
+  let arguments = (ins Cell_AnyVec:$input, Cell_DimExprAttr:$offset);
   let results = (outs Cell_AnyVec:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }

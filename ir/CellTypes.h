@@ -3,6 +3,8 @@
 #ifndef CELLC_IR_CELLTYPES_H
 #define CELLC_IR_CELLTYPES_H
 
+#include "ir/CellAttributes.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 

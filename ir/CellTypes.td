@@ -3,18 +3,18 @@
 #ifndef CELL_TYPES
 #define CELL_TYPES
 
-include "ir/CellDialect.td"
+include "ir/CellAttributes.td"
 
 def Cell_VecType : Cell_Type<"Vec", "vec"> {
   let summary = "a vector of float32 whose length is a dimension expression";
   let description = [{
     The value of one example at one step. The length is a linear expression
-    over symbolic dimensions in canonical form, e.g. `!cell.vec<"H">`,
-    `!cell.vec<"3*H">`, `!cell.vec<"512">`.
+    over symbolic dimensions, e.g. `!cell.vec<"H">`, `!cell.vec<"3*H">`,
+    `!cell.vec<"512">`; it is canonicalised when parsed, so
+    `!cell.vec<"H+H">` is `!cell.vec<"2*H">`.
   }];
-  let parameters = (ins StringRefParameter<"length expression">:$length);
+  let parameters = (ins DimExprParameter:$length);
   let assemblyFormat = "`<` $length `>`";
-  let genVerifyDecl = 1;
 }
 
 def Cell_MatType : Cell_Type<"Mat", "mat"> {
@@ -23,10 +23,8 @@ def Cell_MatType : Cell_Type<"Mat", "mat"> {
     A weight matrix, `!cell.mat<"H", "I">`; only matrix parameters may be the
     left operand of `cell.mat_vec`.
   }];
-  let parameters = (ins StringRefParameter<"rows">:$rows,
-                        StringRefParameter<"cols">:$cols);
+  let parameters = (ins DimExprParameter:$rows, DimExprParameter:$cols);
   let assemblyFormat = "`<` $rows `,` $cols `>`";
-  let genVerifyDecl = 1;
 }
 
 def Cell_AnyVec : Type<CPred<"$_self.isa<::mlir::cell::VecType>()">,

@@ -88,11 +88,9 @@ void AdjointBuilder::propagate(Operation *op, Value result) {
       .Case([&](ConcatOp concat) {
         cellc::DimExpr offset;
         for (Value input : concat.getInputs()) {
-          accumulate(input, builder.create<SliceOp>(
-                                loc, input.getType(), dy,
-                                builder.getStringAttr(offset.str())));
-          offset = offset + *cellc::DimExpr::parse(getLengthText(
-                                input.getType()));
+          accumulate(input,
+                     builder.create<SliceOp>(loc, input.getType(), dy, offset));
+          offset = offset + vecLength(input.getType());
         }
       })
       .Default([](Operation *) {});
@@ -152,13 +150,11 @@ void deriveKernel(FusedOp forward, bool saveActivations) {
     operands.push_back(builder.create<CotangentOp>(loc, result));
   SmallVector<Type> resultTypes(forward.getOperandTypes());
   auto backward = builder.create<FusedOp>(loc, resultTypes, operands);
-  backward->setAttr(kBackwardKernelAttr, builder.getUnitAttr());
-  backward->setAttr(kNumForwardOperandsAttr,
-                    builder.getI64IntegerAttr(numForward));
+  backward.setBackward(true);
+  backward.setNumForwardOperands(numForward);
   if (numSaved)
-    backward->setAttr(kNumSavedAttr, builder.getI64IntegerAttr(numSaved));
-  if (forward->hasAttr(kFinalKernelAttr))
-    backward->setAttr(kFinalKernelAttr, builder.getUnitAttr());
+    backward.setNumSaved(numSaved);
+  backward.setFinal(forward.getFinal());
 
   SmallVector<Type> argTypes;
   SmallVector<Location> argLocs;
@@ -220,7 +216,7 @@ struct DeriveBackwardPass
     CellOp cell = getOperation();
     SmallVector<FusedOp> forwardKernels;
     cell.walk([&](FusedOp fused) {
-      if (fused->hasAttr(kBackwardKernelAttr))
+      if (fused.getBackward())
         return;
       forwardKernels.push_back(fused);
     });

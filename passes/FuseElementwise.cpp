@@ -193,7 +193,7 @@ void fuseBlock(Block &block, CellOp cell, bool isBody) {
       SmallVector<Value> yielded(terminator->getOperands());
       FusedOp fused = buildFused(block, kernels[level], states, yielded,
                                  /*onlyRequired=*/true);
-      fused->setAttr(kFinalKernelAttr, UnitAttr::get(cell.getContext()));
+      fused.setFinal(true);
       terminator->setOperands(fused.getResults());
     } else if (!kernels[level].empty()) {
       buildFused(block, kernels[level], {}, {}, /*onlyRequired=*/false);

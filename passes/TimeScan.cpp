@@ -21,14 +21,12 @@ using namespace mlir::cell;
 namespace {
 struct TimeScanPass : cell::impl::TimeScanBase<TimeScanPass> {
   void runOnOperation() override {
-    Block *body = getOperation().getBodyBlock();
-    if (!body->getOps<MatVecOp>().empty() ||
-        !body->getOps<StackedMatVecOp>().empty())
+    CellOp cell = getOperation();
+    if (cell.hasStepProducts())
       return;
-    for (FusedOp fused : body->getOps<FusedOp>())
-      if (fused->hasAttr(kFinalKernelAttr) &&
-          !fused->hasAttr(kBackwardKernelAttr))
-        fused->setAttr(kScanKernelAttr, UnitAttr::get(&getContext()));
+    for (FusedOp fused : cell.getBodyBlock()->getOps<FusedOp>())
+      if (fused.getFinal() && !fused.getBackward())
+        fused.setScan(true);
   }
 };
 } // namespace

@@ -20,7 +20,7 @@
 // CHECK:         cell.layer_norm %{{.*}} : <"2*H">
 // CHECK:         %[[P:.*]]:2 = cell.split %{{.*}} : <"2*H"> -> !cell.vec<"H">, !cell.vec<"H">
 // CHECK:         cell.concat %[[P]]#0, %[[P]]#1 : !cell.vec<"H">, !cell.vec<"H"> -> <"2*H">
-// CHECK:         cell.fused(%{{.*}}) {final} : (!cell.vec<"H">) -> !cell.vec<"H"> {
+// CHECK:         cell.fused(%{{.*}}, %{{.*}}) {final} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">) {
 // CHECK:         cell.yield
 cell.cell @everything attributes {input_names = ["x"], output_name = "h'", param_names = ["A", "B", "C"], state_names = ["h"]} prologue {
 } body {
@@ -44,9 +44,40 @@ cell.cell @everything attributes {input_names = ["x"], output_name = "h'", param
   %j = cell.concat %p#0, %p#1 : !cell.vec<"H">, !cell.vec<"H"> -> !cell.vec<"2*H">
   %k:2 = cell.split %j : !cell.vec<"2*H"> -> !cell.vec<"H">, !cell.vec<"H">
   %11 = cell.add %10, %k#1 : !cell.vec<"H">
-  %f = cell.fused(%11) {final} : (!cell.vec<"H">) -> !cell.vec<"H"> {
-  ^bb0(%a: !cell.vec<"H">):
-    cell.yield %a : !cell.vec<"H">
+  %f:2 = cell.fused(%h, %11) {final} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">) {
+  ^bb0(%a: !cell.vec<"H">, %b: !cell.vec<"H">):
+    cell.yield %b, %b : !cell.vec<"H">, !cell.vec<"H">
   }
-  cell.yield %f, %f : !cell.vec<"H">, !cell.vec<"H">
+  cell.yield %f#0, %f#1 : !cell.vec<"H">, !cell.vec<"H">
+}
+
+// Every mark passes and codegen leave on kernels, well-formed: the final
+// forward kernel that also scans (saving one activation), and its backward
+// twin that reads the saved value and the results' gradients.
+// CHECK-LABEL: cell.cell @marked
+// CHECK:         %[[F:.*]]:3 = cell.fused(%{{.*}}, %{{.*}}) {final, kernel = 0 : i64, scan, scan_kernel = 1 : i64} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
+// CHECK:         %[[DN:.*]] = cell.cotangent %[[F]]#0 : <"H">
+// CHECK:         %[[DO:.*]] = cell.cotangent %[[F]]#1 : <"H">
+// CHECK:         cell.fused(%{{.*}}, %{{.*}}, %[[F]]#2, %[[DN]], %[[DO]]) {backward, final, kernel = 2 : i64, num_forward_operands = 2 : i64, num_saved = 1 : i64}
+// CHECK:           cell.slice %{{.*}} {offset = #cell.dim<"H">} : <"2*H"> -> <"H">
+cell.cell @marked attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
+} body {
+^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
+  %n:3 = cell.fused(%h, %x) {final, kernel = 0, scan, scan_kernel = 1} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
+  ^bb0(%hh: !cell.vec<"H">, %xx: !cell.vec<"H">):
+    %s = cell.sigmoid %xx : !cell.vec<"H">
+    %0 = cell.mul %hh, %s : !cell.vec<"H">
+    cell.yield %0, %0, %s : !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">
+  }
+  %dn = cell.cotangent %n#0 : !cell.vec<"H">
+  %do = cell.cotangent %n#1 : !cell.vec<"H">
+  %g:2 = cell.fused(%h, %x, %n#2, %dn, %do) {backward, final, kernel = 2, num_forward_operands = 2, num_saved = 1} : (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">) {
+  ^bb0(%hh: !cell.vec<"H">, %xx: !cell.vec<"H">, %s: !cell.vec<"H">, %a: !cell.vec<"H">, %b: !cell.vec<"H">):
+    %d = cell.add %a, %b : !cell.vec<"H">
+    %both = cell.concat %d, %s : !cell.vec<"H">, !cell.vec<"H"> -> !cell.vec<"2*H">
+    %ds = cell.slice %both {offset = #cell.dim<"H">} : !cell.vec<"2*H"> -> !cell.vec<"H">
+    %dh = cell.mul %d, %ds : !cell.vec<"H">
+    cell.yield %dh, %d : !cell.vec<"H">, !cell.vec<"H">
+  }
+  cell.yield %n#0, %n#1 : !cell.vec<"H">, !cell.vec<"H">
 }

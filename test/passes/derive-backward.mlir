@@ -83,6 +83,35 @@ cell.cell @normed attributes {input_names = ["x"], output_name = "h'", param_nam
 
 // -----
 
+// concat's gradient is a slice of the result's gradient per input, at the
+// offset where that input starts.
+// CHECK-LABEL: cell.cell @joined
+// CHECK:         cell.fused({{.*}}) {backward, num_forward_operands = 2 : i64}
+// CHECK:           %[[D:.*]] = cell.layer_norm_grad
+// CHECK-NEXT:      %[[DX:.*]] = cell.slice %[[D]] {offset = #cell.dim<"0">} : <"H+I"> -> <"I">
+// CHECK-NEXT:      %[[DY:.*]] = cell.slice %[[D]] {offset = #cell.dim<"I">} : <"H+I"> -> <"H">
+// CHECK-NEXT:      cell.yield %[[DX]], %[[DY]] : !cell.vec<"I">, !cell.vec<"H">
+cell.cell @joined attributes {input_names = ["x", "y"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
+^bb0(%x: !cell.vec<"I">, %y: !cell.vec<"H">):
+  %a = cell.fused(%x, %y) : (!cell.vec<"I">, !cell.vec<"H">) -> !cell.vec<"H+I"> {
+  ^bb0(%xx: !cell.vec<"I">, %yy: !cell.vec<"H">):
+    %c = cell.concat %xx, %yy : !cell.vec<"I">, !cell.vec<"H"> -> !cell.vec<"H+I">
+    %n = cell.layer_norm %c : !cell.vec<"H+I">
+    cell.yield %n : !cell.vec<"H+I">
+  }
+  cell.yield %a : !cell.vec<"H+I">
+} body {
+^bb0(%x: !cell.vec<"I">, %y: !cell.vec<"H">, %h: !cell.vec<"H+I">, %a: !cell.vec<"H+I">):
+  %n:2 = cell.fused(%h, %a) {final} : (!cell.vec<"H+I">, !cell.vec<"H+I">) -> (!cell.vec<"H+I">, !cell.vec<"H+I">) {
+  ^bb0(%hh: !cell.vec<"H+I">, %aa: !cell.vec<"H+I">):
+    %0 = cell.add %hh, %aa : !cell.vec<"H+I">
+    cell.yield %0, %0 : !cell.vec<"H+I">, !cell.vec<"H+I">
+  }
+  cell.yield %n#0, %n#1 : !cell.vec<"H+I">, !cell.vec<"H+I">
+}
+
+// -----
+
 // Does not apply twice: a cell that already has its backward kernels keeps
 // exactly one backward kernel per forward kernel.
 // CHECK-LABEL: cell.cell @derived

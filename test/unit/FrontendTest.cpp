@@ -8,6 +8,7 @@
 
 #include "frontend/Frontend.h"
 #include "ir/CellDialect.h"
+#include "ir/CellTypes.h"
 #include "ir/DimExpr.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -149,6 +150,22 @@ TEST(DimExprTest, ParsesAndPrintsCanonically) {
   EXPECT_EQ(DimExpr::parse("H-H")->str(), "0");
   EXPECT_FALSE(DimExpr::parse("3*"));
   EXPECT_FALSE(DimExpr::parse(""));
+}
+
+// The dialect holds the value, not the text: spellings of one expression
+// give one type, and the attribute is the same value.
+TEST(DimExprTest, TypesAndAttributesHoldTheValue) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::cell::CellDialect>();
+  DimExpr h = DimExpr::symbol("H");
+  auto twoH = mlir::cell::VecType::get(&context, h + h);
+  EXPECT_EQ(twoH, mlir::cell::VecType::get(&context, *DimExpr::parse("2*H")));
+  EXPECT_NE(twoH, mlir::cell::VecType::get(&context, h));
+  EXPECT_EQ(twoH.getLength().str(), "2*H");
+  EXPECT_EQ(hash_value(h + h), hash_value(h * 2));
+  auto offset = mlir::cell::DimExprAttr::get(&context, h * 2);
+  EXPECT_EQ(offset, mlir::cell::DimExprAttr::get(&context, h + h));
+  EXPECT_EQ(offset.getValue(), twoH.getLength());
 }
 
 TEST(DimExprTest, ArithmeticAndSubstitution) {

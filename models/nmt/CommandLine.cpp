@@ -8,51 +8,11 @@
 
 #include "models/nmt/CommandLine.h"
 
-#include <CLI/CLI.hpp>
-
-#include <cerrno>
-#include <cmath>
+#include "models/common/Options.h"
 
 namespace nmt {
 
 namespace {
-
-/// Rejects nan and inf, which every numeric range check lets through.
-const CLI::Validator finite(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      double x = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0')
-        return "not a number: '" + text + "'";
-      return std::isfinite(x) ? "" : "must be finite, not " + text;
-    },
-    "FINITE");
-
-/// Whole numbers >= 0 (CLI11's own range check prints a 300-digit bound).
-const CLI::Validator count(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      errno = 0;
-      long long x = std::strtoll(text.c_str(), &end, 10);
-      if (end == text.c_str() || *end != '\0' || errno == ERANGE)
-        return "not a whole number: '" + text + "'";
-      return x >= 0 ? "" : "must not be negative, not " + text;
-    },
-    "N");
-
-template <typename T>
-CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
-                    const std::string &help) {
-  CLI::Option *opt = cmd.add_option("--" + name, field, help);
-  opt->capture_default_str();
-  // The last of a repeated option wins, as scripts override a base list.
-  opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  if constexpr (std::is_floating_point_v<T>)
-    opt->check(finite);
-  if constexpr (std::is_integral_v<T>)
-    opt->check(count);
-  return opt;
-}
 
 void addTaskOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Embedded task";

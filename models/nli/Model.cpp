@@ -117,15 +117,29 @@ double Model::loss(const Batch &batch, bool train, Rng *dropoutRng,
   return total;
 }
 
-void Model::attentionForward(const Batch &batch, bool train, Rng *rng) {
+void Model::embed(const Batch &batch, Rng *rng) {
   const int64_t B = batch.B, L = batch.L, N = batch.N, E = config.emb;
-  const int64_t k = attention->width();
   premiseEmb.resize(L * B * E);
   hypothesisEmb.resize(N * B * E);
   words->forward(batch.premise.data(), L * B, premiseEmb.data());
   words->forward(batch.hypothesis.data(), N * B, hypothesisEmb.data());
   dropout.forward(premiseEmb.data(), L * B * E, rng, maskPremise);
   dropout.forward(hypothesisEmb.data(), N * B * E, rng, maskHypothesis);
+}
+
+void Model::embedBackward(const Batch &batch, std::vector<float> &dPremiseEmb,
+                          std::vector<float> &dHypothesisEmb) {
+  const int64_t B = batch.B, L = batch.L, N = batch.N, E = config.emb;
+  dropout.backward(dPremiseEmb.data(), L * B * E, maskPremise);
+  dropout.backward(dHypothesisEmb.data(), N * B * E, maskHypothesis);
+  words->backward(batch.premise.data(), L * B, dPremiseEmb.data());
+  words->backward(batch.hypothesis.data(), N * B, dHypothesisEmb.data());
+}
+
+void Model::attentionForward(const Batch &batch, bool train, Rng *rng) {
+  const int64_t B = batch.B, L = batch.L, N = batch.N, E = config.emb;
+  const int64_t k = attention->width();
+  embed(batch, rng);
   Y.resize(L * B * k);
   H.resize(N * B * k);
   premiseEncoder->forward({{premiseEmb.data()},
@@ -163,10 +177,7 @@ void Model::attentionBackward(const Batch &batch, const float *dFeatures) {
                               {dHypothesisEmb.data()}, {}, dInitial);
   premiseEncoder->backward(premiseTrace, dY.data(), {dPremiseEmb.data()},
                            dFinal);
-  dropout.backward(dPremiseEmb.data(), L * B * E, maskPremise);
-  dropout.backward(dHypothesisEmb.data(), N * B * E, maskHypothesis);
-  words->backward(batch.premise.data(), L * B, dPremiseEmb.data());
-  words->backward(batch.hypothesis.data(), N * B, dHypothesisEmb.data());
+  embedBackward(batch, dPremiseEmb, dHypothesisEmb);
 }
 
 namespace {
@@ -194,12 +205,7 @@ void meanOverTimeBackward(const float *dMean, const std::vector<int32_t> &length
 
 void Model::bowForward(const Batch &batch, Rng *rng) {
   const int64_t B = batch.B, L = batch.L, N = batch.N, E = config.emb;
-  premiseEmb.resize(L * B * E);
-  hypothesisEmb.resize(N * B * E);
-  words->forward(batch.premise.data(), L * B, premiseEmb.data());
-  words->forward(batch.hypothesis.data(), N * B, hypothesisEmb.data());
-  dropout.forward(premiseEmb.data(), L * B * E, rng, maskPremise);
-  dropout.forward(hypothesisEmb.data(), N * B * E, rng, maskHypothesis);
+  embed(batch, rng);
   // [u; v; |u - v|; u * v] per pair.
   bowInput.assign(B * 4 * E, 0.f);
   meanOverTime(premiseEmb.data(), batch.premiseLengths, B, E,
@@ -243,10 +249,7 @@ void Model::bowBackward(const Batch &batch, const float *dFeatures) {
                        dPremiseEmb.data());
   meanOverTimeBackward(dv.data(), batch.hypothesisLengths, B, E,
                        dHypothesisEmb.data());
-  dropout.backward(dPremiseEmb.data(), L * B * E, maskPremise);
-  dropout.backward(dHypothesisEmb.data(), N * B * E, maskHypothesis);
-  words->backward(batch.premise.data(), L * B, dPremiseEmb.data());
-  words->backward(batch.hypothesis.data(), N * B, dHypothesisEmb.data());
+  embedBackward(batch, dPremiseEmb, dHypothesisEmb);
 }
 
 } // namespace nli

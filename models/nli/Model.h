@@ -71,6 +71,10 @@ public:
   int64_t recurrentParameterCount() const;
 
 private:
+  /// Embeddings (after dropout) of both sentences, and their backward.
+  void embed(const Batch &batch, models::Rng *rng);
+  void embedBackward(const Batch &batch, std::vector<float> &dPremiseEmb,
+                     std::vector<float> &dHypothesisEmb);
   /// h* [B, width] for the classifier; backward given dFeatures.
   void attentionForward(const Batch &batch, bool train, models::Rng *rng);
   void attentionBackward(const Batch &batch, const float *dFeatures);

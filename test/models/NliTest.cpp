@@ -3,6 +3,8 @@
 #include "models/common/Cells.h"
 #include "models/nli/Training.h"
 
+#include "ModelGradients.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 
 using namespace nli;
 using models::DataError;
-using models::Param;
 using models::Rng;
 
 namespace {
@@ -25,41 +26,6 @@ Batch tinyBatch() {
       {{5, 6, 7}, {6}, 1},
   };
   return makeBatch(examples, {0, 1, 2});
-}
-
-/// The largest relative error of central differences of the mean loss
-/// against the accumulated gradient, over a few coordinates of every
-/// parameter (the largest gradients and random ones).
-double worstGradientError(Model &model, const Batch &batch) {
-  auto params = model.params().all();
-  models::zeroGrads(params);
-  model.loss(batch, true, nullptr);
-  auto meanLoss = [&] { return model.loss(batch, false, nullptr) / batch.B; };
-  double worst = 0;
-  const float h = 1e-2f;
-  Rng pick(5);
-  for (Param *p : params) {
-    std::vector<int64_t> order(p->size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return std::fabs(p->grad[a]) > std::fabs(p->grad[b]);
-    });
-    std::vector<int64_t> coords(order.begin(),
-                                order.begin() + std::min<int64_t>(3, p->size()));
-    coords.push_back(int64_t(pick.below(uint64_t(p->size()))));
-    for (int64_t i : coords) {
-      float saved = p->value[i];
-      p->value[i] = saved + h;
-      double up = meanLoss();
-      p->value[i] = saved - h;
-      double down = meanLoss();
-      p->value[i] = saved;
-      double numeric = (up - down) / (2 * h);
-      worst = std::max(worst, std::fabs(numeric - p->grad[i]) /
-                                  std::max(1e-2, std::fabs(numeric)));
-    }
-  }
-  return worst;
 }
 
 class NliGradientTest : public ::testing::TestWithParam<std::string> {};
@@ -78,7 +44,13 @@ TEST_P(NliGradientTest, MatchesCentralDifferences) {
   Model model(config, cell);
   Rng rng(3);
   model.initialize(rng, 0.5f);
-  EXPECT_LT(worstGradientError(model, tinyBatch()), 2e-2);
+  Batch batch = tinyBatch();
+  models::zeroGrads(model.params().all());
+  model.loss(batch, true, nullptr);
+  modeltest::Worst worst = modeltest::worstDifference(
+      model.params().all(),
+      [&] { return model.loss(batch, false, nullptr) / double(batch.B); });
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, NliGradientTest,

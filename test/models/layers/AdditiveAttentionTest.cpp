@@ -184,7 +184,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AttentionCase{5, 4, 3, 4, 6, {5, 1, 3, 2}, 0},
                       AttentionCase{1, 2, 4, 3, 5, {1, 1}, 0},
                       AttentionCase{4, 3, 5, 2, 3, {2, 4, 1}, 2},
-                      AttentionCase{6, 1, 8, 8, 8, {6}, 3}));
+                      AttentionCase{6, 1, 8, 8, 8, {6}, 3}),
+    // Stable names: the default prints the case's bytes, pointers included,
+    // which differ between the run that lists the tests and the one that
+    // runs them.
+    [](const auto &info) { return "Case" + std::to_string(info.index); });
 
 TEST(AdditiveAttention, RegistersFourParameters) {
   ParamStore store;

@@ -60,7 +60,10 @@ TEST_P(LinearTest, MatchesTorchAndDifferences) {
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearTest,
                          ::testing::Values(LinearCase{5, 3, 4, true},
                                            LinearCase{1, 7, 2, false},
-                                           LinearCase{9, 16, 16, true}));
+                                           LinearCase{9, 16, 16, true}),
+                         [](const auto &info) {
+                           return "Case" + std::to_string(info.index);
+                         });
 
 TEST(Linear, AccumulatesIntoOutputAndInputGradient) {
   ParamStore store;

@@ -134,7 +134,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(WordByWordCase{4, 5, 4, {5, 1, 3, 2}, {2, 4, 1, 3}},
                       WordByWordCase{3, 1, 1, {1, 1}, {1, 1}},
                       WordByWordCase{6, 3, 5, {3}, {5}},
-                      WordByWordCase{5, 4, 3, {1, 4, 2}, {3, 1, 3}}));
+                      WordByWordCase{5, 4, 3, {1, 4, 2}, {3, 1, 3}}),
+    // Stable names: the default prints the case's bytes, pointers included,
+    // which differ between the run that lists the tests and the one that
+    // runs them.
+    [](const auto &info) { return "Case" + std::to_string(info.index); });
 
 TEST(WordByWordAttention, RegistersSevenParameters) {
   ParamStore store;

@@ -19,8 +19,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 
 using namespace nmt;
 
@@ -34,39 +32,9 @@ int train(const TrainRequest &request) {
   return 0;
 }
 
-std::vector<std::string> readInput(const std::string &path) {
-  if (!path.empty() && path != "-")
-    return readLines(path);
-  std::vector<std::string> lines;
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(std::cin, line)) {
-    ++number;
-    if (findInvalidUtf8(line) >= 0)
-      throw DataError("<stdin>:" + std::to_string(number) + ": invalid UTF-8");
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-void writeLines(const std::string &path, const std::vector<std::string> &out) {
-  std::ofstream file;
-  if (!path.empty()) {
-    file.open(path);
-    if (!file)
-      throw DataError(path + ": cannot write");
-  }
-  std::ostream &os = path.empty() ? std::cout : file;
-  for (const std::string &line : out)
-    os << line << "\n";
-  os.flush();
-  if (!os)
-    throw DataError((path.empty() ? "<stdout>" : path) + ": write failed");
-}
-
 int translate(const TranslateRequest &r) {
   auto session = Session::load(r.model);
-  auto lines = readInput(r.input);
+  auto lines = readInputLines(r.input);
   std::vector<std::string> tokens;
   int64_t words = 0;
   auto start = std::chrono::steady_clock::now();
@@ -75,7 +43,7 @@ int translate(const TranslateRequest &r) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  writeLines(r.output, r.tokenized ? tokens : out);
+  writeOutputLines(r.output, r.tokenized ? tokens : out);
   std::fprintf(stderr,
                "translated %zu sentences, %lld target words in %.2f s "
                "(%.0f words/s, beam %lld)\n",
@@ -86,7 +54,7 @@ int translate(const TranslateRequest &r) {
 
 int score(const ScoreRequest &r) {
   auto refs = readLines(r.ref);
-  auto hyps = readInput(r.hyp);
+  auto hyps = readInputLines(r.hyp);
   if (refs.size() != hyps.size())
     throw DataError("different line counts: " + r.ref + " has " +
                     std::to_string(refs.size()) + " lines, " + r.hyp + " has " +

@@ -8,51 +8,11 @@
 
 #include "models/nmt/CommandLine.h"
 
-#include <CLI/CLI.hpp>
-
-#include <cerrno>
-#include <cmath>
+#include "models/common/CommandLine.h"
 
 namespace nmt {
 
 namespace {
-
-/// Rejects nan and inf, which every numeric range check lets through.
-const CLI::Validator finite(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      double x = std::strtod(text.c_str(), &end);
-      if (end == text.c_str() || *end != '\0')
-        return "not a number: '" + text + "'";
-      return std::isfinite(x) ? "" : "must be finite, not " + text;
-    },
-    "FINITE");
-
-/// Whole numbers >= 0 (CLI11's own range check prints a 300-digit bound).
-const CLI::Validator count(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      errno = 0;
-      long long x = std::strtoll(text.c_str(), &end, 10);
-      if (end == text.c_str() || *end != '\0' || errno == ERANGE)
-        return "not a whole number: '" + text + "'";
-      return x >= 0 ? "" : "must not be negative, not " + text;
-    },
-    "N");
-
-template <typename T>
-CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
-                    const std::string &help) {
-  CLI::Option *opt = cmd.add_option("--" + name, field, help);
-  opt->capture_default_str();
-  // The last of a repeated option wins, as scripts override a base list.
-  opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  if constexpr (std::is_floating_point_v<T>)
-    opt->check(finite);
-  if constexpr (std::is_integral_v<T>)
-    opt->check(count);
-  return opt;
-}
 
 void addTaskOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Embedded task";
@@ -217,7 +177,6 @@ std::set<std::string> givenTrainOptions(const CLI::App &cmd) {
 std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   CLI::App app("nmt: attention NMT over cellc-compiled cells", "nmt");
   app.set_version_flag("--version", "nmt (cellc) " CELLC_VERSION);
-  app.require_subcommand(1);
   addTrainCommand(app, cli.train);
   addTranslateCommand(app, cli.translate);
   addScoreCommand(app, cli.score);
@@ -225,28 +184,8 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   for (CLI::App *cmd : app.get_subcommands({}))
     option(*cmd, "threads", cli.threads,
            "OpenMP threads for oneDNN (1 is fastest for small models)");
-  std::set<std::string> commands = {"train", "translate", "score", "task"};
-  if (argc > 1 && argv[1][0] != '-' && !commands.count(argv[1])) {
-    std::fprintf(stderr,
-                 "nmt: error: unknown command '%s' (commands: train, "
-                 "translate, score, task; see nmt --help)\n",
-                 argv[1]);
-    return 2;
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    if (error.get_exit_code() == 0)
-      return app.exit(error);
-    std::fprintf(stderr,
-                 "nmt: error: %s\nrun 'nmt%s --help' for the "
-                 "options\n",
-                 error.what(),
-                 app.get_subcommands().empty()
-                     ? ""
-                     : (" " + app.get_subcommands()[0]->get_name()).c_str());
-    return 2;
-  }
+  if (std::optional<int> exit = parseCommands(app, argc, argv))
+    return exit;
   CLI::App *cmd = app.get_subcommands()[0];
   cli.command = cmd->get_name();
   if (cli.command == "train")

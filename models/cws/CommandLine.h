@@ -1,0 +1,36 @@
+//===- models/cws/CommandLine.h - cws's options -----------------*- C++ -*-===//
+
+#ifndef CELLC_MODELS_CWS_COMMANDLINE_H
+#define CELLC_MODELS_CWS_COMMANDLINE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cws {
+
+struct ScoreRequest {
+  std::string gold, test, words, format = "auto";
+  int64_t digits = 3;
+};
+
+struct BaselineRequest {
+  std::string words, input, output, format = "auto";
+};
+
+/// A parsed command line: the command and its request.
+struct CommandLine {
+  std::string command;
+  int64_t threads = 0;
+  ScoreRequest score;
+  BaselineRequest baseline;
+};
+
+/// Parses argv into `cli`. Returns the exit code when cws must stop here:
+/// 0 after --help or --version, 2 after a usage error (printed, naming the
+/// option).
+std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli);
+
+} // namespace cws
+
+#endif

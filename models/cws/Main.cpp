@@ -1,0 +1,69 @@
+//===- models/cws/Main.cpp - The cws command ------------------------------===//
+//
+//   cws score --gold G --test T --words W     the SIGHAN bakeoff's scores
+//   cws baseline --words W --input RAW        forward maximum matching
+//
+// Options are parsed by CLI11 (models/common/CommandLine.h): every command
+// has --help with the defaults; a bad option or value is an error naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/common/Data.h"
+#include "models/common/Math.h"
+#include "models/cws/Baseline.h"
+#include "models/cws/CommandLine.h"
+#include "models/cws/Score.h"
+
+#include <cstdio>
+
+using namespace cws;
+
+namespace {
+
+int score(const ScoreRequest &r) {
+  std::vector<std::string> gold;
+  Format format = parseFormat(r.format);
+  if (resolveFormat(format, r.gold, Format::Segmented) == Format::Conllu) {
+    for (const Sentence &sentence : readGold(r.gold, format))
+      gold.push_back(joinWords(wordsFromTags(sentence.chars, sentence.tags)));
+  } else {
+    gold = models::readLines(r.gold);
+  }
+  std::vector<std::string> test = models::readInputLines(r.test);
+  std::vector<std::string> words = readWords(r.words);
+  WordSet vocabulary(words.begin(), words.end());
+  ScoreCounts counts = scoreLines(gold, test, vocabulary, r.gold, r.test);
+  std::printf("%s", formatScore(counts, int(r.digits)).c_str());
+  return 0;
+}
+
+int baseline(const BaselineRequest &r) {
+  MaxMatch matcher(readWords(r.words));
+  std::vector<std::string> out;
+  for (const Sentence &sentence : readToSegment(r.input, Format::Raw))
+    out.push_back(joinWords(matcher.segment(sentence)));
+  models::writeOutputLines(r.output, out);
+  return 0;
+}
+
+int run(const CommandLine &cli) {
+  if (cli.threads > 0)
+    models::setThreads(int(cli.threads));
+  if (cli.command == "score")
+    return score(cli.score);
+  return baseline(cli.baseline);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CommandLine cli;
+  if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
+    return *exit;
+  try {
+    return run(cli);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "cws: error: %s\n", error.what());
+    return 1;
+  }
+}

@@ -28,12 +28,13 @@ uint64_t newRunId() {
   return id;
 }
 
-void checkOutputOwnership(const std::string &path, uint64_t runId, bool force) {
+void checkOutputOwnership(const std::string &program, const std::string &path,
+                          uint64_t runId, bool force) {
   if (force || !exists(path))
     return;
   uint64_t theirs = 0;
   try {
-    theirs = peekRunId(path);
+    theirs = peekRunId(path, program);
   } catch (const DataError &error) {
     throw DataError(std::string(error.what()) +
                     "; refusing to overwrite it (--force overwrites)");

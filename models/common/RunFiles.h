@@ -25,7 +25,8 @@ uint64_t newRunId();
 
 /// Throws unless `path` is absent or a checkpoint of run `runId` (or
 /// `force`): a run must not overwrite another run's checkpoint.
-void checkOutputOwnership(const std::string &path, uint64_t runId, bool force);
+void checkOutputOwnership(const std::string &program, const std::string &path,
+                          uint64_t runId, bool force);
 
 /// Removes OUT.tmp and OUT.best.tmp, which a kill during a save leaves
 /// behind (they are never read), saying so.

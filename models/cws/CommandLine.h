@@ -3,6 +3,8 @@
 #ifndef CELLC_MODELS_CWS_COMMANDLINE_H
 #define CELLC_MODELS_CWS_COMMANDLINE_H
 
+#include "models/cws/Session.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +16,11 @@ struct ScoreRequest {
   int64_t digits = 3;
 };
 
+struct SegmentRequest {
+  std::string model, input, output, format = "auto";
+  int64_t batch = 64;
+};
+
 struct BaselineRequest {
   std::string words, input, output, format = "auto";
 };
@@ -22,6 +29,8 @@ struct BaselineRequest {
 struct CommandLine {
   std::string command;
   int64_t threads = 0;
+  TrainRequest train;
+  SegmentRequest segment;
   ScoreRequest score;
   BaselineRequest baseline;
 };

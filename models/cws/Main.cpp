@@ -1,5 +1,7 @@
 //===- models/cws/Main.cpp - The cws command ------------------------------===//
 //
+//   cws train --train GOLD [options]          train a segmenter
+//   cws segment --model CKPT --input RAW      segment raw text
 //   cws score --gold G --test T --words W     the SIGHAN bakeoff's scores
 //   cws baseline --words W --input RAW        forward maximum matching
 //
@@ -14,11 +16,44 @@
 #include "models/cws/CommandLine.h"
 #include "models/cws/Score.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 using namespace cws;
 
 namespace {
+
+int train(const TrainRequest &request) {
+  TrainData data;
+  auto session = prepareTraining(request, data);
+  if (session)
+    session->train(data);
+  return 0;
+}
+
+int segment(const SegmentRequest &r) {
+  auto session = Session::load(r.model);
+  auto sentences = readToSegment(r.input, parseFormat(r.format));
+  auto start = std::chrono::steady_clock::now();
+  auto words = session->segment(sentences, r.batch);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::vector<std::string> out;
+  int64_t chars = 0;
+  for (size_t i = 0; i < words.size(); ++i) {
+    out.push_back(joinWords(words[i]));
+    chars += int64_t(sentences[i].chars.size());
+  }
+  models::writeOutputLines(r.output, out);
+  std::fprintf(stderr,
+               "segmented %zu sentences, %lld characters in %.2f s (%.0f "
+               "chars/s)\n",
+               sentences.size(), (long long)chars, seconds,
+               double(chars) / std::max(seconds, 1e-9));
+  return 0;
+}
 
 int score(const ScoreRequest &r) {
   std::vector<std::string> gold;
@@ -49,6 +84,10 @@ int baseline(const BaselineRequest &r) {
 int run(const CommandLine &cli) {
   if (cli.threads > 0)
     models::setThreads(int(cli.threads));
+  if (cli.command == "train")
+    return train(cli.train);
+  if (cli.command == "segment")
+    return segment(cli.segment);
   if (cli.command == "score")
     return score(cli.score);
   return baseline(cli.baseline);

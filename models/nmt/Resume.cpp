@@ -61,7 +61,7 @@ std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
   if (!session)
     session = std::make_unique<Session>(request.options, data);
   for (const std::string &path : {out, out + ".best"})
-    checkOutputOwnership(path, session->runId, request.force);
+    checkOutputOwnership("nmt", path, session->runId, request.force);
   return session;
 }
 

@@ -28,7 +28,7 @@ struct BaselineRequest {
 /// A parsed command line: the command and its request.
 struct CommandLine {
   std::string command;
-  int64_t threads = 0;
+  int64_t threads = 1;
   TrainRequest train;
   SegmentRequest segment;
   ScoreRequest score;

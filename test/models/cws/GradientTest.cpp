@@ -133,3 +133,24 @@ TEST(CwsModel, DecodesEverySentenceToItsLength) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CwsModel, PaddingDoesNotChangeASentence) {
+  // A short sentence batched with a long one scores as it does alone: the
+  // backward direction starts at each sentence's own end.
+  for (const char *cell : {"atr", "gru", "lstm"}) {
+    Model model(tinyConfig(cell, CrfLoss::MaxMargin), models::loadCell(cell));
+    models::Rng rng(7);
+    model.initialize(rng, 0.5f);
+    std::vector<Encoded> sentences = {{{4, 5}, {B, E}},
+                                      {{8, 7, 6, 5, 4, 8}, {S, B, M, E, B, E}}};
+    double alone = model.loss(makeCharBatch(sentences, {0}), false, nullptr) +
+                   model.loss(makeCharBatch(sentences, {1}), false, nullptr);
+    double together =
+        model.loss(makeCharBatch(sentences, {0, 1}), false, nullptr);
+    EXPECT_NEAR(alone, together, 1e-5 * std::fabs(alone)) << cell;
+  }
+}
+
+} // namespace

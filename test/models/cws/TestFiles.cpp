@@ -2,9 +2,24 @@
 
 #include "TestFiles.h"
 
+#include "models/common/Math.h"
+
 #include <sys/stat.h>
 
 namespace cws::test {
+
+namespace {
+
+/// The models here are tiny: OpenMP threads would only wait for each other
+/// (and for whatever else runs on the machine).
+struct OneThread : testing::Environment {
+  void SetUp() override { models::setThreads(1); }
+};
+
+[[maybe_unused]] testing::Environment *const oneThread =
+    testing::AddGlobalTestEnvironment(new OneThread);
+
+} // namespace
 
 std::string sharedDataDir() {
   // CWS_SHARED_DATA overrides the build's default (a checkout elsewhere).

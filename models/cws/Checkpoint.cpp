@@ -2,9 +2,10 @@
 //
 // The payload inside the checksummed container (CheckpointFile.h): the run
 // id (first, where the container's peekRunId looks for it), the tag "cws-1"
-// that tells a cws checkpoint from another driver's, the options as key=value text, the character
-// vocabulary, every parameter with its Adam moments, Adam's step and the
-// training state.
+// that tells a cws checkpoint from another driver's, the options as
+// key=value text, the character vocabulary, the --dict words (segmenting
+// needs no other file), every parameter with its Adam moments, Adam's step
+// and the training state.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,7 @@ std::string Session::serialize() const {
   w.str(PayloadTag);
   w.map(options.toMap());
   w.strings(vocab.getTokens());
+  w.strings(lexicon.words());
   models::writeParams(w, model->params());
   w.u64(uint64_t(adam.step));
   w.u64(uint64_t(state.epoch));
@@ -61,6 +63,7 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
                                    "driver's, or an older cws's)");
   session->options = TrainOptions::fromMap(r.map());
   session->vocab = Vocab::fromTokens(r.strings());
+  session->lexicon = Lexicon(r.strings());
   session->build();
   models::readParams(r, session->model->params());
   session->adam.step = int64_t(r.u64());

@@ -28,6 +28,15 @@ void addTrainData(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "format", o.format, formatHelp)
       ->check(CLI::IsMember({"auto", "segmented", "conllu"}))
       ->group(group);
+  option(cmd, "dict", o.dict,
+         "word list (or corpus) whose words become per-character input "
+         "features (default: none, the paper's model)")
+      ->group(group);
+  option(cmd, "dict-dropout", o.dictDropout,
+         "training hides each listed gold word from --dict with this "
+         "probability, as new text has unlisted words")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
   option(cmd, "min-count", o.minCount,
          "rarer training characters are <unk>, as unseen ones")
       ->check(CLI::PositiveNumber)

@@ -3,15 +3,30 @@
 #include "models/cws/Model.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace cws {
 
 using namespace models;
 
+namespace {
+
+/// out[r] = [a[r] ; b[r]] for rows of widths wa and wb.
+void concatRows(const float *a, int64_t wa, const float *b, int64_t wb,
+                int64_t rows, float *out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(a + r * wa, wa, out + r * (wa + wb));
+    std::copy_n(b + r * wb, wb, out + r * (wa + wb) + wa);
+  }
+}
+
+} // namespace
+
 Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
     : config(config), embedding(store, "embedding", config.vocab, config.emb),
       encoder(cell, "encoder",
-              EncoderShape{config.emb, config.hidden, config.layers, true},
+              EncoderShape{config.emb + config.features, config.hidden,
+                           config.layers, true},
               store),
       emission(store, "emission", encoder.outputWidth(), NumTags),
       crf(store, "crf", NumTags), dropout(config.dropout) {}
@@ -35,8 +50,17 @@ void Model::forward(const CharBatch &batch, bool train, Rng *dropoutRng) {
   embedding.forward(batch.ids.data(), rows, embedded.data());
   dropout.forward(embedded.data(), int64_t(embedded.size()), dropoutRng,
                   embeddedMask);
+  const float *input = embedded.data();
+  if (config.features > 0) {
+    if (batch.featureWidth != config.features)
+      throw std::invalid_argument("the batch has no word-list features");
+    inputs.resize(rows * (config.emb + config.features));
+    concatRows(embedded.data(), config.emb, batch.features.data(),
+               config.features, rows, inputs.data());
+    input = inputs.data();
+  }
   encoded.resize(rows * encoder.outputWidth());
-  encoder.forward(embedded.data(), batch.lengths.data(), batch.T, batch.B,
+  encoder.forward(input, batch.lengths.data(), batch.T, batch.B,
                   encoded.data(), trace, train);
   dropout.forward(encoded.data(), int64_t(encoded.size()), dropoutRng,
                   encodedMask);
@@ -80,7 +104,17 @@ void Model::backpropagate(const CharBatch &batch) {
     for (int64_t r = 0; r < rows; ++r)
       std::fill_n(dEncoded.data() + r * width + width / 2, width / 2, 0.f);
   dEmbedded.assign(embedded.size(), 0.f);
-  encoder.backward(trace, dEncoded.data(), dEmbedded.data());
+  if (config.features == 0) {
+    encoder.backward(trace, dEncoded.data(), dEmbedded.data());
+  } else {
+    // The features are data: only the embeddings' columns go on.
+    int64_t inputWidth = config.emb + config.features;
+    dInputs.assign(rows * inputWidth, 0.f);
+    encoder.backward(trace, dEncoded.data(), dInputs.data());
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(dInputs.data() + r * inputWidth, config.emb,
+                  dEmbedded.data() + r * config.emb);
+  }
   dropout.backward(dEmbedded.data(), int64_t(dEmbedded.size()), embeddedMask);
   embedding.backward(batch.ids.data(), rows, dEmbedded.data());
 }

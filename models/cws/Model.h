@@ -3,7 +3,8 @@
 // The segmenter of the ATR paper (appendix A.2.3), every layer from the
 // layer library (models/common):
 //
-//   x_t = dropout(E[c_t])                       character embeddings
+//   x_t = [dropout(E[c_t]) ; f_t]               character embeddings and
+//                                               word-list features (if any)
 //   h_t = dropout([fwd(x)_t ; bwd(x)_t])        a bidirectional compiled cell
 //   s_t = W h_t + b                             emission scores for B/M/E/S
 //   loss = max_y [s(y) + cost * #(y_t != y*_t)] - s(y*)   (LinearChainCrf)
@@ -31,6 +32,8 @@ namespace cws {
 struct ModelConfig {
   std::string cell = "atr";
   int64_t vocab = 0, emb = 300, hidden = 300, layers = 1;
+  /// Word-list features per character, after the embedding (0: none).
+  int64_t features = 0;
   float dropout = 0.2f;
   models::CrfLoss loss = models::CrfLoss::MaxMargin;
   /// The max-margin loss's cost of each wrong tag.
@@ -75,8 +78,10 @@ private:
   models::LinearChainCrf crf;
   models::Dropout dropout;
 
-  // Workspace of the last forward: [T*B, emb], [T*B, 2 hidden], [T*B, 4].
-  std::vector<float> embedded, encoded, scores, dScores, dEncoded, dEmbedded;
+  // Workspace of the last forward: [T*B, emb], [T*B, emb + features],
+  // [T*B, 2 hidden], [T*B, 4].
+  std::vector<float> embedded, inputs, encoded, scores;
+  std::vector<float> dScores, dEncoded, dInputs, dEmbedded;
   std::vector<float> embeddedMask, encodedMask;
   models::SequenceEncoder::Trace trace;
 };

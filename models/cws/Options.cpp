@@ -6,10 +6,11 @@
 
 namespace cws {
 
-ModelConfig TrainOptions::modelConfig(int64_t vocab) const {
+ModelConfig TrainOptions::modelConfig(int64_t vocab, bool lexicon) const {
   ModelConfig config;
   config.cell = cell;
   config.vocab = vocab;
+  config.features = lexicon ? Lexicon::Width : 0;
   config.emb = emb;
   config.hidden = hidden;
   config.layers = layers;

@@ -19,10 +19,12 @@
 namespace cws {
 
 struct TrainOptions {
-  // Data: --valid "" holds out the last validFraction of --train.
-  std::string train, valid, format = "auto";
+  // Data: --valid "" holds out the last validFraction of --train; --dict
+  // "" trains without word-list features.
+  std::string train, valid, format = "auto", dict;
   double validFraction = 0.1;
   int64_t minCount = 2;
+  float dictDropout = 0.1f;
   // Model.
   std::string cell = "atr", loss = "max-margin";
   int64_t emb = 300, hidden = 300, layers = 1;
@@ -40,8 +42,10 @@ struct TrainOptions {
     v("train", o.train);
     v("valid", o.valid);
     v("format", o.format);
+    v("dict", o.dict);
     v("valid-fraction", o.validFraction);
     v("min-count", o.minCount);
+    v("dict-dropout", o.dictDropout);
     v("cell", o.cell);
     v("loss", o.loss);
     v("emb", o.emb);
@@ -66,8 +70,9 @@ struct TrainOptions {
   static TrainOptions fromMap(const models::OptionMap &map) {
     return models::fromOptionMap<TrainOptions>(map);
   }
-  /// The model these options describe over a vocabulary of `vocab` ids.
-  ModelConfig modelConfig(int64_t vocab) const;
+  /// The model these options describe over a vocabulary of `vocab` ids,
+  /// with word-list features or without.
+  ModelConfig modelConfig(int64_t vocab, bool lexicon) const;
   /// The log file: --log, or OUT.log.
   std::string logPath() const { return log.empty() ? out + ".log" : log; }
 };

@@ -41,6 +41,8 @@ TrainData loadTrainData(const TrainOptions &options) {
 Session::Session(const TrainOptions &options, const TrainData &data)
     : options(options) {
   vocab = buildCharVocab(data.train, options.minCount);
+  if (!options.dict.empty())
+    lexicon = Lexicon(readWords(options.dict, parseFormat(options.format)));
   build();
   Rng init(options.seed);
   model->initialize(init, options.initScale);
@@ -49,14 +51,14 @@ Session::Session(const TrainOptions &options, const TrainData &data)
 }
 
 void Session::build() {
-  ModelConfig config = options.modelConfig(vocab.size());
+  ModelConfig config = options.modelConfig(vocab.size(), !lexicon.empty());
   model = std::make_unique<Model>(config, models::loadCell(config.cell));
   adam.clipNorm = options.clip;
 }
 
 std::vector<std::vector<std::string>>
 Session::segment(const std::vector<Sentence> &sentences, int64_t batchSize) {
-  std::vector<Encoded> encoded = encodeAll(sentences, vocab);
+  std::vector<Encoded> encoded = encodeAll(sentences, vocab, lexicon);
   std::vector<std::vector<std::string>> words(sentences.size());
   for (const auto &indices : decodingBatches(encoded, batchSize)) {
     auto tags = model->decode(makeCharBatch(encoded, indices));

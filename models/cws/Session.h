@@ -71,6 +71,8 @@ public:
 
   TrainOptions options;
   Vocab vocab;
+  /// The --dict words (empty without).
+  Lexicon lexicon;
   std::unique_ptr<Model> model;
   models::Adam adam;
   TrainState state;

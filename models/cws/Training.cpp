@@ -69,6 +69,8 @@ double Session::runEpoch(const std::vector<Encoded> &train,
                                         double(state.epoch)));
   for (int64_t bi = state.batchInEpoch, done = 1; bi < batches; ++bi, ++done) {
     CharBatch batch = makeCharBatch(train, order[bi]);
+    dropListedWords(batch, train, order[bi], options.dictDropout,
+                    state.dropoutRng);
     models::zeroGrads(params);
     double loss = model->loss(batch, true, &state.dropoutRng);
     double norm = models::gradientNorm(params);
@@ -130,18 +132,18 @@ void Session::finishEpoch(const TrainData &data, std::ostream &log,
 }
 
 void Session::train(const TrainData &data) {
-  std::vector<Encoded> train = encodeAll(data.train, vocab);
+  std::vector<Encoded> train = encodeAll(data.train, vocab, lexicon);
   std::ofstream log(options.logPath(), std::ios::app);
   if (!log)
     throw models::DataError(options.logPath() + ": cannot open the log file");
   report(log, options.progress,
          format("cell %s: %lld parameters (%lld in the recurrent layers), "
-                "%lld characters in the vocabulary, %zu training and %zu "
-                "validation sentences",
+                "%lld characters in the vocabulary, %lld words in --dict, "
+                "%zu training and %zu validation sentences",
                 options.cell.c_str(), (long long)model->parameterCount(),
                 (long long)model->recurrentParameterCount(),
-                (long long)vocab.size(), data.train.size(),
-                data.valid.size()));
+                (long long)vocab.size(), (long long)lexicon.words().size(),
+                data.train.size(), data.valid.size()));
   while (state.epoch < options.epochs) {
     double rate = runEpoch(train, log);
     finishEpoch(data, log, rate);

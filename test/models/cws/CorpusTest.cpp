@@ -1,6 +1,8 @@
 //===- CorpusTest.cpp - Characters, tags and the three corpus formats -----===//
 
+#include "models/cws/Batch.h"
 #include "models/cws/Corpus.h"
+#include "models/cws/Lexicon.h"
 #include "models/cws/Text.h"
 #include "TestFiles.h"
 
@@ -113,6 +115,53 @@ TEST(Corpus, RawTextKeepsSpacesAsBoundaries) {
   // A CoNLL-U file gives its sentences' characters.
   auto conll = writeFile("in.conll", conllu);
   EXPECT_EQ(readToSegment(conll)[0].chars.size(), 4u);
+}
+
+TEST(Lexicon, MarksWordsEndingAndStartingAtEachCharacter) {
+  // Single characters and words longer than MaxLength give no feature;
+  // words match in the model's normalised form (１９ == 00).
+  Lexicon lexicon({"中国", "中国人", "人民", "好", "１９年", "一二三四五六"});
+  EXPECT_EQ(lexicon.words().size(), 4u);
+  auto f = lexicon.features({"中", "国", "人", "民"});
+  ASSERT_EQ(f.size(), size_t(4 * Lexicon::Width));
+  auto at = [&](int i, bool ends, int length) {
+    return f[i * Lexicon::Width + (ends ? 0 : Lexicon::MaxLength - 1) +
+             length - 2];
+  };
+  EXPECT_EQ(at(0, false, 2), 1.f); // 中国 starts
+  EXPECT_EQ(at(0, false, 3), 1.f); // 中国人 starts
+  EXPECT_EQ(at(1, true, 2), 1.f);  // 中国 ends
+  EXPECT_EQ(at(2, true, 3), 1.f);  // 中国人 ends
+  EXPECT_EQ(at(2, false, 2), 1.f); // 人民 starts
+  EXPECT_EQ(at(3, true, 2), 1.f);  // 人民 ends
+  float total = 0;
+  for (float x : f)
+    total += x;
+  EXPECT_EQ(total, 6.f);
+  EXPECT_EQ(lexicon.features({"0", "0", "年"})[2 * Lexicon::Width + 1], 1.f);
+}
+
+TEST(Lexicon, TrainingCanHideListedGoldWords) {
+  Lexicon lexicon({"中国", "人民", "国人"});
+  Sentence s = tagWords({"中国", "人民"});
+  Vocab vocab = buildCharVocab({s}, 1);
+  std::vector<Encoded> encoded = {encode(s, vocab, lexicon)};
+  // 中国 and 人民 are listed gold words; 国人 is listed but not gold.
+  ASSERT_EQ(encoded[0].listedWords.size(), 2u);
+  auto sum = [](const CharBatch &batch) {
+    float total = 0;
+    for (float x : batch.features)
+      total += x;
+    return total;
+  };
+  CharBatch batch = makeCharBatch(encoded, {0});
+  EXPECT_EQ(batch.featureWidth, Lexicon::Width);
+  EXPECT_EQ(sum(batch), 6.f);
+  Rng rng(1);
+  dropListedWords(batch, encoded, {0}, 0.f, rng);
+  EXPECT_EQ(sum(batch), 6.f);
+  dropListedWords(batch, encoded, {0}, 1.f, rng);
+  EXPECT_EQ(sum(batch), 2.f); // only 国人's two features are left
 }
 
 TEST(Corpus, WordListsMayHaveBlankLines) {

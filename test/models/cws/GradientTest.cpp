@@ -24,12 +24,18 @@ using models::Param;
 
 namespace {
 
-CharBatch tinyBatch() {
+/// Three sentences; with `features`, each character has Lexicon::Width
+/// word-list features drawn at random.
+CharBatch tinyBatch(bool features = false) {
   std::vector<Encoded> sentences = {
-      {{4, 5, 6, 7, 8}, {B, E, S, B, E}},
-      {{8, 4}, {S, S}},
-      {{5, 6, 7}, {B, M, E}},
+      {{4, 5, 6, 7, 8}, {B, E, S, B, E}, {}},
+      {{8, 4}, {S, S}, {}},
+      {{5, 6, 7}, {B, M, E}, {}},
   };
+  models::Rng rng(9);
+  for (Encoded &s : sentences)
+    for (size_t i = 0; features && i < s.ids.size() * Lexicon::Width; ++i)
+      s.features.push_back(float(rng.below(2)));
   return makeCharBatch(sentences, {0, 1, 2});
 }
 
@@ -63,12 +69,15 @@ std::vector<int64_t> coordinates(const Param &p, models::Rng &pick) {
   return order;
 }
 
-Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken) {
-  Model model(tinyConfig(cell, loss), models::loadCell(cell));
+Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken,
+                     bool features = false) {
+  ModelConfig config = tinyConfig(cell, loss);
+  config.features = features ? Lexicon::Width : 0;
+  Model model(config, models::loadCell(cell));
   model.breakGradientForTest = broken;
   models::Rng rng(11);
   model.initialize(rng, 0.5f);
-  CharBatch batch = tinyBatch();
+  CharBatch batch = tinyBatch(features);
   auto params = model.params();
   models::zeroGrads(params);
   model.loss(batch, true, nullptr);
@@ -108,6 +117,11 @@ TEST_P(CwsGradientTest, MaxMarginMatchesFiniteDifferences) {
 TEST_P(CwsGradientTest, LogLikelihoodMatchesFiniteDifferences) {
   Worst worst = checkGradients(GetParam(), CrfLoss::NegativeLogLikelihood,
                                false);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+TEST_P(CwsGradientTest, WordListFeaturesMatchFiniteDifferences) {
+  Worst worst = checkGradients(GetParam(), CrfLoss::MaxMargin, false, true);
   EXPECT_LE(worst.error, 1e-2) << worst.where;
 }
 

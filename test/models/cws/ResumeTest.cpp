@@ -118,6 +118,20 @@ TEST(CwsResume, CheckpointsRoundTripAndAreTagged) {
             std::string::npos);
 }
 
+TEST(CwsResume, WordListTravelsInTheCheckpoint) {
+  std::string corpus = writeFile("dict.utf8", tinyCorpus(30, 5));
+  TrainRequest request{tinyOptions("dict", corpus), {}, false, false};
+  request.options.epochs = 1;
+  request.options.dict = writeFile("dict-words.utf8", "中国\n人民\n新世纪\n");
+  TrainData data;
+  auto session = start(request, data);
+  session->train(data);
+  std::remove(request.options.dict.c_str());
+  auto loaded = Session::load(request.options.out);
+  EXPECT_EQ(loaded->lexicon.words(), session->lexicon.words());
+  EXPECT_EQ(loaded->segment(data.valid), session->segment(data.valid));
+}
+
 TEST(CwsResume, ValidationDefaultsToTheEndOfTheTrainingFile) {
   std::string corpus = writeFile("split.utf8", tinyCorpus(50, 4));
   TrainOptions options = tinyOptions("split", corpus);

@@ -12,6 +12,8 @@ using models::option;
 
 const char *formatHelp =
     "auto (CoNLL-U for .conll/.conllu, else segmented), segmented or conllu";
+const char *inputFormatHelp = "auto (CoNLL-U for .conll/.conllu, else raw), "
+                              "raw, segmented or conllu";
 
 void addTrainData(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Data";
@@ -123,9 +125,7 @@ void addSegmentCommand(CLI::App &app, SegmentRequest &r) {
   option(*cmd, "input", r.input,
          "raw text (default: stdin), or a CoNLL-U file's sentences");
   option(*cmd, "output", r.output, "segmented text (default: stdout)");
-  option(*cmd, "format", r.format,
-         "auto (CoNLL-U for .conll/.conllu, else raw), raw, segmented or "
-         "conllu")
+  option(*cmd, "format", r.format, inputFormatHelp)
       ->check(CLI::IsMember({"auto", "raw", "segmented", "conllu"}));
   option(*cmd, "batch", r.batch, "sentences per batch")
       ->check(CLI::Range(1, 100000));
@@ -167,9 +167,12 @@ void addBaselineCommand(CLI::App &app, BaselineRequest &r) {
   cmd->add_option("--words", r.words,
                   "the training word list (or a training corpus)")
       ->required();
-  option(*cmd, "input", r.input, "raw text, one sentence per line (default: "
-                                 "stdin)");
+  option(*cmd, "input", r.input,
+         "raw text, one sentence per line (default: stdin), or a CoNLL-U "
+         "file's sentences");
   option(*cmd, "output", r.output, "segmented text (default: stdout)");
+  option(*cmd, "format", r.format, inputFormatHelp)
+      ->check(CLI::IsMember({"auto", "raw", "segmented", "conllu"}));
 }
 
 } // namespace

@@ -75,7 +75,7 @@ int score(const ScoreRequest &r) {
 int baseline(const BaselineRequest &r) {
   MaxMatch matcher(readWords(r.words));
   std::vector<std::string> out;
-  for (const Sentence &sentence : readToSegment(r.input, Format::Raw))
+  for (const Sentence &sentence : readToSegment(r.input, parseFormat(r.format)))
     out.push_back(joinWords(matcher.segment(sentence)));
   models::writeOutputLines(r.output, out);
   return 0;

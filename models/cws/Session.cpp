@@ -57,11 +57,15 @@ void Session::build() {
 }
 
 std::vector<std::vector<std::string>>
-Session::segment(const std::vector<Sentence> &sentences, int64_t batchSize) {
+Session::segment(const std::vector<Sentence> &sentences, int64_t batchSize,
+                 float hideListed) {
   std::vector<Encoded> encoded = encodeAll(sentences, vocab, lexicon);
   std::vector<std::vector<std::string>> words(sentences.size());
+  Rng hide(12345);
   for (const auto &indices : decodingBatches(encoded, batchSize)) {
-    auto tags = model->decode(makeCharBatch(encoded, indices));
+    CharBatch batch = makeCharBatch(encoded, indices);
+    dropListedWords(batch, encoded, indices, hideListed, hide);
+    auto tags = model->decode(batch);
     for (size_t k = 0; k < indices.size(); ++k) {
       const Sentence &sentence = sentences[indices[k]];
       std::vector<int32_t> &path = tags[k];
@@ -77,8 +81,8 @@ Session::segment(const std::vector<Sentence> &sentences, int64_t batchSize) {
 }
 
 ScoreCounts Session::evaluate(const std::vector<Sentence> &gold,
-                              const WordSet &trainWords) {
-  auto words = segment(gold);
+                              const WordSet &trainWords, float hideListed) {
+  auto words = segment(gold, 64, hideListed);
   ScoreCounts total;
   for (size_t i = 0; i < gold.size(); ++i)
     total.add(scoreLine(wordsFromTags(gold[i].chars, gold[i].tags), words[i],

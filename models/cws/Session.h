@@ -62,12 +62,17 @@ public:
   /// Trains until --epochs; the best validation F1 is kept in OUT.best.
   void train(const TrainData &data);
   /// The words of each sentence, decoded `batchSize` sentences at a time;
-  /// white space in raw input stays a word boundary.
+  /// white space in raw input stays a word boundary. With `hideListed`,
+  /// gold sentences' listed words are hidden from the model as
+  /// dropListedWords does (a fixed draw, the same every time).
   std::vector<std::vector<std::string>>
-  segment(const std::vector<Sentence> &sentences, int64_t batchSize = 64);
-  /// The bakeoff's scores of segmenting gold sentences.
+  segment(const std::vector<Sentence> &sentences, int64_t batchSize = 64,
+          float hideListed = 0.f);
+  /// The bakeoff's scores of segmenting gold sentences. Validation hides
+  /// --dict-dropout of the listed gold words: the list holds every word of
+  /// the corpus it came from, new text has words it lacks.
   ScoreCounts evaluate(const std::vector<Sentence> &gold,
-                       const WordSet &trainWords);
+                       const WordSet &trainWords, float hideListed = 0.f);
 
   TrainOptions options;
   Vocab vocab;

@@ -104,7 +104,8 @@ double Session::runEpoch(const std::vector<Encoded> &train,
 
 void Session::finishEpoch(const TrainData &data, std::ostream &log,
                           double rate) {
-  ScoreCounts valid = evaluate(data.valid, data.trainWords);
+  ScoreCounts valid =
+      evaluate(data.valid, data.trainWords, options.dictDropout);
   double f1 = valid.f1();
   state.epochLoss.push_back(
       state.epochSentences ? state.epochLossSum / double(state.epochSentences)

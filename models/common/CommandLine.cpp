@@ -61,4 +61,28 @@ std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
   return std::nullopt;
 }
 
+std::set<std::string>
+givenOptions(const CLI::App &cmd,
+             const std::map<std::string, std::string> &known) {
+  std::set<std::string> given;
+  for (const CLI::Option *opt : cmd.get_options()) {
+    std::string name = opt->get_name().substr(2);
+    if (name == "no-progress")
+      name = "progress";
+    if (opt->count() > 0 && known.count(name))
+      given.insert(name);
+  }
+  return given;
+}
+
+int runCommand(const std::string &program,
+               const std::function<int()> &command) {
+  try {
+    return command();
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
+    return 1;
+  }
+}
+
 } // namespace models

@@ -12,7 +12,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -45,6 +48,16 @@ CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
 /// `NAME: error: ...` with a hint to run --help (an unknown command is
 /// named as such).
 std::optional<int> parseCommands(CLI::App &app, int argc, char **argv);
+
+/// The names (without --) of the options of `cmd` the command line gave
+/// that are keys of `known` (a train command's option map; --no-progress
+/// counts as "progress"), so that --resume knows which ones were asked for.
+std::set<std::string>
+givenOptions(const CLI::App &cmd, const std::map<std::string, std::string> &known);
+
+/// Runs a parsed command: an exception is printed as `PROGRAM: error: ...`
+/// and gives exit code 1.
+int runCommand(const std::string &program, const std::function<int()> &command);
 
 } // namespace models
 

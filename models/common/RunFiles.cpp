@@ -6,6 +6,7 @@
 #include "models/common/Data.h"
 
 #include <cstdio>
+#include <ostream>
 #include <random>
 #include <sys/stat.h>
 
@@ -112,6 +113,23 @@ resumedOptions(const std::map<std::string, std::string> &stored,
         fromCommandLine.count(key))
       merged[key] = value;
   return merged;
+}
+
+void saveOrWarn(const std::string &program, const std::function<void()> &save,
+                std::ostream &log, bool final) {
+  try {
+    save();
+  } catch (const DataError &error) {
+    if (final)
+      throw DataError(std::string(error.what()) +
+                      " (the previous checkpoint is intact)");
+    std::string text = std::string(error.what()) +
+                       "; training goes on, the previous checkpoint is "
+                       "intact and the next save tries again";
+    log << "warning: " << text << std::endl;
+    std::fprintf(stderr, "\n%s: warning: %s\n", program.c_str(),
+                 text.c_str());
+  }
 }
 
 } // namespace models

@@ -14,6 +14,8 @@
 #define CELLC_MODELS_COMMON_RUNFILES_H
 
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <map>
 #include <set>
 #include <string>
@@ -58,6 +60,13 @@ resumedOptions(const std::map<std::string, std::string> &stored,
                const std::set<std::string> &given,
                const std::set<std::string> &changeable,
                const std::set<std::string> &fromCommandLine);
+
+/// Saves a checkpoint at a scheduled point with `save`: a DataError is
+/// logged and warned about (`PROGRAM: warning: ...`) and training goes on,
+/// the previous checkpoint intact and the next save trying again; unless
+/// the save is the `final` one, which throws.
+void saveOrWarn(const std::string &program, const std::function<void()> &save,
+                std::ostream &log, bool final);
 
 } // namespace models
 

@@ -8,6 +8,7 @@ namespace cws {
 
 namespace {
 
+using models::givenOptions;
 using models::option;
 
 const char *formatHelp =
@@ -131,20 +132,6 @@ void addSegmentCommand(CLI::App &app, SegmentRequest &r) {
       ->check(CLI::Range(1, 100000));
 }
 
-/// The toMap() names of the train options given on the command line.
-std::set<std::string> givenTrainOptions(const CLI::App &cmd) {
-  std::set<std::string> given;
-  auto known = TrainOptions().toMap();
-  for (const CLI::Option *opt : cmd.get_options()) {
-    std::string name = opt->get_name().substr(2);
-    if (name == "no-progress")
-      name = "progress";
-    if (opt->count() > 0 && known.count(name))
-      given.insert(name);
-  }
-  return given;
-}
-
 void addScoreCommand(CLI::App &app, ScoreRequest &r) {
   CLI::App *cmd = app.add_subcommand(
       "score", "Word precision, recall, F1 and OOV recall as the SIGHAN "
@@ -194,7 +181,7 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   CLI::App *cmd = app.get_subcommands()[0];
   cli.command = cmd->get_name();
   if (cli.command == "train")
-    cli.train.given = givenTrainOptions(*cmd);
+    cli.train.given = givenOptions(*cmd, TrainOptions().toMap());
   return std::nullopt;
 }
 

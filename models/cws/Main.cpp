@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "models/common/CommandLine.h"
 #include "models/common/Data.h"
 #include "models/common/Math.h"
 #include "models/cws/Baseline.h"
@@ -99,10 +100,5 @@ int main(int argc, char **argv) {
   CommandLine cli;
   if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
     return *exit;
-  try {
-    return run(cli);
-  } catch (const std::exception &error) {
-    std::fprintf(stderr, "cws: error: %s\n", error.what());
-    return 1;
-  }
+  return models::runCommand("cws", [&] { return run(cli); });
 }

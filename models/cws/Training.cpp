@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/Progress.h"
+#include "models/common/RunFiles.h"
 #include "models/cws/Session.h"
 
 #include <cstdarg>
@@ -42,18 +43,7 @@ std::string format(const char *pattern, ...) {
 
 void Session::saveOrWarn(const std::string &path, std::ostream &log,
                          bool final) {
-  try {
-    save(path);
-  } catch (const models::DataError &error) {
-    if (final)
-      throw models::DataError(std::string(error.what()) +
-                              " (the previous checkpoint is intact)");
-    std::string text = std::string(error.what()) +
-                       "; training goes on, the previous checkpoint is "
-                       "intact and the next save tries again";
-    log << "warning: " << text << std::endl;
-    std::fprintf(stderr, "\ncws: warning: %s\n", text.c_str());
-  }
+  models::saveOrWarn("cws", [&] { save(path); }, log, final);
 }
 
 double Session::runEpoch(const std::vector<Encoded> &train,

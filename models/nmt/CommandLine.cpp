@@ -158,20 +158,6 @@ void addTaskCommand(CLI::App &app, TaskRequest &r) {
   addTaskOptions(*cmd, r.options);
 }
 
-/// The toMap() names of the train options given on the command line.
-std::set<std::string> givenTrainOptions(const CLI::App &cmd) {
-  std::set<std::string> given;
-  auto known = TrainOptions().toMap();
-  for (const CLI::Option *opt : cmd.get_options()) {
-    std::string name = opt->get_name().substr(2);
-    if (name == "no-progress")
-      name = "progress";
-    if (opt->count() > 0 && known.count(name))
-      given.insert(name);
-  }
-  return given;
-}
-
 } // namespace
 
 std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
@@ -189,7 +175,7 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   CLI::App *cmd = app.get_subcommands()[0];
   cli.command = cmd->get_name();
   if (cli.command == "train")
-    cli.train.given = givenTrainOptions(*cmd);
+    cli.train.given = givenOptions(*cmd, TrainOptions().toMap());
   return std::nullopt;
 }
 

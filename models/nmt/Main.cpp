@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/Bleu.h"
+#include "models/common/CommandLine.h"
 #include "models/nmt/CommandLine.h"
 #include "models/nmt/Resume.h"
 
@@ -101,10 +102,5 @@ int main(int argc, char **argv) {
   CommandLine cli;
   if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
     return *exit;
-  try {
-    return run(cli);
-  } catch (const std::exception &error) {
-    std::fprintf(stderr, "nmt: error: %s\n", error.what());
-    return 1;
-  }
+  return models::runCommand("nmt", [&] { return run(cli); });
 }

@@ -10,13 +10,13 @@
 #include "models/common/Cells.h"
 #include "models/nmt/Model.h"
 
+#include "test/models/ParamChecks.h"
+
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-
 using namespace nmt;
+using modeltest::compareWithFiniteDifferences;
+using modeltest::Worst;
 
 namespace {
 
@@ -28,11 +28,6 @@ Batch tinyBatch() {
   };
   return makeBatch(examples, {0, 1, 2});
 }
-
-struct Worst {
-  double error = 0;
-  std::string where;
-};
 
 Worst checkGradients(const std::string &cellName, bool broken) {
   ModelConfig config;
@@ -55,39 +50,7 @@ Worst checkGradients(const std::string &cellName, bool broken) {
   auto meanLoss = [&]() {
     return model.loss(batch, false, nullptr) / double(batch.targetTokens);
   };
-  Worst worst;
-  const float h = 1e-2f;
-  Rng pick(5);
-  for (Param *p : params) {
-    std::vector<int64_t> order(p->size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return std::fabs(p->grad[a]) > std::fabs(p->grad[b]);
-    });
-    std::vector<int64_t> coords(order.begin(),
-                                order.begin() + std::min<int64_t>(3, p->size()));
-    for (int k = 0; k < 2; ++k)
-      coords.push_back(int64_t(pick.below(uint64_t(p->size()))));
-    for (int64_t i : coords) {
-      float saved = p->value[i];
-      p->value[i] = saved + h;
-      double up = meanLoss();
-      p->value[i] = saved - h;
-      double down = meanLoss();
-      p->value[i] = saved;
-      double numeric = (up - down) / (2 * h);
-      double analytic = p->grad[i];
-      double error = std::fabs(numeric - analytic) /
-                     std::max({std::fabs(numeric), std::fabs(analytic), 1e-2});
-      if (error > worst.error) {
-        worst.error = error;
-        worst.where = p->name + "[" + std::to_string(i) + "] analytic " +
-                      std::to_string(analytic) + " numeric " +
-                      std::to_string(numeric);
-      }
-    }
-  }
-  return worst;
+  return compareWithFiniteDifferences(params, meanLoss, 1e-2f);
 }
 
 class GradientTest : public testing::TestWithParam<std::string> {};

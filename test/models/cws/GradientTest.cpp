@@ -12,13 +12,15 @@
 #include "models/common/Cells.h"
 #include "models/cws/Model.h"
 
+#include "test/models/ParamChecks.h"
+
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <numeric>
 
 using namespace cws;
+using modeltest::compareWithFiniteDifferences;
+using modeltest::Worst;
 using models::CrfLoss;
 using models::Param;
 
@@ -39,11 +41,6 @@ CharBatch tinyBatch(bool features = false) {
   return makeCharBatch(sentences, {0, 1, 2});
 }
 
-struct Worst {
-  double error = 0;
-  std::string where;
-};
-
 ModelConfig tinyConfig(const std::string &cell, CrfLoss loss) {
   ModelConfig config;
   config.cell = cell;
@@ -53,20 +50,6 @@ ModelConfig tinyConfig(const std::string &cell, CrfLoss loss) {
   config.dropout = 0;
   config.loss = loss;
   return config;
-}
-
-/// Up to five coordinates of p: its three largest analytic gradients and
-/// two drawn at random.
-std::vector<int64_t> coordinates(const Param &p, models::Rng &pick) {
-  std::vector<int64_t> order(p.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return std::fabs(p.grad[a]) > std::fabs(p.grad[b]);
-  });
-  order.resize(std::min<int64_t>(3, p.size()));
-  for (int k = 0; k < 2; ++k)
-    order.push_back(int64_t(pick.below(uint64_t(p.size()))));
-  return order;
 }
 
 Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken,
@@ -85,26 +68,8 @@ Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken,
     return model.loss(batch, false, nullptr) / double(batch.B);
   };
   EXPECT_GT(meanLoss(), 0.1) << "a zero loss checks nothing";
-  const float h = loss == CrfLoss::MaxMargin ? 1e-3f : 1e-2f;
-  Worst worst;
-  models::Rng pick(5);
-  for (Param *p : params)
-    for (int64_t i : coordinates(*p, pick)) {
-      float saved = p->value[i];
-      p->value[i] = saved + h;
-      double up = meanLoss();
-      p->value[i] = saved - h;
-      double down = meanLoss();
-      p->value[i] = saved;
-      double numeric = (up - down) / (2 * h), analytic = p->grad[i];
-      double error = std::fabs(numeric - analytic) /
-                     std::max({std::fabs(numeric), std::fabs(analytic), 1e-2});
-      if (error > worst.error)
-        worst = {error, p->name + "[" + std::to_string(i) + "] analytic " +
-                            std::to_string(analytic) + " numeric " +
-                            std::to_string(numeric)};
-    }
-  return worst;
+  return compareWithFiniteDifferences(
+      params, meanLoss, loss == CrfLoss::MaxMargin ? 1e-3f : 1e-2f);
 }
 
 class CwsGradientTest : public testing::TestWithParam<std::string> {};

@@ -4,6 +4,7 @@
 #include "TinyCorpus.h"
 
 #include "models/common/CheckpointFile.h"
+#include "test/models/ParamChecks.h"
 
 using namespace cws;
 using namespace cws::test;
@@ -20,13 +21,7 @@ std::unique_ptr<Session> start(const TrainRequest &request, TrainData &data) {
 
 /// Everything a resumed run must reproduce (not the run id or the clock).
 void expectSameRun(Session &a, Session &b) {
-  auto pa = a.model->params(), pb = b.model->params();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(pa[i]->value, pb[i]->value) << pa[i]->name;
-    EXPECT_EQ(pa[i]->m, pb[i]->m) << pa[i]->name;
-    EXPECT_EQ(pa[i]->v, pb[i]->v) << pa[i]->name;
-  }
+  modeltest::expectSameParams(a.model->params(), b.model->params());
   EXPECT_EQ(a.adam.step, b.adam.step);
   EXPECT_EQ(a.state.updates, b.state.updates);
   EXPECT_EQ(a.state.epochLoss, b.state.epochLoss);

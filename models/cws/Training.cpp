@@ -11,8 +11,8 @@
 #include "models/common/RunFiles.h"
 #include "models/cws/Session.h"
 
-#include <cstdarg>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 

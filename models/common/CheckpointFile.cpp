@@ -33,17 +33,20 @@ void appendU64(std::string &bytes, uint64_t x) {
 
 /// The format version of the file starting with `bytes` (which holds at
 /// least magicBytes when it is a checkpoint at all).
-int versionOf(const std::string &path, const std::string &bytes) {
+int versionOf(const std::string &path, const std::string &bytes,
+              const std::string &driver) {
+  std::string article = driver == "nmt" ? "an " : "a ";
   if (bytes.empty())
-    throw DataError(path + ": empty file, not an nmt checkpoint");
+    throw DataError(path + ": empty file, not " + article + driver +
+                    " checkpoint");
   if (bytes.size() < magicBytes || readU64(bytes, 0) != 22 ||
       bytes.compare(8, magicPrefix.size(), magicPrefix) != 0)
-    throw DataError(path + ": not an nmt checkpoint");
+    throw DataError(path + ": not " + article + driver + " checkpoint");
   char digit = bytes[magicBytes - 1];
   if (digit == '1' || digit == '2')
     return digit - '0';
   throw DataError(path + ": checkpoint format " + std::string(1, digit) +
-                  " is newer than this nmt reads (format " +
+                  " is newer than this " + driver + " reads (format " +
                   std::to_string(currentVersion) + ")");
 }
 
@@ -81,10 +84,11 @@ uint64_t fnv1a64(const std::string &bytes) {
   return hash;
 }
 
-CheckpointBytes readCheckpointFile(const std::string &path) {
+CheckpointBytes readCheckpointFile(const std::string &path,
+                                   const std::string &driver) {
   std::string bytes = readBytes(path, 0);
   CheckpointBytes result;
-  result.version = versionOf(path, bytes);
+  result.version = versionOf(path, bytes, driver);
   if (result.version == 1) {
     result.payload = bytes.substr(magicBytes);
     return result;
@@ -106,9 +110,9 @@ CheckpointBytes readCheckpointFile(const std::string &path) {
   return result;
 }
 
-uint64_t peekRunId(const std::string &path) {
+uint64_t peekRunId(const std::string &path, const std::string &driver) {
   std::string bytes = readBytes(path, headerBytes + 8);
-  if (versionOf(path, bytes) == 1)
+  if (versionOf(path, bytes, driver) == 1)
     return 0;
   if (bytes.size() < headerBytes + 8)
     throw DataError(path + ": truncated checkpoint");

@@ -29,12 +29,14 @@ struct CheckpointBytes {
 };
 
 /// Reads and verifies `path`. DataError naming the file: cannot open,
-/// empty, not a checkpoint, a newer format, truncated, checksum mismatch.
-CheckpointBytes readCheckpointFile(const std::string &path);
+/// empty, not a checkpoint (of `driver`, as the message says), a newer
+/// format, truncated, checksum mismatch.
+CheckpointBytes readCheckpointFile(const std::string &path,
+                                   const std::string &driver = "nmt");
 
 /// The run id stored at the start of a format-2 payload, reading only the
 /// header (0 for format 1). DataError as readCheckpointFile.
-uint64_t peekRunId(const std::string &path);
+uint64_t peekRunId(const std::string &path, const std::string &driver = "nmt");
 
 /// Writes `payload` in format 2 to path.tmp, fsyncs it and renames it over
 /// `path`. On any failure the temporary is removed, `path` is untouched and

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -63,6 +64,39 @@ std::vector<std::string> readLines(const std::string &path) {
   if (lines.empty())
     throw DataError(path + ": empty file");
   return lines;
+}
+
+std::vector<std::string> readInputLines(const std::string &path) {
+  if (!path.empty() && path != "-")
+    return readLines(path);
+  std::vector<std::string> lines;
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(std::cin, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (findInvalidUtf8(line) >= 0)
+      throw DataError("<stdin>:" + std::to_string(number) + ": invalid UTF-8");
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+void writeOutputLines(const std::string &path,
+                      const std::vector<std::string> &lines) {
+  std::ofstream file;
+  if (!path.empty()) {
+    file.open(path);
+    if (!file)
+      throw DataError(path + ": cannot write");
+  }
+  std::ostream &os = path.empty() ? std::cout : file;
+  for (const std::string &line : lines)
+    os << line << "\n";
+  os.flush();
+  if (!os)
+    throw DataError((path.empty() ? "<stdout>" : path) + ": write failed");
 }
 
 void readParallel(const std::string &srcPath, const std::string &tgtPath,

@@ -29,6 +29,14 @@ int64_t findInvalidUtf8(const std::string &text);
 /// The lines of a UTF-8 text file. Errors: missing file, empty file, invalid
 /// UTF-8 (`file:LINE: invalid UTF-8 at byte N`).
 std::vector<std::string> readLines(const std::string &path);
+/// readLines, or the lines of standard input for "" or "-" (where no input
+/// is no line rather than an error; errors name <stdin>). A CR before each
+/// LF is dropped, as readLines does.
+std::vector<std::string> readInputLines(const std::string &path);
+/// Writes each line and a LF to `path`, or standard output for "".
+/// DataError when the file cannot be written.
+void writeOutputLines(const std::string &path,
+                      const std::vector<std::string> &lines);
 /// Both files, which must have the same number of lines.
 void readParallel(const std::string &srcPath, const std::string &tgtPath,
                   std::vector<std::string> &src, std::vector<std::string> &tgt);

@@ -1,103 +1,58 @@
 //===- models/common/Serialize.h - Checkpoint payloads ----------*- C++ -*-===//
 //
-// The byte-level pieces of every driver's checkpoint payload: integers,
-// doubles, strings and float arrays in host order, and the two things all
-// drivers save the same way: vocabularies and parameters with their
-// optimiser slots. CheckpointFile.h frames the payload with a checksum.
+// The bytes inside a checkpoint (CheckpointFile.h frames them): integers
+// and doubles in the machine's byte order, strings and arrays with their
+// sizes first, and a model's parameters with their optimiser moments. A
+// reader that runs out of bytes says the file is truncated or corrupt.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_COMMON_SERIALIZE_H
 #define CELLC_MODELS_COMMON_SERIALIZE_H
 
-#include "models/common/Data.h"
 #include "models/common/Param.h"
 
 #include <cstdint>
-#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace models {
 
-/// Appends values to a payload.
-struct Writer {
+struct ByteWriter {
   std::string bytes;
-  void u64(uint64_t x) { bytes.append(reinterpret_cast<char *>(&x), 8); }
-  void f64(double x) { bytes.append(reinterpret_cast<char *>(&x), 8); }
-  void str(const std::string &s) {
-    u64(s.size());
-    bytes += s;
-  }
-  void floats(const std::vector<float> &v) {
-    u64(v.size());
-    bytes.append(reinterpret_cast<const char *>(v.data()), v.size() * 4);
-  }
-  void doubles(const std::vector<double> &v) {
-    u64(v.size());
-    for (double x : v)
-      f64(x);
-  }
+  void u64(uint64_t x);
+  void f64(double x);
+  void str(const std::string &s);
+  void floats(const std::vector<float> &v);
+  void doubles(const std::vector<double> &v);
+  void strings(const std::vector<std::string> &v);
+  void map(const std::map<std::string, std::string> &m);
 };
 
-/// Reads what Writer wrote; a short payload is a DataError naming `path`.
-struct Reader {
+struct ByteReader {
   const std::string &bytes;
+  /// Named in every error.
   std::string path;
   size_t pos = 0;
-  void need(uint64_t n) {
-    if (n > bytes.size() - pos)
-      throw DataError(path + ": truncated or corrupt checkpoint");
-  }
-  uint64_t u64() {
-    need(8);
-    uint64_t x;
-    std::memcpy(&x, bytes.data() + pos, 8);
-    pos += 8;
-    return x;
-  }
-  double f64() {
-    need(8);
-    double x;
-    std::memcpy(&x, bytes.data() + pos, 8);
-    pos += 8;
-    return x;
-  }
-  std::string str() {
-    uint64_t n = u64();
-    need(n);
-    std::string s = bytes.substr(pos, n);
-    pos += n;
-    return s;
-  }
-  std::vector<float> floats() {
-    uint64_t n = u64();
-    need(n / 4 > bytes.size() ? bytes.size() + 1 : n * 4);
-    std::vector<float> v(n);
-    std::memcpy(v.data(), bytes.data() + pos, n * 4);
-    pos += n * 4;
-    return v;
-  }
-  std::vector<double> doubles() {
-    uint64_t n = u64();
-    need(n / 8 > bytes.size() ? bytes.size() + 1 : n * 8);
-    std::vector<double> v;
-    for (uint64_t i = 0; i < n; ++i)
-      v.push_back(f64());
-    return v;
-  }
+
+  /// Throws DataError unless n more bytes are left.
+  void need(uint64_t n);
+  uint64_t u64();
+  double f64();
+  std::string str();
+  std::vector<float> floats();
+  std::vector<double> doubles();
+  std::vector<std::string> strings();
+  std::map<std::string, std::string> map();
 };
 
-/// The tokens of a vocabulary, in id order.
-void writeVocab(Writer &w, const Vocab &vocab);
-Vocab readVocab(Reader &r);
-
-/// Every parameter's name, value and optimiser slots.
-void writeParams(Writer &w, const std::vector<Param *> &params);
-/// Into a model built with the same architecture: the names, order and
-/// sizes must match, and no value may be NaN or Inf (DataError naming the
-/// file and the parameter).
-void readParams(Reader &r, const std::vector<Param *> &params);
+/// Every parameter's name, value and optimiser moments (m, v).
+void writeParams(ByteWriter &w, const std::vector<Param *> &params);
+/// Reads what writeParams wrote into parameters of the same names, order
+/// and sizes. DataError naming the file: another count, a missing name, a
+/// wrong size, a NaN or Inf.
+void readParams(ByteReader &r, const std::vector<Param *> &params);
 
 } // namespace models
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/Cells.h"
-#include "models/common/Options.h"
+#include "models/common/CommandLine.h"
 #include "models/nli/Training.h"
 
 #include <fstream>

@@ -18,7 +18,7 @@ using namespace models;
 namespace {
 const char *const kPayloadTag = "cellc-nli-1";
 
-void writeOptions(Writer &w, const TrainOptions &o) {
+void writeOptions(ByteWriter &w, const TrainOptions &o) {
   for (const std::string *text :
        {&o.train, &o.valid, &o.embeddings, &o.model.kind, &o.model.cell,
         &o.out})
@@ -33,7 +33,7 @@ void writeOptions(Writer &w, const TrainOptions &o) {
   w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1);
 }
 
-TrainOptions readOptions(Reader &r) {
+TrainOptions readOptions(ByteReader &r) {
   TrainOptions o;
   for (std::string *text : {&o.train, &o.valid, &o.embeddings, &o.model.kind,
                             &o.model.cell, &o.out})
@@ -117,10 +117,10 @@ std::vector<Example> Session::encode(const std::vector<Pair> &pairs) const {
 }
 
 void Session::save(const std::string &path) const {
-  Writer w;
+  ByteWriter w;
   w.str(kPayloadTag);
   writeOptions(w, options);
-  writeVocab(w, vocab);
+  w.strings(vocab.getTokens());
   writeParams(w, model->params().all());
   w.u64(uint64_t(adam.step));
   w.u64(uint64_t(epoch));
@@ -134,12 +134,12 @@ void Session::save(const std::string &path) const {
 
 std::unique_ptr<Session> Session::load(const std::string &path) {
   CheckpointBytes file = readCheckpointFile(path);
-  Reader r{file.payload, path};
+  ByteReader r{file.payload, path};
   if (r.str() != kPayloadTag)
     throw DataError(path + ": not an nli checkpoint");
   std::unique_ptr<Session> session(new Session());
   session->options = readOptions(r);
-  session->vocab = readVocab(r);
+  session->vocab = Vocab::fromTokens(r.strings());
   session->build();
   readParams(r, session->model->params().all());
   session->adam.step = int64_t(r.u64());

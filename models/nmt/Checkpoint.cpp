@@ -13,26 +13,17 @@
 #include "models/common/Serialize.h"
 #include "models/nmt/Trainer.h"
 
-#include <cmath>
-#include <sys/stat.h>
-
 namespace nmt {
 
-
 std::string Session::serialize() const {
-  Writer w;
+  ByteWriter w;
   w.u64(runId);
-  auto map = options.toMap();
-  w.u64(map.size());
-  for (const auto &[key, value] : map) {
-    w.str(key);
-    w.str(value);
-  }
+  w.map(options.toMap());
   w.str(codec.mode);
   w.str(codec.srcSpm.serialized());
   w.str(codec.tgtSpm.serialized());
-  writeVocab(w, srcVocab);
-  writeVocab(w, tgtVocab);
+  for (const Vocab *vocab : {&srcVocab, &tgtVocab})
+    w.strings(vocab->getTokens());
   writeParams(w, model->params());
   w.u64(uint64_t(adam.step));
   w.u64(uint64_t(state.epoch));
@@ -59,17 +50,11 @@ void Session::save(const std::string &path) const {
 
 std::unique_ptr<Session> Session::load(const std::string &path) {
   CheckpointBytes file = readCheckpointFile(path);
-  Reader r{file.payload, path};
+  ByteReader r{file.payload, path};
   std::unique_ptr<Session> session(new Session());
   if (file.version >= 2)
     session->runId = r.u64();
-  std::map<std::string, std::string> map;
-  uint64_t count = r.u64();
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string key = r.str();
-    map[key] = r.str();
-  }
-  session->options = TrainOptions::fromMap(map);
+  session->options = TrainOptions::fromMap(r.map());
   session->codec.mode = r.str();
   std::string srcProto = r.str(), tgtProto = r.str();
   if (session->codec.mode == "bpe") {
@@ -80,8 +65,8 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
       throw DataError(path + ": " + error.what());
     }
   }
-  session->srcVocab = readVocab(r);
-  session->tgtVocab = readVocab(r);
+  for (Vocab *vocab : {&session->srcVocab, &session->tgtVocab})
+    *vocab = Vocab::fromTokens(r.strings());
   session->build();
   readParams(r, session->model->params());
   session->adam.step = int64_t(r.u64());
@@ -105,24 +90,6 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
   if (r.str() != "END")
     throw DataError(path + ": corrupt checkpoint");
   return session;
-}
-
-void checkOutputOwnership(const std::string &path, uint64_t runId, bool force) {
-  struct stat info;
-  if (force || ::stat(path.c_str(), &info) != 0)
-    return;
-  uint64_t theirs = 0;
-  try {
-    theirs = peekRunId(path);
-  } catch (const DataError &error) {
-    throw DataError(std::string(error.what()) +
-                    "; refusing to overwrite it (--force overwrites)");
-  }
-  if (theirs == runId)
-    return;
-  throw DataError(path + " holds the checkpoint of another run; refusing to "
-                         "overwrite it (continue that run with --resume, "
-                         "choose another --out, or --force to overwrite)");
 }
 
 } // namespace nmt

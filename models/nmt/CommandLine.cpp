@@ -8,7 +8,7 @@
 
 #include "models/nmt/CommandLine.h"
 
-#include "models/common/Options.h"
+#include "models/common/CommandLine.h"
 
 namespace nmt {
 
@@ -158,26 +158,11 @@ void addTaskCommand(CLI::App &app, TaskRequest &r) {
   addTaskOptions(*cmd, r.options);
 }
 
-/// The toMap() names of the train options given on the command line.
-std::set<std::string> givenTrainOptions(const CLI::App &cmd) {
-  std::set<std::string> given;
-  auto known = TrainOptions().toMap();
-  for (const CLI::Option *opt : cmd.get_options()) {
-    std::string name = opt->get_name().substr(2);
-    if (name == "no-progress")
-      name = "progress";
-    if (opt->count() > 0 && known.count(name))
-      given.insert(name);
-  }
-  return given;
-}
-
 } // namespace
 
 std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   CLI::App app("nmt: attention NMT over cellc-compiled cells", "nmt");
   app.set_version_flag("--version", "nmt (cellc) " CELLC_VERSION);
-  app.require_subcommand(1);
   addTrainCommand(app, cli.train);
   addTranslateCommand(app, cli.translate);
   addScoreCommand(app, cli.score);
@@ -185,32 +170,12 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   for (CLI::App *cmd : app.get_subcommands({}))
     option(*cmd, "threads", cli.threads,
            "OpenMP threads for oneDNN (1 is fastest for small models)");
-  std::set<std::string> commands = {"train", "translate", "score", "task"};
-  if (argc > 1 && argv[1][0] != '-' && !commands.count(argv[1])) {
-    std::fprintf(stderr,
-                 "nmt: error: unknown command '%s' (commands: train, "
-                 "translate, score, task; see nmt --help)\n",
-                 argv[1]);
-    return 2;
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    if (error.get_exit_code() == 0)
-      return app.exit(error);
-    std::fprintf(stderr,
-                 "nmt: error: %s\nrun 'nmt%s --help' for the "
-                 "options\n",
-                 error.what(),
-                 app.get_subcommands().empty()
-                     ? ""
-                     : (" " + app.get_subcommands()[0]->get_name()).c_str());
-    return 2;
-  }
+  if (std::optional<int> exit = parseCommands(app, argc, argv))
+    return exit;
   CLI::App *cmd = app.get_subcommands()[0];
   cli.command = cmd->get_name();
   if (cli.command == "train")
-    cli.train.given = givenTrainOptions(*cmd);
+    cli.train.given = givenOptions(*cmd, TrainOptions().toMap());
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/Bleu.h"
+#include "models/common/CommandLine.h"
 #include "models/nmt/CommandLine.h"
 #include "models/nmt/Resume.h"
 
@@ -19,8 +20,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 
 using namespace nmt;
 
@@ -34,39 +33,9 @@ int train(const TrainRequest &request) {
   return 0;
 }
 
-std::vector<std::string> readInput(const std::string &path) {
-  if (!path.empty() && path != "-")
-    return readLines(path);
-  std::vector<std::string> lines;
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(std::cin, line)) {
-    ++number;
-    if (findInvalidUtf8(line) >= 0)
-      throw DataError("<stdin>:" + std::to_string(number) + ": invalid UTF-8");
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-void writeLines(const std::string &path, const std::vector<std::string> &out) {
-  std::ofstream file;
-  if (!path.empty()) {
-    file.open(path);
-    if (!file)
-      throw DataError(path + ": cannot write");
-  }
-  std::ostream &os = path.empty() ? std::cout : file;
-  for (const std::string &line : out)
-    os << line << "\n";
-  os.flush();
-  if (!os)
-    throw DataError((path.empty() ? "<stdout>" : path) + ": write failed");
-}
-
 int translate(const TranslateRequest &r) {
   auto session = Session::load(r.model);
-  auto lines = readInput(r.input);
+  auto lines = readInputLines(r.input);
   std::vector<std::string> tokens;
   int64_t words = 0;
   auto start = std::chrono::steady_clock::now();
@@ -75,7 +44,7 @@ int translate(const TranslateRequest &r) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  writeLines(r.output, r.tokenized ? tokens : out);
+  writeOutputLines(r.output, r.tokenized ? tokens : out);
   std::fprintf(stderr,
                "translated %zu sentences, %lld target words in %.2f s "
                "(%.0f words/s, beam %lld)\n",
@@ -86,7 +55,7 @@ int translate(const TranslateRequest &r) {
 
 int score(const ScoreRequest &r) {
   auto refs = readLines(r.ref);
-  auto hyps = readInput(r.hyp);
+  auto hyps = readInputLines(r.hyp);
   if (refs.size() != hyps.size())
     throw DataError("different line counts: " + r.ref + " has " +
                     std::to_string(refs.size()) + " lines, " + r.hyp + " has " +
@@ -133,10 +102,5 @@ int main(int argc, char **argv) {
   CommandLine cli;
   if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
     return *exit;
-  try {
-    return run(cli);
-  } catch (const std::exception &error) {
-    std::fprintf(stderr, "nmt: error: %s\n", error.what());
-    return 1;
-  }
+  return models::runCommand("nmt", [&] { return run(cli); });
 }

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <random>
 #include <sstream>
 
 namespace nmt {
@@ -232,14 +231,6 @@ Session::Session(const TrainOptions &opts, const TrainData &data)
   state.lr = options.lr;
   state.dropoutRng.reseed(options.seed * 7919 + 17);
   runId = newRunId();
-}
-
-uint64_t newRunId() {
-  std::random_device device;
-  uint64_t id = 0;
-  while (id == 0) // 0 marks a format-1 checkpoint
-    id = uint64_t(device()) << 32 | device();
-  return id;
 }
 
 void Session::build() {

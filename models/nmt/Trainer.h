@@ -6,6 +6,7 @@
 #include "models/common/Data.h"
 #include "models/common/Subword.h"
 #include "models/common/Optimizers.h"
+#include "models/common/RunFiles.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 
@@ -147,13 +148,6 @@ private:
   /// (the previous checkpoint is intact), unless `final`.
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);
 };
-
-/// A random, nonzero run id.
-uint64_t newRunId();
-
-/// Throws unless `path` is absent or a checkpoint of run `runId` (or
-/// `force`): a run must not overwrite another run's checkpoint.
-void checkOutputOwnership(const std::string &path, uint64_t runId, bool force);
 
 /// The training and validation text of `options` (the numbers task or the
 /// files, with errors naming the file and line).

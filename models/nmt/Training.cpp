@@ -79,18 +79,7 @@ bool Session::updateIsFinite(const Batch &batch, double loss,
 
 void Session::saveOrWarn(const std::string &path, std::ostream &log,
                          bool final) {
-  try {
-    save(path);
-  } catch (const DataError &error) {
-    if (final)
-      throw DataError(std::string(error.what()) +
-                      " (the previous checkpoint is intact)");
-    std::string text = std::string(error.what()) +
-                       "; training goes on, the previous checkpoint is "
-                       "intact and the next save tries again";
-    log << "warning: " << text << std::endl;
-    std::fprintf(stderr, "\nnmt: warning: %s\n", text.c_str());
-  }
+  models::saveOrWarn("nmt", [&] { save(path); }, log, final);
 }
 
 Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,

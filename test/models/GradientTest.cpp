@@ -10,15 +10,13 @@
 #include "models/common/Cells.h"
 #include "models/nmt/Model.h"
 
-#include "ModelGradients.h"
+#include "test/models/ParamChecks.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-
 using namespace nmt;
+using modeltest::compareWithFiniteDifferences;
+using modeltest::Worst;
 
 namespace {
 
@@ -30,8 +28,6 @@ Batch tinyBatch() {
   };
   return makeBatch(examples, {0, 1, 2});
 }
-
-using modeltest::Worst;
 
 Worst checkGradients(const std::string &cellName, bool broken) {
   ModelConfig config;
@@ -54,7 +50,7 @@ Worst checkGradients(const std::string &cellName, bool broken) {
   auto meanLoss = [&]() {
     return model.loss(batch, false, nullptr) / double(batch.targetTokens);
   };
-  return modeltest::worstDifference(params, meanLoss);
+  return compareWithFiniteDifferences(params, meanLoss, 1e-2f);
 }
 
 class GradientTest : public testing::TestWithParam<std::string> {};

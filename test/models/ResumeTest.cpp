@@ -2,6 +2,7 @@
 
 #include "models/nmt/Resume.h"
 
+#include "test/models/ParamChecks.h"
 #include "test/models/TinyRun.h"
 
 #include <gtest/gtest.h>
@@ -42,16 +43,6 @@ std::unique_ptr<Session> resume(TrainOptions o, std::set<std::string> given,
   auto session = prepareTraining(request, data);
   session->train(data);
   return session;
-}
-
-void expectSameParameters(Session &a, Session &b) {
-  auto pa = a.model->params(), pb = b.model->params();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(pa[i]->value, pb[i]->value) << pa[i]->name;
-    EXPECT_EQ(pa[i]->m, pb[i]->m) << pa[i]->name;
-    EXPECT_EQ(pa[i]->v, pb[i]->v) << pa[i]->name;
-  }
 }
 
 } // namespace
@@ -218,5 +209,6 @@ TEST(Resume, KillNineAnywhereThenResumeIsBitIdentical) {
   auto straight = Session::load(reference), resumed = Session::load(o.out);
   EXPECT_EQ(resumed->state.updates, 120);
   EXPECT_EQ(resumed->state.epochLoss, straight->state.epochLoss);
-  expectSameParameters(*straight, *resumed);
+  modeltest::expectSameParams(straight->model->params(),
+                                  resumed->model->params());
 }

@@ -1,0 +1,88 @@
+//===- models/common/CommandLine.cpp - The drivers' CLI11 options ---------===//
+
+#include "models/common/CommandLine.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace models {
+
+const CLI::Validator finiteNumber(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      double x = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0')
+        return "not a number: '" + text + "'";
+      return std::isfinite(x) ? "" : "must be finite, not " + text;
+    },
+    "FINITE");
+
+const CLI::Validator wholeNumber(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      errno = 0;
+      long long x = std::strtoll(text.c_str(), &end, 10);
+      if (end == text.c_str() || *end != '\0' || errno == ERANGE)
+        return "not a whole number: '" + text + "'";
+      return x >= 0 ? "" : "must not be negative, not " + text;
+    },
+    "N");
+
+std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
+  const std::string &name = app.get_name();
+  app.require_subcommand(1);
+  std::string list;
+  bool known = false;
+  for (const CLI::App *cmd : app.get_subcommands({})) {
+    list += (list.empty() ? "" : ", ") + cmd->get_name();
+    known = known || (argc > 1 && cmd->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr,
+                 "%s: error: unknown command '%s' (commands: %s; see %s "
+                 "--help)\n",
+                 name.c_str(), argv[1], list.c_str(), name.c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    if (error.get_exit_code() == 0)
+      return app.exit(error);
+    std::string command = app.get_subcommands().empty()
+                              ? ""
+                              : " " + app.get_subcommands()[0]->get_name();
+    std::fprintf(stderr, "%s: error: %s\nrun '%s%s --help' for the options\n",
+                 name.c_str(), error.what(), name.c_str(), command.c_str());
+    return 2;
+  }
+  return std::nullopt;
+}
+
+std::set<std::string>
+givenOptions(const CLI::App &cmd,
+             const std::map<std::string, std::string> &known) {
+  std::set<std::string> given;
+  for (const CLI::Option *opt : cmd.get_options()) {
+    std::string name = opt->get_name().substr(2);
+    if (name == "no-progress")
+      name = "progress";
+    if (opt->count() > 0 && known.count(name))
+      given.insert(name);
+  }
+  return given;
+}
+
+int runCommand(const std::string &program,
+               const std::function<int()> &command) {
+  try {
+    return command();
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
+    return 1;
+  }
+}
+
+} // namespace models

@@ -1,0 +1,38 @@
+//===- models/cws/Options.cpp - cws train's options -----------------------===//
+
+#include "models/cws/Options.h"
+
+#include "models/common/Data.h"
+
+namespace cws {
+
+ModelConfig TrainOptions::modelConfig(int64_t vocab, bool lexicon) const {
+  ModelConfig config;
+  config.cell = cell;
+  config.vocab = vocab;
+  config.features = lexicon ? Lexicon::Width : 0;
+  config.emb = emb;
+  config.hidden = hidden;
+  config.layers = layers;
+  config.dropout = dropout;
+  config.hammingCost = margin;
+  if (loss == "nll")
+    config.loss = models::CrfLoss::NegativeLogLikelihood;
+  else if (loss != "max-margin")
+    throw models::DataError("--loss: unknown loss '" + loss +
+                            "' (max-margin or nll)");
+  return config;
+}
+
+const std::set<std::string> &optionsChangeableOnResume() {
+  static const std::set<std::string> keys = {"epochs", "save-every", "log",
+                                             "out", "progress"};
+  return keys;
+}
+
+const std::set<std::string> &optionsOfTheCommandLine() {
+  static const std::set<std::string> keys = {"out", "log", "progress"};
+  return keys;
+}
+
+} // namespace cws

@@ -1,0 +1,145 @@
+//===- models/cws/Training.cpp - The training loop ------------------------===//
+//
+// Epochs of shuffled batches of similar lengths, Adam updates with the
+// learning rate lr * lrDecay^epoch (the paper halves it every epoch),
+// validation F1 after every epoch, OUT.best for the best of them, OUT after
+// every epoch and every --save-every updates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/common/Progress.h"
+#include "models/common/RunFiles.h"
+#include "models/cws/Session.h"
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <fstream>
+
+namespace cws {
+
+namespace {
+
+/// `line` to the log and, with progress output, to stderr.
+void report(std::ostream &log, bool progress, const std::string &line) {
+  log << line << std::endl;
+  if (progress)
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+std::string format(const char *pattern, ...)
+    __attribute__((format(printf, 1, 2)));
+
+std::string format(const char *pattern, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(text, sizeof text, pattern, args);
+  va_end(args);
+  return text;
+}
+
+} // namespace
+
+void Session::saveOrWarn(const std::string &path, std::ostream &log,
+                         bool final) {
+  models::saveOrWarn("cws", [&] { save(path); }, log, final);
+}
+
+double Session::runEpoch(const std::vector<Encoded> &train,
+                         std::ostream &log) {
+  auto params = model->params();
+  Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
+  auto order = trainingBatches(train, options.batch, orderRng);
+  int64_t batches = int64_t(order.size()), chars = 0;
+  models::ProgressBar bar("epoch " + std::to_string(state.epoch + 1),
+                          batches - state.batchInEpoch, "chars",
+                          options.progress);
+  adam.lr = float(options.lr * std::pow(double(options.lrDecay),
+                                        double(state.epoch)));
+  for (int64_t bi = state.batchInEpoch, done = 1; bi < batches; ++bi, ++done) {
+    CharBatch batch = makeCharBatch(train, order[bi]);
+    dropListedWords(batch, train, order[bi], options.dictDropout,
+                    state.dropoutRng);
+    models::zeroGrads(params);
+    double loss = model->loss(batch, true, &state.dropoutRng);
+    double norm = models::gradientNorm(params);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      throw models::DataError(format(
+          "update %lld (epoch %lld, batch %lld of %lld): the %s is not "
+          "finite; stopped before applying it (the last checkpoint is "
+          "intact)",
+          (long long)state.updates + 1, (long long)state.epoch + 1,
+          (long long)bi + 1, (long long)batches,
+          std::isfinite(loss) ? "gradient" : "loss"));
+    adam.update(params, norm);
+    ++state.updates;
+    state.batchInEpoch = bi + 1;
+    state.epochLossSum += loss;
+    state.epochSentences += batch.B;
+    chars += batch.chars;
+    bar.update(done, chars,
+               format("loss %.3f", state.epochLossSum /
+                                       double(state.epochSentences)));
+    if (options.saveEvery > 0 && state.updates % options.saveEvery == 0)
+      saveOrWarn(options.out, log, false);
+    if (onUpdate)
+      onUpdate(state.updates, loss / double(batch.B));
+  }
+  bar.finish();
+  double seconds = bar.elapsedSeconds();
+  state.trainSeconds += seconds;
+  return double(chars) / std::max(seconds, 1e-9);
+}
+
+void Session::finishEpoch(const TrainData &data, std::ostream &log,
+                          double rate) {
+  ScoreCounts valid =
+      evaluate(data.valid, data.trainWords, options.dictDropout);
+  double f1 = valid.f1();
+  state.epochLoss.push_back(
+      state.epochSentences ? state.epochLossSum / double(state.epochSentences)
+                           : 0);
+  state.validF1.push_back(f1);
+  bool improved = f1 > state.bestF1;
+  report(log, options.progress,
+         format("epoch %lld: train loss %.4f, valid F1 %.4f (P %.4f R "
+                "%.4f, OOV recall %.4f)%s, %.0f chars/s, lr %.3g, %.0f s "
+                "training in all",
+                (long long)state.epoch + 1, state.epochLoss.back(), f1,
+                valid.precision(), valid.recall(), valid.oovRecall(),
+                improved ? " best" : "", rate, double(adam.lr),
+                state.trainSeconds));
+  if (improved)
+    state.bestF1 = f1;
+  ++state.epoch;
+  state.batchInEpoch = 0;
+  state.epochLossSum = 0;
+  state.epochSentences = 0;
+  state.finished = state.epoch >= options.epochs;
+  if (improved)
+    saveOrWarn(options.out + ".best", log, false);
+  saveOrWarn(options.out, log, state.finished);
+}
+
+void Session::train(const TrainData &data) {
+  std::vector<Encoded> train = encodeAll(data.train, vocab, lexicon);
+  std::ofstream log(options.logPath(), std::ios::app);
+  if (!log)
+    throw models::DataError(options.logPath() + ": cannot open the log file");
+  report(log, options.progress,
+         format("cell %s: %lld parameters (%lld in the recurrent layers), "
+                "%lld characters in the vocabulary, %lld words in --dict, "
+                "%zu training and %zu validation sentences",
+                options.cell.c_str(), (long long)model->parameterCount(),
+                (long long)model->recurrentParameterCount(),
+                (long long)vocab.size(), (long long)lexicon.words().size(),
+                data.train.size(), data.valid.size()));
+  while (state.epoch < options.epochs) {
+    double rate = runEpoch(train, log);
+    finishEpoch(data, log, rate);
+  }
+  state.finished = true;
+}
+
+} // namespace cws

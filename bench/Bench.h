@@ -25,6 +25,10 @@
 #include <string>
 #include <vector>
 
+namespace cellrt {
+class Cell;
+} // namespace cellrt
+
 namespace cellc_bench {
 
 enum class Mode { Forward, Training, Step };
@@ -71,6 +75,10 @@ std::vector<Implementation> &registry();
 struct Register {
   Register(Implementation impl) { registry().push_back(std::move(impl)); }
 };
+
+/// The runner of any loaded cellrt::Cell (CPU or GPU): the caller's arrays
+/// as std::vectors, one Tape reused across iterations.
+std::unique_ptr<Runner> makeCellRunner(cellrt::Cell &&cell, const Workload &w);
 
 /// Fills `values` with uniform values in [-scale, scale].
 void fillRandom(float *values, int64_t count, float scale, uint32_t seed);

@@ -182,8 +182,13 @@ Register reg({"cellc",
                 auto loaded = cellrt::Cell::load(image);
                 if (!loaded)
                   fail("load " + w.cell + ": " + loaded.error());
-                return std::make_unique<CellcRunner>(std::move(*loaded), w);
+                return makeCellRunner(std::move(*loaded), w);
               },
               [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
 
 } // namespace
+
+std::unique_ptr<Runner> cellc_bench::makeCellRunner(cellrt::Cell &&cell,
+                                                    const Workload &w) {
+  return std::make_unique<CellcRunner>(std::move(cell), w);
+}

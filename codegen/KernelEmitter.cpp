@@ -7,6 +7,13 @@
 // vectoriser sees one simple loop. Only whole-vector operations (layer_norm,
 // concat, split, slice) read or write row-local scratch.
 //
+// On the GPU a row is one thread block: its L lanes (blockDim.x, chosen by
+// the launcher) split every element loop (lane l takes elements l, l + L,
+// ...), so a block's loads of a row are coalesced and a step over B rows
+// runs B blocks, not B threads. Scratch written by some lanes and read at
+// other elements is fenced with a block barrier; row-wide sums (layer
+// norm) are computed by every lane over the whole row.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelEmitter.h"
@@ -39,7 +46,8 @@ using cellc::isWholeVector;
 class KernelEmitter {
 public:
   /// `scan`: emit the whole-sequence form of a `scan` kernel. `gpu`: one
-  /// thread per row instead of a loop over rows.
+  /// thread block per row (threadIdx.x is the lane) instead of a loop over
+  /// rows.
   KernelEmitter(FusedOp fused, func::FuncOp func,
                 const std::vector<std::string> &dims, unsigned numStates,
                 bool scan, bool gpu)
@@ -110,6 +118,9 @@ private:
   void emitActiveRow();
   void emitInactiveRow();
   void forEachElement(Value length, function_ref<void(Value)> body);
+  /// GPU: makes every lane's scratch writes visible to the row's other
+  /// lanes (a block barrier); nothing on the CPU.
+  void syncLanes();
   Value valueAt(Value value, Value element, DenseMap<Value, Value> &memo);
   Value emitElementwise(Operation *op, ArrayRef<Value> operands);
   void materialize(Value value);
@@ -120,6 +131,8 @@ private:
   const std::vector<std::string> &dims;
   unsigned numStates;
   bool scan, gpu;
+  /// GPU: this thread's lane within its row's block, and the lanes (i64).
+  Value lane, lanes;
   OpBuilder builder;
   Location loc;
 
@@ -299,12 +312,20 @@ Value KernelEmitter::evaluate(const cellc::DimExpr &expr) {
 
 void KernelEmitter::forEachElement(Value length,
                                    function_ref<void(Value)> body) {
-  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
-  auto loop = builder.create<scf::ForOp>(loc, zero, toIndex(length), one);
+  Value first = gpu ? toIndex(lane)
+                    : builder.create<arith::ConstantIndexOp>(loc, 0).getResult();
+  Value step = gpu ? toIndex(lanes)
+                   : builder.create<arith::ConstantIndexOp>(loc, 1).getResult();
+  auto loop = builder.create<scf::ForOp>(loc, first, toIndex(length), step);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(loop.getBody()->getTerminator());
   body(toI64(loop.getInductionVar()));
+}
+
+void KernelEmitter::syncLanes() {
+  if (!gpu)
+    return;
+  builder.create<NVVM::Barrier0Op>(loc);
 }
 
 Value KernelEmitter::emitElementwise(Operation *op, ArrayRef<Value> args) {
@@ -344,6 +365,7 @@ void KernelEmitter::materialize(Value value) {
     builder.create<LLVM::StoreOp>(loc, valueAt(value, element, memo),
                                   offsetPointer(target, element));
   });
+  syncLanes();
   storage[value] = target;
 }
 
@@ -406,6 +428,7 @@ void KernelEmitter::emitLayerNorm(LayerNormOp op) {
         loc, builder.create<arith::MulFOp>(loc, centered, scale),
         offsetPointer(target, i));
   });
+  syncLanes();
   storage[op.getResult()] = target;
 }
 
@@ -444,6 +467,7 @@ void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
         loc, builder.create<arith::MulFOp>(loc, projected, scale),
         offsetPointer(target, i));
   });
+  syncLanes();
   storage[op.getResult()] = target;
 }
 
@@ -480,6 +504,7 @@ void KernelEmitter::emitActiveRow() {
         offset = builder.create<arith::AddIOp>(loc, offset,
                                                lengthOf(input.getType()));
       }
+      syncLanes();
       storage[concat.getResult()] = target;
     }
   }
@@ -560,6 +585,9 @@ void KernelEmitter::copyRow(Value source, Value destination, Type type) {
     builder.create<LLVM::StoreOp>(loc, loadAt(source, i),
                                   offsetPointer(destination, i));
   });
+  // A scan step may read the state at other lanes' elements (a layer norm
+  // of it), and must not overwrite scratch a slower lane still reads.
+  syncLanes();
 }
 
 /// One example's whole sequence: the state lives in row-local scratch,
@@ -625,18 +653,18 @@ void KernelEmitter::emit() {
   builder.setInsertionPointToStart(&entry);
   loadEntryValues();
   if (gpu) {
-    // The same row body, one thread per row.
+    // The same row body, one block per row: row = row_begin + blockIdx.x,
+    // lane = threadIdx.x. Every thread of a block has the same row, so the
+    // row's branches are uniform over the block and its barriers are
+    // reached by all of its threads.
     auto toI64FromI32 = [&](Value v) {
       return builder.create<arith::ExtUIOp>(loc, builder.getI64Type(), v);
     };
     Type i32 = builder.getI32Type();
     Value block = toI64FromI32(builder.create<NVVM::BlockIdXOp>(loc, i32));
-    Value width = toI64FromI32(builder.create<NVVM::BlockDimXOp>(loc, i32));
-    Value thread = toI64FromI32(builder.create<NVVM::ThreadIdXOp>(loc, i32));
-    Value row = builder.create<arith::AddIOp>(
-        loc, entry.getArgument(0),
-        builder.create<arith::AddIOp>(
-            loc, builder.create<arith::MulIOp>(loc, block, width), thread));
+    lanes = toI64FromI32(builder.create<NVVM::BlockDimXOp>(loc, i32));
+    lane = toI64FromI32(builder.create<NVVM::ThreadIdXOp>(loc, i32));
+    Value row = builder.create<arith::AddIOp>(loc, entry.getArgument(0), block);
     Value inRange = builder.create<arith::CmpIOp>(
         loc, arith::CmpIPredicate::slt, row, entry.getArgument(1));
     auto guard = builder.create<scf::IfOp>(loc, TypeRange{}, inRange,

@@ -6,9 +6,10 @@
 // forward with a Tape, backward and step work as on the CPU, with host
 // arrays: the executor copies them to the device and the results back.
 //
-// Nothing here has been executed on a GPU: these machines have none. The
-// executor it runs is the CPU's, tested on a device with separate memory
-// (test/unit/DeviceTest.cpp); docs/gpu.md says what has been checked.
+// Checked on an H100 against the CPU for every cell (test/unit/
+// CudaGpuTest.cpp, skipped where there is no GPU, as in CI); the executor
+// is the CPU's, tested in CI on a device with separate memory
+// (test/unit/DeviceTest.cpp). docs/gpu.md says what has been checked.
 //
 //===----------------------------------------------------------------------===//
 

@@ -157,7 +157,7 @@ public:
     LaunchShape shape = launchShape(rows, multiprocessors);
     CUresult result = api->launchKernel(
         kernels[call.kernel], static_cast<unsigned>(shape.blocks), 1, 1,
-        static_cast<unsigned>(shape.threads), 1, 1, 0, stream,
+        static_cast<unsigned>(shape.lanes), 1, 1, 0, stream,
         parameters.data(), nullptr);
     if (result != CUDA_SUCCESS)
       return Status::error(api->describe(

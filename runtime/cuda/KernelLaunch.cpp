@@ -13,15 +13,11 @@ std::array<void *, 7> cellrt::cuda::packKernelArguments(KernelCall &call) {
 }
 
 LaunchShape cellrt::cuda::launchShape(int64_t rows, int64_t multiprocessors) {
-  constexpr int64_t warp = 32, largest = 256;
   if (rows <= 0)
     return {0, 0};
-  int64_t perMultiprocessor =
-      (rows + std::max<int64_t>(multiprocessors, 1) - 1) /
-      std::max<int64_t>(multiprocessors, 1);
-  int64_t threads = (perMultiprocessor + warp - 1) / warp * warp;
-  threads = std::min(std::max(threads, warp), largest);
-  return {(rows + threads - 1) / threads, threads};
+  int64_t sms = std::max<int64_t>(multiprocessors, 1);
+  int64_t lanes = rows <= 2 * sms ? 256 : rows <= 8 * sms ? 128 : 64;
+  return {rows, lanes};
 }
 
 std::array<size_t, 7> cellrt::cuda::packedArgumentSizes() {

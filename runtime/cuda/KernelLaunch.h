@@ -3,8 +3,9 @@
 // Every cellc GPU kernel has the signature of cellrt_kernel_fn:
 //   (i64 row_begin, i64 row_end, i64 step, i32* lengths, i64* dims,
 //    f32** ptrs, i64* strides)
-// and runs one thread per row, in blocks sized per launch (launchShape). This header has no CUDA dependency so the
-// packing is unit-tested against the .entry declarations in cellc's PTX.
+// and runs one block per row, of lanes sized per launch (launchShape). This
+// header has no CUDA dependency so the packing is unit-tested against the
+// .entry declarations in cellc's PTX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,18 +19,17 @@
 
 namespace cellrt::cuda {
 
-/// One launch's geometry: `blocks` blocks of `threads` threads, one per row.
+/// One launch's geometry: one block of `lanes` threads per row. cellc's GPU
+/// kernels run a row per block: threadIdx.x is the lane, and lane l takes
+/// elements l, l + lanes, ... of every vector of the row.
 struct LaunchShape {
-  int64_t blocks = 0, threads = 0;
+  int64_t blocks = 0, lanes = 0;
 };
 
 /// The geometry for `rows` rows on a GPU with `multiprocessors` SMs, chosen
-/// per launch: rows are independent and each thread walks a whole row (a
-/// scan kernel: every step of it), so a launch is only as parallel as its
-/// blocks are many. Blocks are made small enough (down to one warp) that a
-/// step over B rows still reaches min(rows / 32, SMs) multiprocessors, and
-/// grow (up to 256 threads) only once every SM already has a block, as for
-/// the `pre` kernels over all T*B rows.
+/// per launch: a block per row, with more lanes the fewer the rows, so that
+/// a step over B = 64 rows (fewer blocks than SMs) still keeps 8 warps per
+/// row in flight, and the `pre` kernels over all T*B rows use 2-warp blocks.
 LaunchShape launchShape(int64_t rows, int64_t multiprocessors);
 
 /// The values of one launch, in the kernel's parameter order. Pointers are

@@ -69,24 +69,19 @@ TEST(CudaLaunch, ArgumentsPointAtTheCallInOrder) {
     EXPECT_EQ(*static_cast<uint64_t *>(args[i]), uint64_t(i + 1));
 }
 
-TEST(CudaLaunch, OneThreadPerRowInBlocksSizedPerLaunch) {
-  // Every row gets a thread, blocks are whole warps of at most 256.
+TEST(CudaLaunch, OneBlockPerRowOfWholeWarps) {
   for (int64_t rows : {1, 10, 31, 64, 100, 640, 3200, 100000})
     for (int64_t sms : {1, 108, 132}) {
       LaunchShape shape = launchShape(rows, sms);
-      EXPECT_GE(shape.blocks * shape.threads, rows) << rows << " on " << sms;
-      EXPECT_LT((shape.blocks - 1) * shape.threads, rows);
-      EXPECT_EQ(shape.threads % 32, 0);
-      EXPECT_LE(shape.threads, 256);
+      EXPECT_EQ(shape.blocks, rows) << rows << " on " << sms;
+      EXPECT_EQ(shape.lanes % 32, 0);
+      EXPECT_GE(shape.lanes, 64);
+      EXPECT_LE(shape.lanes, 256);
     }
-  // A decoding step (B = 64) on an A100 (108 SMs): warps, on 2 SMs rather
-  // than one block of 128 threads on one.
-  EXPECT_EQ(launchShape(64, 108).threads, 32);
-  EXPECT_EQ(launchShape(64, 108).blocks, 2);
-  // A pre kernel over T*B = 50*64 rows: every SM busy.
-  EXPECT_GE(launchShape(3200, 108).blocks, 100);
-  // Very many rows: 256-thread blocks.
-  EXPECT_EQ(launchShape(1 << 20, 108).threads, 256);
+  // A step over B = 64 rows on an H100 (132 SMs): 8 warps per row.
+  EXPECT_EQ(launchShape(64, 132).lanes, 256);
+  // A pre kernel over T*B = 50*64 rows: 2-warp blocks, 24 per SM.
+  EXPECT_EQ(launchShape(3200, 132).lanes, 64);
   EXPECT_EQ(launchShape(0, 108).blocks, 0);
 }
 

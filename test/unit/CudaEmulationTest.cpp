@@ -152,8 +152,9 @@ CUresult launchKernel(CUfunction function, unsigned gridX, unsigned gridY,
   auto dims = *static_cast<uint64_t *>(parameters[4]);
   auto pointers = *static_cast<uint64_t *>(parameters[5]);
   auto strides = *static_cast<uint64_t *>(parameters[6]);
-  if (int64_t(gridX) * blockX < rowEnd - rowBegin || gridY != 1 ||
-      gridZ != 1 || blockY != 1 || blockZ != 1 || blockX % 32 != 0)
+  // One block of whole warps per row.
+  if (int64_t(gridX) < rowEnd - rowBegin || gridY != 1 || gridZ != 1 ||
+      blockY != 1 || blockZ != 1 || blockX % 32 != 0)
     emulation->errors.push_back("launch geometry does not cover the rows");
   if (lengths)
     emulation->check(lengths, 4, "kernel lengths");

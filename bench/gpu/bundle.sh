@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Packs what the GPU checks need into one folder that runs on a GPU machine
+# without LLVM, MLIR or a build: the GPU test and benchmark binaries, the
+# runtime libraries, the cells' plans and PTX, and the Debian libraries they
+# load (oneDNN compressed). Usage: bench/gpu/bundle.sh [BUILD_DIR] [OUT_DIR]
+# then, on the GPU machine: bash OUT_DIR/run.sh [results folder]
+set -euo pipefail
+build=${1:-build}
+out=${2:-.gpu}
+ninja -C "$build" cellrt-cuda-gpu-tests cellc-bench-gpu
+rm -rf "$out" && mkdir -p "$out/lib" "$out/ptx" "$out/bench-ptx"
+cp "$build/bin/cellrt-cuda-gpu-tests" "$build/bin/cellc-bench-gpu" "$out/"
+cp "$build"/lib/libcellrt.so "$build"/lib/libcellrt-cuda.so "$out/lib/"
+cp "$build"/test/unit/ptx/*.{plan,ptx} "$out/ptx/"
+cp "$build"/bench/gen-ptx/*.{plan,ptx} "$out/bench-ptx/"
+for lib in libgomp.so.1 libOpenCL.so.1; do
+  cp -L "/lib/x86_64-linux-gnu/$lib" "$out/lib/"
+done
+xz -T2 -6 -c -L /lib/x86_64-linux-gnu/libdnnl.so.2 >"$out/lib/libdnnl.so.2.xz" 2>/dev/null ||
+  xz -T2 -6 -c "$(readlink -f /lib/x86_64-linux-gnu/libdnnl.so.2)" >"$out/lib/libdnnl.so.2.xz"
+cp "$(dirname "$0")/run.sh" "$(dirname "$0")/peers.py" "$out/"
+du -sh "$out"

@@ -112,3 +112,43 @@ TEST(CheckCompare, DisagreeingStepsWidenToTheirGap) {
 }
 
 } // namespace
+
+TEST(CheckCompare, ZeroGradientNoiseIsMeasuredAgainstTheFloor) {
+  // Seed 3830 of the random run: a gradient that is 0 in exact arithmetic,
+  // 7e-18 in float64 and 1.2e-7 of float32 noise, in a run whose largest
+  // gradient is ~0.3.
+  std::vector<double> expected = {7e-18, -3e-18}, actual = {1.2e-7, 0};
+  double floor = kGradientFloorFraction * 0.3;
+  EXPECT_FALSE(compareArrays("g", actual, expected, kGradientTolerance).pass);
+  Comparison row =
+      compareArrays("g", actual, expected, kGradientTolerance, 0, floor);
+  EXPECT_TRUE(row.pass);
+  EXPECT_NEAR(row.maxRelError, 1.2e-7 / floor, 1e-12);
+  EXPECT_NE(row.note.find("near zero"), std::string::npos) << row.note;
+}
+
+TEST(CheckCompare, TheFloorStillCatchesAWrongNearZeroGradient) {
+  // 1e-5 where the truth is ~0, in a run of gradients ~1: well above
+  // float32 noise, so it fails.
+  double floor = kGradientFloorFraction * 1.0;
+  Comparison row = compareArrays("g", {1e-5, 0}, {1e-18, 0},
+                                 kGradientTolerance, 0, floor);
+  EXPECT_FALSE(row.pass);
+  // A gradient larger than the floor keeps its own denominator.
+  row = compareArrays("g", {2.0 * 1.0001}, {2.0}, kGradientTolerance, 0, floor);
+  EXPECT_NEAR(row.maxRelError, 1e-4, 1e-9);
+  EXPECT_TRUE(row.note.empty());
+}
+
+TEST(CheckCompare, TheFloorAppliesToTheFloat32ReferenceToo) {
+  // Without the floor the float32 reference's own noise (1e8 relative)
+  // would widen the bar to 3e9 and anything would pass.
+  std::vector<double> expected = {1e-17}, single = {1e-9}, actual = {1e-7};
+  Comparison row = compareConditioned("g", actual, expected, single,
+                                      kGradientTolerance, 1e-3);
+  EXPECT_EQ(row.tolerance, kGradientTolerance);
+  EXPECT_TRUE(row.pass);
+  row = compareConditioned("g", {1e-4}, expected, single, kGradientTolerance,
+                           1e-3);
+  EXPECT_FALSE(row.pass);
+}

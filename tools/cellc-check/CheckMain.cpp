@@ -92,6 +92,19 @@ std::vector<double> toDouble(const std::vector<float> &values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
+/// The largest |value| over every gradient of `reference`: the scale that
+/// near-zero gradients are measured against (kGradientFloorFraction).
+double largestGradient(const Evaluation &reference) {
+  double largest = 0;
+  for (const auto *gradients :
+       {&reference.inputGradients, &reference.initialStateGradients,
+        &reference.paramGradients})
+    for (const auto &[name, values] : *gradients)
+      for (double value : values)
+        largest = std::max(largest, std::fabs(value));
+  return largest;
+}
+
 int64_t product(const std::vector<int64_t> &shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t(1),
                          std::multiplies<int64_t>());
@@ -384,22 +397,24 @@ bool runConfig(const ast::Cell &cell, const cellrt::Cell &compiled,
           reference.finalStates[state.name], single.finalStates[state.name],
           kForwardTolerance));
     if (backward) {
+      double floor = kGradientFloorFraction * largestGradient(reference);
       for (const cellrt::VectorDecl &input : plan.inputs)
         rows.push_back(compareConditioned(
             "grad_x_" + input.name, runtime.inputGradients[input.name],
             reference.inputGradients[input.name],
-            single.inputGradients[input.name], kGradientTolerance));
+            single.inputGradients[input.name], kGradientTolerance, floor));
       for (const cellrt::VectorDecl &state : plan.states)
         rows.push_back(compareConditioned(
             "grad_init_" + state.name,
             runtime.initialStateGradients[state.name],
             reference.initialStateGradients[state.name],
-            single.initialStateGradients[state.name], kGradientTolerance));
+            single.initialStateGradients[state.name], kGradientTolerance,
+            floor));
       for (const cellrt::ParamDecl &param : plan.params)
         rows.push_back(compareConditioned(
             "grad_param_" + param.name, runtime.paramGradients[param.name],
             reference.paramGradients[param.name],
-            single.paramGradients[param.name], kGradientTolerance));
+            single.paramGradients[param.name], kGradientTolerance, floor));
     }
     // The reference's autograd against its own finite differences.
     for (const cellrt::VectorDecl &input : plan.inputs)

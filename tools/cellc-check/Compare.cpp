@@ -16,7 +16,8 @@ bool cellc::check::verdict(double maxRelError, double tolerance) {
 Comparison cellc::check::compareArrays(const std::string &array,
                                        const std::vector<double> &actual,
                                        const std::vector<double> &expected,
-                                       double tolerance, double scale) {
+                                       double tolerance, double scale,
+                                       double floor) {
   Comparison row;
   row.array = array;
   row.tolerance = tolerance;
@@ -36,10 +37,21 @@ Comparison cellc::check::compareArrays(const std::string &array,
       row.maxAbsError = std::max(row.maxAbsError, difference);
     maxExpected = std::max(maxExpected, std::fabs(expected[i]));
   }
+  // All zeros: the absolute error (or the floor, if larger).
   double denominator = scale > 0 ? scale : maxExpected > 0 ? maxExpected : 1;
+  bool floored = !(scale > 0) && denominator < floor;
+  if (floored)
+    denominator = floor;
   row.maxRelError = nan ? NAN : row.maxAbsError / denominator;
-  if (nan)
+  if (nan) {
     row.note = "NaN";
+  } else if (floored) {
+    char note[96];
+    std::snprintf(note, sizeof note,
+                  "near zero: relative to %.1e, not to its own %.1e", floor,
+                  maxExpected);
+    row.note = note;
+  }
   row.pass = verdict(row.maxRelError, tolerance);
   return row;
 }
@@ -47,10 +59,14 @@ Comparison cellc::check::compareArrays(const std::string &array,
 Comparison cellc::check::compareConditioned(
     const std::string &array, const std::vector<double> &actual,
     const std::vector<double> &expected,
-    const std::vector<double> &expectedSingle, double tolerance) {
-  Comparison single = compareArrays(array, expectedSingle, expected, tolerance);
-  Comparison row = compareArrays(array, actual, expected, tolerance);
-  if (!row.note.empty() || std::isnan(single.maxRelError) ||
+    const std::vector<double> &expectedSingle, double tolerance,
+    double floor) {
+  Comparison single =
+      compareArrays(array, expectedSingle, expected, tolerance, 0, floor);
+  Comparison row = compareArrays(array, actual, expected, tolerance, 0, floor);
+  // NaN or sizes that differ (an infinite error) stay failures.
+  bool broken = !std::isfinite(row.maxRelError);
+  if (broken || std::isnan(single.maxRelError) ||
       kConditioningFactor * single.maxRelError <= tolerance)
     return row;
   row.tolerance = kConditioningFactor * single.maxRelError;
@@ -59,7 +75,7 @@ Comparison cellc::check::compareConditioned(
   std::snprintf(note, sizeof note,
                 "ill-conditioned: float32 LibTorch is off by %.1e",
                 single.maxRelError);
-  row.note = note;
+  row.note = row.note.empty() ? note : row.note + "; " + note;
   return row;
 }
 

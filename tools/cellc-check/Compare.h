@@ -14,6 +14,13 @@ inline constexpr double kForwardTolerance = 1e-4;
 inline constexpr double kGradientTolerance = 1e-3;
 /// Central differences against autograd, both float64.
 inline constexpr double kFiniteDifferenceTolerance = 1e-5;
+/// A gradient that is zero in exact arithmetic (exp(-softplus(m)) +
+/// sigmoid(m) is 1 for every m) comes out of float32 as rounding noise of
+/// the size of the terms that cancelled, ~1e-7 of the run's gradients, and
+/// relative to its own ~1e-17 that is an error of 1e10. Gradients are
+/// therefore measured against at least this fraction of the largest
+/// gradient of the same run (so 1e-6 of it absolute at kGradientTolerance).
+inline constexpr double kGradientFloorFraction = 1e-3;
 
 /// One row of cellc-check's table.
 struct Comparison {
@@ -30,11 +37,13 @@ struct Comparison {
 
 /// Compares `actual` against `expected`; `scale`, if positive, replaces
 /// max|expected| as the denominator (finite differences at a few
-/// coordinates are measured against the whole gradient's magnitude).
+/// coordinates are measured against the whole gradient's magnitude);
+/// `floor`, if positive, bounds the denominator from below, and the row
+/// says when it did.
 Comparison compareArrays(const std::string &array,
                          const std::vector<double> &actual,
                          const std::vector<double> &expected, double tolerance,
-                         double scale = 0);
+                         double scale = 0, double floor = 0);
 
 /// The verdict of a row: relative error within tolerance and no NaN.
 /// How much looser than float32 LibTorch the compiled cell may be before an
@@ -47,11 +56,13 @@ inline constexpr double kConditioningFactor = 30;
 /// much this batch amplifies rounding (saturated gates, chaotic
 /// recurrences). The tolerance becomes max(tolerance, kConditioningFactor x
 /// the float32 reference's own error), and the row says when it widened.
+/// `floor` as in compareArrays (gradients: kGradientFloorFraction of the
+/// run's largest gradient).
 Comparison compareConditioned(const std::string &array,
                               const std::vector<double> &actual,
                               const std::vector<double> &expected,
                               const std::vector<double> &expectedSingle,
-                              double tolerance);
+                              double tolerance, double floor = 0);
 
 /// Central differences (`numeric`, step h; `numericCoarse`, step 2h)
 /// against autograd, relative to `scale`. A difference quotient is only as

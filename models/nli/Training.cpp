@@ -203,6 +203,8 @@ void Session::train(const std::vector<Pair> &trainPairs,
     save(options.out);
     if (best)
       save(options.out + ".best");
+    if (afterEpoch)
+      afterEpoch(epoch);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "models/nli/Model.h"
 
 #include <array>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -58,6 +59,11 @@ public:
   const TrainOptions &getOptions() const { return options; }
   int64_t epochsDone() const { return epoch; }
   double bestAccuracy() const { return bestValid; }
+  int64_t updatesDone() const { return updates; }
+
+  /// Called after each epoch's checkpoint is written (tests stop a run
+  /// there, as a kill would).
+  std::function<void(int64_t epoch)> afterEpoch;
 
 private:
   Session() = default;

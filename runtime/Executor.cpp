@@ -32,6 +32,35 @@
 #include <mutex>
 
 using namespace cellrt;
+
+/// The device's copies of a cell's params (those the caller gave to
+/// packWeights) and of its stacked weights; released with the last
+/// PackedWeights that holds them.
+struct cellrt::DeviceWeights {
+  std::shared_ptr<Device> owner;
+  std::map<std::string, float *> params;
+  std::vector<const float *> weights;
+  std::vector<void *> allocations;
+
+  float *find(const std::string &name) const {
+    auto it = params.find(name);
+    return it == params.end() ? nullptr : it->second;
+  }
+  /// A device copy of `count` floats at `host`; null when out of memory.
+  float *place(const float *host, int64_t count) {
+    void *memory = owner->allocate(size_t(count) * sizeof(float));
+    if (!memory)
+      return nullptr;
+    allocations.push_back(memory);
+    owner->upload(memory, host, size_t(count) * sizeof(float));
+    return static_cast<float *>(memory);
+  }
+  ~DeviceWeights() {
+    for (void *memory : allocations)
+      owner->release(memory);
+  }
+};
+
 using cellrt::detail::DimBinder;
 using cellrt::detail::Sizes;
 using cellrt::detail::ShapeConstraint;
@@ -399,6 +428,18 @@ private:
   int64_t width(const VectorDecl &decl) const {
     return sizes.eval(decl.length);
   }
+  /// Packed weights stand in for stacking the caller's params: on inference
+  /// calls only (training keeps its own copies: the tape may outlive the
+  /// caller's), as host arrays where memory is shared, else as the
+  /// device's copies.
+  bool usesPackedWeights() const {
+    return args.packedWeights && !training &&
+           (shared || args.packedWeights->onDevice());
+  }
+  const DeviceWeights *residentWeights() const {
+    return usesPackedWeights() && !shared ? args.packedWeights->onDevice()
+                                          : nullptr;
+  }
   int64_t paramCount(const std::string &name) const {
     int64_t count = 1;
     for (const DimExpr &extent : plan.findParam(name)->shape)
@@ -536,9 +577,14 @@ Status Execution::setUp() {
     else
       work.inputs.push_back(mirror(args.inputs[i].data, count, blocks));
   }
-  for (const ParamDecl &param : plan.params)
-    work.params[param.name] = mirror(args.params.at(param.name).data,
-                                     paramCount(param.name), blocks);
+  const DeviceWeights *resident = residentWeights();
+  for (const ParamDecl &param : plan.params) {
+    float *onDevice = resident ? resident->find(param.name) : nullptr;
+    work.params[param.name] =
+        onDevice ? onDevice
+                 : mirror(args.params.at(param.name).data,
+                          paramCount(param.name), blocks);
+  }
   stackWeights();
   Status status = blocks.status();
   if (!status.ok())
@@ -575,7 +621,7 @@ Status Execution::setUp() {
   // arrays.
   for (size_t w = 0; w < plan.weights.size(); ++w) {
     const WeightDecl &weight = plan.weights[w];
-    if (weight.params.size() == 1 || (args.packedWeights && !training && shared))
+    if (weight.params.size() == 1 || usesPackedWeights())
       continue;
     int64_t cols = sizes.eval(plan.weightCols(weight));
     float *row = const_cast<float *>(work.weights[w]);
@@ -589,8 +635,11 @@ Status Execution::setUp() {
 }
 
 void Execution::stackWeights() {
-  // Training keeps its own copies: the tape may outlive the caller's.
-  if (args.packedWeights && !training && shared) {
+  if (const DeviceWeights *resident = residentWeights()) {
+    work.weights = resident->weights;
+    return;
+  }
+  if (usesPackedWeights()) {
     work.weights = args.packedWeights->pointers();
     return;
   }
@@ -1120,6 +1169,48 @@ Status Execution::backward(const BackwardArgs &gradients,
 // The Cell entry points
 //===----------------------------------------------------------------------===//
 
+static int64_t elementCount(const ConstArray &array) {
+  int64_t count = 1;
+  for (int64_t extent : array.shape)
+    count *= extent;
+  return count;
+}
+
+/// Uploads every param in `params` and every stacked weight of `packed`
+/// to `device`, once.
+static Expected<std::shared_ptr<const DeviceWeights>>
+uploadWeights(const Plan &plan, const std::shared_ptr<Device> &device,
+              const std::map<std::string, ConstArray> &params,
+              const PackedWeights &host) {
+  auto copies = std::make_shared<DeviceWeights>();
+  copies->owner = device;
+  auto outOfMemory = [] {
+    return Status::error("packWeights: out of device memory");
+  };
+  for (const auto &[name, array] : params) {
+    if (!array.data || !plan.findParam(name))
+      continue;
+    float *copy = copies->place(array.data, elementCount(array));
+    if (!copy)
+      return outOfMemory();
+    copies->params[name] = copy;
+  }
+  for (size_t w = 0; w < plan.weights.size(); ++w) {
+    const WeightDecl &weight = plan.weights[w];
+    float *copy = weight.params.size() == 1
+                      ? copies->find(weight.params[0])
+                      : copies->place(host.pointers()[w],
+                                      int64_t(host.stackedSize(w)));
+    if (!copy)
+      return outOfMemory();
+    copies->weights.push_back(copy);
+  }
+  // The uploads may read the host arrays until the device has run them.
+  if (Status status = device->synchronize(); !status.ok())
+    return status;
+  return std::shared_ptr<const DeviceWeights>(std::move(copies));
+}
+
 Expected<PackedWeights>
 Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
   PackedWeights packed;
@@ -1142,6 +1233,12 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
     packed.weights.push_back(weight.params.size() == 1
                                  ? params.at(weight.params[0]).data
                                  : packed.stacked.back().data());
+  }
+  if (!device->sharesHostMemory()) {
+    auto copies = uploadWeights(plan, device, params, packed);
+    if (!copies)
+      return copies.getStatus();
+    packed.device = std::move(*copies);
   }
   return packed;
 }

@@ -77,6 +77,13 @@ struct Problem {
       stateWidths.push_back(eval(state.length));
   }
 
+  std::map<std::string, ConstArray> paramArrays() const {
+    std::map<std::string, ConstArray> arrays;
+    for (const auto &[name, param] : params)
+      arrays[name] = {param.first.data(), param.second};
+    return arrays;
+  }
+
   ForwardArgs args(bool reverse) const {
     ForwardArgs a;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -155,6 +162,38 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
     gradients.paramGradients[param.name] = {
         arrays[at++].data(), problem.params.at(param.name).second};
   status = cell.backward(args, gradients, tape);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return results;
+}
+
+
+/// One decoding step (Cell::step) of every row, with the states read
+/// through a beam reordering; with `packed` weights when given.
+inline Results runStep(const Cell &cell, const Problem &problem,
+                       const PackedWeights *packed = nullptr) {
+  const Plan &plan = cell.getPlan();
+  StepArgs args;
+  for (size_t i = 0; i < plan.inputs.size(); ++i) // step 0 of each input
+    args.inputs.push_back(
+        {problem.inputs[i].data(), {problem.B, problem.inputWidths[i]}});
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    args.states.push_back(
+        {problem.states[i].data(), {problem.B, problem.stateWidths[i]}});
+  std::vector<int32_t> parents;
+  for (int64_t b = 0; b < problem.B; ++b)
+    parents.push_back(int32_t((b * 3 + 1) % problem.B));
+  args.sourceRows = parents.data();
+  args.params = problem.paramArrays();
+  args.packedWeights = packed;
+  Results results;
+  results.arrays.emplace_back(problem.B * problem.outputWidth, 0.25f);
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    results.arrays.emplace_back(problem.B * problem.stateWidths[i], 0.25f);
+  args.output = {results.arrays[0].data(), {problem.B, problem.outputWidth}};
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    args.nextStates.push_back(
+        {results.arrays[1 + i].data(), {problem.B, problem.stateWidths[i]}});
+  Status status = cell.step(args);
   EXPECT_TRUE(status.ok()) << status.message();
   return results;
 }

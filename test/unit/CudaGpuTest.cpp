@@ -120,45 +120,6 @@ void expectGpuMatchesCpu(const char *name, cellrt_image image,
     }
 }
 
-/// One decoding step (Cell::step) of every row, with the states read
-/// through a beam reordering, with and without packed weights: GPU
-/// against CPU.
-Results runStep(const Cell &cell, const Problem &problem, bool packed) {
-  const Plan &plan = cell.getPlan();
-  StepArgs args;
-  for (size_t i = 0; i < plan.inputs.size(); ++i) // step 0 of each input
-    args.inputs.push_back(
-        {problem.inputs[i].data(), {problem.B, problem.inputWidths[i]}});
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    args.states.push_back(
-        {problem.states[i].data(), {problem.B, problem.stateWidths[i]}});
-  std::vector<int32_t> parents;
-  for (int64_t b = 0; b < problem.B; ++b)
-    parents.push_back(int32_t((b * 3 + 1) % problem.B));
-  args.sourceRows = parents.data();
-  for (const auto &[name, param] : problem.params)
-    args.params[name] = {param.first.data(), param.second};
-  Results results;
-  results.arrays.emplace_back(problem.B * problem.outputWidth, 0.25f);
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    results.arrays.emplace_back(problem.B * problem.stateWidths[i], 0.25f);
-  args.output = {results.arrays[0].data(), {problem.B, problem.outputWidth}};
-  for (size_t i = 0; i < plan.states.size(); ++i)
-    args.nextStates.push_back(
-        {results.arrays[1 + i].data(), {problem.B, problem.stateWidths[i]}});
-  PackedWeights weights;
-  if (packed) {
-    Expected<PackedWeights> made = cell.packWeights(args.params);
-    EXPECT_TRUE(made.ok()) << made.error();
-    if (made.ok())
-      weights = std::move(*made);
-    args.packedWeights = &weights;
-  }
-  Status status = cell.step(args);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return results;
-}
-
 void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
   Status usable = cuda::available();
   if (!usable.ok())
@@ -170,10 +131,15 @@ void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
   Expected<Cell> onGpu = cuda::loadCell(plan, ptx);
   ASSERT_TRUE(onGpu.ok()) << onGpu.error();
   Problem problem(onCpu->getPlan(), 5);
+  Expected<PackedWeights> cpuPacked = onCpu->packWeights(problem.paramArrays());
+  Expected<PackedWeights> gpuPacked = onGpu->packWeights(problem.paramArrays());
+  ASSERT_TRUE(cpuPacked.ok() && gpuPacked.ok());
+  ASSERT_NE(gpuPacked->onDevice(), nullptr);
   for (bool packed : {false, true}) {
     SCOPED_TRACE(packed ? "packed weights" : "weights stacked per step");
-    Difference d = compare(runStep(*onGpu, problem, packed),
-                           runStep(*onCpu, problem, packed));
+    Difference d =
+        compare(runStep(*onGpu, problem, packed ? &*gpuPacked : nullptr),
+                runStep(*onCpu, problem, packed ? &*cpuPacked : nullptr));
     EXPECT_LE(d.worst, 2e-6) << "array " << d.array << " element "
                              << d.element;
     std::printf("GPU-VS-CPU cell=%s step packed=%d max_rel_diff=%.3g\n", name,

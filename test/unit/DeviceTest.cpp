@@ -142,6 +142,7 @@ public:
 
   std::vector<std::string> errors;
   int64_t allocations = 0, uploads = 0, downloads = 0, launches = 0;
+  size_t liveAllocations() const { return live.size(); }
 
 private:
   /// `address .. address + bytes` lies in one live allocation.
@@ -242,4 +243,54 @@ TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.message().find("out of device memory"), std::string::npos)
       << status.message();
+}
+
+/// packWeights on a device with memory of its own keeps the device's copies
+/// of every param and stacked weight: a decoding step then uploads no
+/// params, gives exactly the host's result, and the copies are released
+/// with the last PackedWeights.
+static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
+  Expected<Cell> onHost = Cell::load(image);
+  ASSERT_TRUE(onHost.ok());
+  auto device = separateDevice(image);
+  Expected<Plan> plan = parsePlan(image.plan);
+  ASSERT_TRUE(plan.ok());
+  Expected<Cell> onDevice = Cell::create(std::move(*plan), device);
+  ASSERT_TRUE(onDevice.ok());
+  Problem problem(onHost->getPlan(), 9);
+  Results unpacked = runStep(*onDevice, problem);
+  size_t liveBefore = device->liveAllocations();
+  {
+    Expected<PackedWeights> hostPacked =
+        onHost->packWeights(problem.paramArrays());
+    Expected<PackedWeights> packed =
+        onDevice->packWeights(problem.paramArrays());
+    ASSERT_TRUE(packed.ok() && hostPacked.ok()) << packed.error();
+    ASSERT_NE(packed->onDevice(), nullptr);
+    EXPECT_EQ(hostPacked->onDevice(), nullptr);
+    Results expected = runStep(*onHost, problem, &*hostPacked);
+    int64_t uploadsBefore = device->uploads;
+    Results actual = runStep(*onDevice, problem, &*packed);
+    int64_t uploadsPacked = device->uploads - uploadsBefore;
+    uploadsBefore = device->uploads;
+    runStep(*onDevice, problem);
+    int64_t uploadsUnpacked = device->uploads - uploadsBefore;
+    EXPECT_EQ(actual.arrays, expected.arrays);
+    EXPECT_EQ(unpacked.arrays, expected.arrays);
+    EXPECT_LE(uploadsPacked + int64_t(onHost->getPlan().params.size()),
+              uploadsUnpacked);
+  }
+  EXPECT_EQ(device->liveAllocations(), liveBefore) << "packed copies not released";
+  EXPECT_TRUE(device->errors.empty())
+      << device->errors.size() << " errors, first: " << device->errors[0];
+}
+
+TEST(SeparateMemoryDevice, PackedWeightsStayOnTheDeviceGru) {
+  expectPackedWeightsStayOnTheDevice(cellc_gru_image());
+}
+TEST(SeparateMemoryDevice, PackedWeightsStayOnTheDeviceSrnmt) {
+  expectPackedWeightsStayOnTheDevice(cellc_srnmt_image());
+}
+TEST(SeparateMemoryDevice, PackedWeightsStayOnTheDeviceLstm) {
+  expectPackedWeightsStayOnTheDevice(cellc_lstm_image());
 }

@@ -46,22 +46,33 @@ struct MutableArray {
   std::vector<int64_t> shape;
 };
 
+/// The device's own copies of a cell's params and stacked weights, kept by
+/// PackedWeights for a cell on a device with memory of its own (a GPU).
+struct DeviceWeights;
+
 /// A cell's stacked weights (`weight W0 Wz Wr Wh` in the plan) built once.
 /// Calls stack the caller's params on every call unless given these: worth
 /// it whenever params stay the same across many calls (decoding, beam
 /// search, evaluation). Refers to the params' memory: rebuild after the
-/// params change.
+/// params change. On a device with memory of its own (a GPU) it also holds
+/// the device's copies of every param given, so inference calls upload no
+/// params at all.
 class PackedWeights {
 public:
   PackedWeights() = default;
   /// One entry per plan weight: the stacked copy, or the caller's param
   /// when the weight has a single part.
   const std::vector<const float *> &pointers() const { return weights; }
+  /// The device's copies, or null on a device that shares host memory.
+  const DeviceWeights *onDevice() const { return device.get(); }
+  /// Floats in the stacked copy of plan weight `w` (0 for a single part).
+  size_t stackedSize(size_t w) const { return stacked[w].size(); }
 
 private:
   friend class Cell;
   std::vector<std::vector<float>> stacked;
   std::vector<const float *> weights;
+  std::shared_ptr<const DeviceWeights> device;
 };
 
 /// Everything one forward pass over a padded batch reads and writes.

@@ -61,6 +61,18 @@ std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
   return std::nullopt;
 }
 
+std::optional<int> parseDriverCommands(CLI::App &app, int argc, char **argv,
+                                       int64_t &threads,
+                                       const std::string &threadsHelp,
+                                       std::string &command) {
+  for (CLI::App *cmd : app.get_subcommands({}))
+    option(*cmd, "threads", threads, threadsHelp);
+  if (std::optional<int> exit = parseCommands(app, argc, argv))
+    return exit;
+  command = app.get_subcommands()[0]->get_name();
+  return std::nullopt;
+}
+
 std::set<std::string>
 givenOptions(const CLI::App &cmd,
              const std::map<std::string, std::string> &known) {

@@ -172,16 +172,15 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   addSegmentCommand(app, cli.segment);
   addScoreCommand(app, cli.score);
   addBaselineCommand(app, cli.baseline);
-  for (CLI::App *cmd : app.get_subcommands({}))
-    option(*cmd, "threads", cli.threads,
-           "OpenMP threads for oneDNN (0: OpenMP's default; one is fastest "
-           "at these sizes, and far faster on a busy machine)");
-  if (std::optional<int> exit = models::parseCommands(app, argc, argv))
+  if (std::optional<int> exit = models::parseDriverCommands(
+          app, argc, argv, cli.threads,
+          "OpenMP threads for oneDNN (0: OpenMP's default; one is fastest "
+          "at these sizes, and far faster on a busy machine)",
+          cli.command))
     return exit;
-  CLI::App *cmd = app.get_subcommands()[0];
-  cli.command = cmd->get_name();
   if (cli.command == "train")
-    cli.train.given = givenOptions(*cmd, TrainOptions().toMap());
+    cli.train.given =
+        givenOptions(*app.get_subcommand("train"), TrainOptions().toMap());
   return std::nullopt;
 }
 

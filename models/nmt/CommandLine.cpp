@@ -167,15 +167,14 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   addTranslateCommand(app, cli.translate);
   addScoreCommand(app, cli.score);
   addTaskCommand(app, cli.task);
-  for (CLI::App *cmd : app.get_subcommands({}))
-    option(*cmd, "threads", cli.threads,
-           "OpenMP threads for oneDNN (1 is fastest for small models)");
-  if (std::optional<int> exit = parseCommands(app, argc, argv))
+  if (std::optional<int> exit = parseDriverCommands(
+          app, argc, argv, cli.threads,
+          "OpenMP threads for oneDNN (1 is fastest for small models)",
+          cli.command))
     return exit;
-  CLI::App *cmd = app.get_subcommands()[0];
-  cli.command = cmd->get_name();
   if (cli.command == "train")
-    cli.train.given = givenOptions(*cmd, TrainOptions().toMap());
+    cli.train.given =
+        givenOptions(*app.get_subcommand("train"), TrainOptions().toMap());
   return std::nullopt;
 }
 

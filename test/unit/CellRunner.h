@@ -15,14 +15,24 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace cellrt_test {
 
 using namespace cellrt;
+
+/// The whole of a text file; empty when it cannot be read.
+inline std::string readTextFile(const std::string &path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 /// The sizes of one call: every dimension of the plan gets its own size,
 /// firstDim, firstDim + 1, ... in the plan's order.

@@ -8,24 +8,18 @@
 
 #include "CudaCell.h"
 #include "KernelLaunch.h"
+#include "test/unit/CellRunner.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 using namespace cellrt::cuda;
+using cellrt_test::readTextFile;
 
 namespace {
-std::string readFile(const std::string &path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 void expectEntriesMatchPacking(const std::string &cell, int numKernels) {
-  std::string ptx = readFile(std::string(CELLC_PTX_DIR) + "/" + cell + ".ptx");
+  std::string ptx =
+      readTextFile(std::string(CELLC_PTX_DIR) + "/" + cell + ".ptx");
   ASSERT_FALSE(ptx.empty()) << cell;
   std::array<size_t, 7> packed = packedArgumentSizes();
   for (int k = 0; k < numKernels; ++k) {
@@ -86,8 +80,8 @@ TEST(CudaLaunch, OneBlockPerRowOfWholeWarps) {
 }
 
 TEST(CudaBackend, WithoutADriverSaysUseTheCpu) {
-  std::string plan = readFile(std::string(CELLC_PTX_DIR) + "/gru.plan");
-  std::string ptx = readFile(std::string(CELLC_PTX_DIR) + "/gru.ptx");
+  std::string plan = readTextFile(std::string(CELLC_PTX_DIR) + "/gru.plan");
+  std::string ptx = readTextFile(std::string(CELLC_PTX_DIR) + "/gru.ptx");
   auto cell = loadCell(plan, ptx);
   if (cell.ok())
     GTEST_SKIP() << "this machine has a CUDA driver and a GPU";

@@ -34,20 +34,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 using namespace cellrt;
 using namespace cellrt_test;
 
 namespace {
-
-std::string readFile(const std::string &path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::string ptxDir() {
   const char *dir = std::getenv("CELLC_PTX_DIR");
@@ -67,8 +58,8 @@ Difference compare(const Results &actual, const Results &expected) {
   for (size_t i = 0; i < std::min(actual.arrays.size(), expected.arrays.size());
        ++i) {
     EXPECT_EQ(actual.arrays[i].size(), expected.arrays[i].size());
-    for (size_t j = 0; j < std::min(actual.arrays[i].size(),
-                                    expected.arrays[i].size());
+    for (size_t j = 0;
+         j < std::min(actual.arrays[i].size(), expected.arrays[i].size());
          ++j) {
       double e = expected.arrays[i][j], a = actual.arrays[i][j];
       double relative = std::fabs(a - e) / (1 + std::fabs(e));
@@ -89,8 +80,8 @@ void expectGpuMatchesCpu(const char *name, cellrt_image image,
   Status usable = cuda::available();
   if (!usable.ok())
     GTEST_SKIP() << usable.message();
-  std::string plan = readFile(ptxDir() + "/" + name + ".plan");
-  std::string ptx = readFile(ptxDir() + "/" + name + ".ptx");
+  std::string plan = readTextFile(ptxDir() + "/" + name + ".plan");
+  std::string ptx = readTextFile(ptxDir() + "/" + name + ".ptx");
   ASSERT_FALSE(plan.empty() || ptx.empty())
       << "no " << name << ".plan/.ptx in " << ptxDir();
   Expected<Cell> onCpu = Cell::load(image);
@@ -124,8 +115,8 @@ void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
   Status usable = cuda::available();
   if (!usable.ok())
     GTEST_SKIP() << usable.message();
-  std::string plan = readFile(ptxDir() + "/" + name + ".plan");
-  std::string ptx = readFile(ptxDir() + "/" + name + ".ptx");
+  std::string plan = readTextFile(ptxDir() + "/" + name + ".plan");
+  std::string ptx = readTextFile(ptxDir() + "/" + name + ".ptx");
   Expected<Cell> onCpu = Cell::load(image);
   ASSERT_TRUE(onCpu.ok()) << onCpu.error();
   Expected<Cell> onGpu = cuda::loadCell(plan, ptx);
@@ -140,8 +131,7 @@ void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
     Difference d =
         compare(runStep(*onGpu, problem, packed ? &*gpuPacked : nullptr),
                 runStep(*onCpu, problem, packed ? &*cpuPacked : nullptr));
-    EXPECT_LE(d.worst, 2e-6) << "array " << d.array << " element "
-                             << d.element;
+    EXPECT_LE(d.worst, 2e-6) << "array " << d.array << " element " << d.element;
     std::printf("GPU-VS-CPU cell=%s step packed=%d max_rel_diff=%.3g\n", name,
                 int(packed), d.worst);
   }

@@ -461,6 +461,14 @@ bool checkUTF8(llvm::StringRef text, mlir::MLIRContext &context,
   return false;
 }
 
+/// The text after a UTF-8 byte-order mark, which some editors (Notepad,
+/// Excel exports) write at the start of a file. It is not part of the cell;
+/// columns on the first line then count as the editor shows them.
+llvm::StringRef withoutByteOrderMark(llvm::StringRef text) {
+  text.consume_front("\xEF\xBB\xBF");
+  return text;
+}
+
 } // namespace
 
 std::unique_ptr<ParsedFile> cellc::parseCellFile(llvm::SourceMgr &sourceMgr,
@@ -474,9 +482,9 @@ std::unique_ptr<ParsedFile> cellc::parseCellFile(llvm::SourceMgr &sourceMgr,
 
   if (!checkUTF8(buffer->getBuffer(), context, fileName))
     return nullptr;
+  llvm::StringRef text = withoutByteOrderMark(buffer->getBuffer());
   try {
-    antlr4::ANTLRInputStream input(buffer->getBufferStart(),
-                                   buffer->getBufferSize());
+    antlr4::ANTLRInputStream input(text.data(), text.size());
     if (!checkCellLengths(input, context, fileName))
       return nullptr;
     input.reset();

@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh 3600 -jobs=2 -workers=2     # longer, on two cores
 #   CELLC_FUZZ_STAGE=passes scripts/fuzz.sh 600 # stop before LLVM: ~40x
 #                                               # more inputs per second
+#   CELLC_FUZZ_STAGE=ptx scripts/fuzz.sh 600    # GPU lowering and PTX
 #
 # New inputs go to $FUZZ_CORPUS (default build-fuzz/corpus-STAGE, kept
 # between runs); a crash, a leak, a sanitizer report, an internal compiler

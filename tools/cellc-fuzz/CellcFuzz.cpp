@@ -10,7 +10,7 @@
 //     error and aborts, and libFuzzer keeps the input.
 // Comment lines `# --dim NAME=VALUE` fix dimensions, as `cellc --dim` does.
 // CELLC_FUZZ_STAGE=frontend|passes stops earlier (see Stage), for runs of
-// millions of inputs. scripts/fuzz.sh builds and runs it (README, "Testing").
+// millions of inputs; CELLC_FUZZ_STAGE=ptx emits PTX instead of an object. scripts/fuzz.sh builds and runs it (README, "Testing").
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +41,8 @@ namespace {
 enum class Stage {
   FrontEnd, ///< parse, check, the cell dialect
   Passes,   ///< and cellc's passes and lowering, to the LLVM dialect
-  Object    ///< and LLVM: O3 and an object file (default)
+  Object,   ///< and LLVM: O3 and an object file (default)
+  PTX       ///< the passes, then the GPU lowering and PTX instead of an object
 };
 
 Stage stageFromEnvironment() {
@@ -50,6 +51,8 @@ Stage stageFromEnvironment() {
     return Stage::FrontEnd;
   if (stage && std::strcmp(stage, "passes") == 0)
     return Stage::Passes;
+  if (stage && std::strcmp(stage, "ptx") == 0)
+    return Stage::PTX;
   return Stage::Object;
 }
 
@@ -107,6 +110,19 @@ std::map<std::string, int64_t> fixedDims(llvm::StringRef source) {
   return dims;
 }
 
+/// What `cellc --target=nvptx -emit=ptx` runs after the passes: the GPU
+/// lowering (lanes, barriers, NVVM intrinsics) and NVPTX's code generator.
+void emitPTX(mlir::ModuleOp module, InternalErrors &errors) {
+  mlir::PassManager lower(module.getContext());
+  cellc::addLoweringToGPUPasses(lower);
+  if (mlir::failed(lower.run(module)))
+    errors.abortAfter("the lowering to GPU kernels");
+  std::string ptx;
+  llvm::raw_string_ostream ptxStream(ptx);
+  if (mlir::failed(cellc::emitPTX(module, cellc::GPUOptions(), ptxStream)))
+    errors.abortAfter("PTX emission");
+}
+
 void compile(llvm::StringRef source) {
   // One thread: a thread pool per input would cost more than the input. The
   // dialects are loaded once the front end accepts the input (as cellc
@@ -135,6 +151,8 @@ void compile(llvm::StringRef source) {
   cellc::addCellOptimizationPasses(optimize, /*withBackward=*/true);
   if (mlir::failed(optimize.run(*module)))
     errors.abortAfter("the optimisation passes");
+  if (kStage == Stage::PTX)
+    return emitPTX(*module, errors);
   mlir::PassManager lower(&context);
   cellc::addLoweringToLLVMPasses(lower);
   if (mlir::failed(lower.run(*module)))

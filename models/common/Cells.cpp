@@ -6,17 +6,40 @@
 
 #include "jit/Jit.h"
 
-#include "atr.h"
-#include "gru.h"
-#include "lstm.h"
-
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 
 namespace models {
 
-std::vector<std::string> builtinCells() { return {"atr", "gru", "lstm"}; }
+namespace {
+struct BuiltinCell {
+  const char *name;
+  cellrt_image (*image)();
+};
+// kBuiltinCells: every cell in cells/, compiled ahead of time.
+#include "BuiltinCells.inc"
+} // namespace
+
+std::vector<std::string> builtinCells() {
+  std::vector<std::string> names;
+  for (const BuiltinCell &cell : kBuiltinCells)
+    names.push_back(cell.name);
+  return names;
+}
+
+static std::string builtinCellList() {
+  std::string list;
+  for (const BuiltinCell &cell : kBuiltinCells)
+    list += (list.empty() ? "" : ", ") + std::string(cell.name);
+  return list;
+}
+
+std::string cellOptionHelp() {
+  return "a cell of cells/ (" + builtinCellList() +
+         ") or a .cell file (path.cell or path.cell:NAME)";
+}
 
 /// A .cell file through the JIT: `path.cell` (its only cell) or
 /// `path.cell:NAME`. The compiled code must outlive the Cell, so both are
@@ -50,19 +73,18 @@ const cellrt::Cell &loadCell(const std::string &name) {
   auto it = cells.find(name);
   if (it != cells.end())
     return *it->second;
+  const BuiltinCell *builtin = std::find_if(
+      std::begin(kBuiltinCells), std::end(kBuiltinCells),
+      [&](const BuiltinCell &cell) { return name == cell.name; });
   cellrt_image image;
-  if (name == "atr")
-    image = cellc_atr_image();
-  else if (name == "gru")
-    image = cellc_gru_image();
-  else if (name == "lstm")
-    image = cellc_lstm_image();
+  if (builtin != std::end(kBuiltinCells))
+    image = builtin->image();
   else if (isCellFile(name))
     image = compileCellFile(name, compiled);
   else
-    throw DataError("unknown cell '" + name +
-                    "' (built in: atr, gru, lstm; or a .cell file, "
-                    "path.cell or path.cell:NAME)");
+    throw DataError("unknown cell '" + name + "' (built in: " +
+                    builtinCellList() +
+                    "; or a .cell file, path.cell or path.cell:NAME)");
   auto loaded = cellrt::Cell::load(image);
   if (!loaded)
     throw DataError("cell " + name + ": " + loaded.error());

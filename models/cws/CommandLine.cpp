@@ -2,12 +2,14 @@
 
 #include "models/cws/CommandLine.h"
 
+#include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
 
 namespace cws {
 
 namespace {
 
+using models::cellOptionHelp;
 using models::givenOptions;
 using models::option;
 
@@ -48,7 +50,7 @@ void addTrainData(CLI::App &cmd, TrainOptions &o) {
 
 void addTrainModel(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Model";
-  option(cmd, "cell", o.cell, "atr, gru, lstm or FILE.cell[:NAME]")
+  option(cmd, "cell", o.cell, cellOptionHelp())
       ->group(group);
   option(cmd, "emb", o.emb, "character embedding width")
       ->check(CLI::PositiveNumber)

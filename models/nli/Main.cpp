@@ -34,7 +34,7 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "model", o.model.kind, "attention (word-by-word) or bow")
       ->check(CLI::IsMember({"attention", "bow"}));
   option(cmd, "cell", o.model.cell,
-         "atr, gru, lstm or a .cell file (path.cell[:NAME])");
+         models::cellOptionHelp());
   option(cmd, "emb", o.model.emb, "embedding width");
   option(cmd, "hidden", o.model.hidden, "state width (bow: MLP width)");
   option(cmd, "dropout", o.model.dropout,

@@ -8,6 +8,7 @@
 
 #include "models/nmt/CommandLine.h"
 
+#include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
 
 namespace nmt {
@@ -53,7 +54,7 @@ void addDataOptions(CLI::App &cmd, TrainOptions &o) {
 
 void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Model";
-  option(cmd, "cell", o.model.cell, "atr, gru, lstm or FILE.cell[:NAME]")
+  option(cmd, "cell", o.model.cell, cellOptionHelp())
       ->group(group);
   for (auto [name, field] : {std::pair{"emb", &o.model.emb},
                              {"hidden", &o.model.hidden},

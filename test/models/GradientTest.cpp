@@ -61,7 +61,8 @@ TEST_P(GradientTest, WholeModelMatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, GradientTest,
-                         testing::Values("atr", "gru", "lstm"));
+                         testing::Values("atr", "gru", "lstm", "ran", "lau",
+                                         "rnn", "deeptrans"));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

@@ -6,10 +6,11 @@
 
 #include "jit/Jit.h"
 
-#include <algorithm>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 namespace models {
 
@@ -41,22 +42,33 @@ std::string cellOptionHelp() {
          ") or a .cell file (path.cell or path.cell:NAME)";
 }
 
-/// A .cell file through the JIT: `path.cell` (its only cell) or
-/// `path.cell:NAME`. The compiled code must outlive the Cell, so both are
-/// kept.
-static cellrt_image compileCellFile(const std::string &spec,
-                                    std::vector<cellc::jit::CompiledCell> &keep) {
-  std::string path = spec, cellName;
+/// `path.cell` or `path.cell:NAME` as (path, NAME); NAME empty: the file's
+/// only cell.
+static std::pair<std::string, std::string>
+splitCellSpec(const std::string &spec) {
   size_t colon = spec.rfind(':');
-  if (colon != std::string::npos && spec.compare(colon - 5, 5, ".cell") == 0) {
-    path = spec.substr(0, colon);
-    cellName = spec.substr(colon + 1);
-  }
+  if (colon != std::string::npos && colon >= 5 &&
+      spec.compare(colon - 5, 5, ".cell") == 0)
+    return {spec.substr(0, colon), spec.substr(colon + 1)};
+  return {spec, ""};
+}
+
+/// A .cell file through the JIT, from `source` when it is given (a
+/// checkpoint's copy) or else from the file. The compiled code must outlive
+/// the Cell, so both are kept.
+static cellrt_image compileCellFile(const std::string &spec,
+                                    const std::string &source,
+                                    std::vector<cellc::jit::CompiledCell> &keep) {
+  auto [path, cellName] = splitCellSpec(spec);
   cellc::jit::CompileOptions options;
   options.cellName = cellName;
-  auto compiled = cellc::jit::compileFile(path, options);
+  auto compiled = source.empty()
+                      ? cellc::jit::compileFile(path, options)
+                      : cellc::jit::compileSource(source, path, options);
   if (!compiled)
-    throw DataError("cannot compile " + path + ":\n" + compiled.error());
+    throw DataError("cannot compile " + path +
+                    (source.empty() ? "" : " (the copy kept in the model)") +
+                    ":\n" + compiled.error());
   keep.push_back(std::move(*compiled));
   return keep.back().image();
 }
@@ -65,22 +77,41 @@ static bool isCellFile(const std::string &name) {
   return name.find(".cell") != std::string::npos;
 }
 
-const cellrt::Cell &loadCell(const std::string &name) {
+static const BuiltinCell *findBuiltin(const std::string &name) {
+  for (const BuiltinCell &cell : kBuiltinCells)
+    if (name == cell.name)
+      return &cell;
+  return nullptr;
+}
+
+std::string readCellSource(const std::string &name) {
+  if (findBuiltin(name) || !isCellFile(name))
+    return "";
+  std::string path = splitCellSpec(name).first;
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file)
+    throw DataError("cannot read " + path);
+  return text.str();
+}
+
+const cellrt::Cell &loadCell(const std::string &name,
+                             const std::string &source) {
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<cellrt::Cell>> cells;
+  static std::map<std::pair<std::string, std::string>,
+                  std::unique_ptr<cellrt::Cell>>
+      cells;
   static std::vector<cellc::jit::CompiledCell> compiled;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cells.find(name);
+  auto it = cells.find({name, source});
   if (it != cells.end())
     return *it->second;
-  const BuiltinCell *builtin = std::find_if(
-      std::begin(kBuiltinCells), std::end(kBuiltinCells),
-      [&](const BuiltinCell &cell) { return name == cell.name; });
   cellrt_image image;
-  if (builtin != std::end(kBuiltinCells))
+  if (const BuiltinCell *builtin = findBuiltin(name))
     image = builtin->image();
   else if (isCellFile(name))
-    image = compileCellFile(name, compiled);
+    image = compileCellFile(name, source, compiled);
   else
     throw DataError("unknown cell '" + name + "' (built in: " +
                     builtinCellList() +
@@ -88,7 +119,7 @@ const cellrt::Cell &loadCell(const std::string &name) {
   auto loaded = cellrt::Cell::load(image);
   if (!loaded)
     throw DataError("cell " + name + ": " + loaded.error());
-  auto &slot = cells[name];
+  auto &slot = cells[{name, source}];
   slot = std::make_unique<cellrt::Cell>(std::move(*loaded));
   return *slot;
 }

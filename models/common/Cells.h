@@ -17,12 +17,19 @@ std::vector<std::string> builtinCells();
 /// The `--cell` option's help text: the built-in names and the file form.
 std::string cellOptionHelp();
 
-/// A loaded cell by builtin name (atr, gru, lstm, ran, lau, ...) or a .cell file compiled
-/// through the JIT (`my.cell` or `my.cell:NAME`, cached on disk). Loaded
-/// once and kept for the life of the process. Throws DataError for an
-/// unknown name or a file that does not compile (with cellc's located
-/// diagnostics).
-const cellrt::Cell &loadCell(const std::string &name);
+/// A loaded cell by builtin name (atr, gru, lstm, ran, lau, ...) or a .cell
+/// file compiled through the JIT (`my.cell` or `my.cell:NAME`, cached on
+/// disk). With `source` (a checkpoint's copy of the file, see
+/// readCellSource) the file itself is not read: a trained model loads after
+/// its .cell file moved or changed. Loaded once and kept for the life of the
+/// process. Throws DataError for an unknown name or a cell that does not
+/// compile (with cellc's located diagnostics).
+const cellrt::Cell &loadCell(const std::string &name,
+                             const std::string &source = "");
+
+/// The text of the .cell file `--cell name` names, for a checkpoint to keep;
+/// empty for a built-in cell. Throws DataError when the file cannot be read.
+std::string readCellSource(const std::string &name);
 
 } // namespace models
 

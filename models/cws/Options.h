@@ -27,6 +27,9 @@ struct TrainOptions {
   float dictDropout = 0.1f;
   // Model.
   std::string cell = "atr", loss = "max-margin";
+  /// The text of `cell` when it is a .cell file, kept in the checkpoint
+  /// (models/common/Cells.h readCellSource).
+  std::string cellSource;
   int64_t emb = 300, hidden = 300, layers = 1;
   float dropout = 0.2f, margin = 0.2f, initScale = 0.08f;
   // Optimisation: the learning rate is lr * lrDecay^epoch.
@@ -47,6 +50,7 @@ struct TrainOptions {
     v("min-count", o.minCount);
     v("dict-dropout", o.dictDropout);
     v("cell", o.cell);
+    v("cell-source", o.cellSource);
     v("loss", o.loss);
     v("emb", o.emb);
     v("hidden", o.hidden);

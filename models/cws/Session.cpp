@@ -51,8 +51,13 @@ Session::Session(const TrainOptions &options, const TrainData &data)
 }
 
 void Session::build() {
+  // A .cell file's text is kept with the options in the checkpoint: the
+  // model loads after the file moves or changes.
+  if (options.cellSource.empty())
+    options.cellSource = models::readCellSource(options.cell);
   ModelConfig config = options.modelConfig(vocab.size(), !lexicon.empty());
-  model = std::make_unique<Model>(config, models::loadCell(config.cell));
+  model = std::make_unique<Model>(
+      config, models::loadCell(config.cell, options.cellSource));
   adam.clipNorm = options.clip;
 }
 

@@ -32,6 +32,9 @@ struct ModelConfig {
   std::string cell = "atr";
   int64_t vocab = 0, emb = 100, hidden = 100;
   float dropout = 0.15f;
+  /// The text of `cell` when it is a .cell file, kept in the checkpoint
+  /// (models/common/Cells.h readCellSource).
+  std::string cellSource;
 };
 
 /// Sentence pairs as ids, padded and time-major.

@@ -16,7 +16,9 @@ namespace nli {
 using namespace models;
 
 namespace {
-const char *const kPayloadTag = "cellc-nli-1";
+// Version 2 adds the cell's source.
+const char *const kPayloadTag = "cellc-nli-2";
+const char *const kPayloadTagWithoutCellSource = "cellc-nli-1";
 
 void writeOptions(ByteWriter &w, const TrainOptions &o) {
   for (const std::string *text :
@@ -31,9 +33,10 @@ void writeOptions(ByteWriter &w, const TrainOptions &o) {
     w.f64(number);
   w.u64(o.seed);
   w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1);
+  w.str(o.model.cellSource);
 }
 
-TrainOptions readOptions(ByteReader &r) {
+TrainOptions readOptions(ByteReader &r, bool withCellSource) {
   TrainOptions o;
   for (std::string *text : {&o.train, &o.valid, &o.embeddings, &o.model.kind,
                             &o.model.cell, &o.out})
@@ -50,6 +53,8 @@ TrainOptions readOptions(ByteReader &r) {
   uint64_t flags = r.u64();
   o.freezeEmbeddings = flags & 1;
   o.lowercase = flags & 2;
+  if (withCellSource)
+    o.model.cellSource = r.str();
   return o;
 }
 
@@ -100,8 +105,13 @@ Session::Session(const TrainOptions &opts, const std::vector<Pair> &train,
 
 void Session::build() {
   const cellrt::Cell *cell = nullptr;
-  if (options.model.kind == "attention")
-    cell = &loadCell(options.model.cell);
+  if (options.model.kind == "attention") {
+    // A .cell file's text is kept in the checkpoint: the model loads after
+    // the file moves or changes.
+    if (options.model.cellSource.empty())
+      options.model.cellSource = readCellSource(options.model.cell);
+    cell = &loadCell(options.model.cell, options.model.cellSource);
+  }
   model = std::make_unique<Model>(options.model, cell);
   model->embedding().setFrozen(options.freezeEmbeddings);
   adam.lr = options.lr;
@@ -135,10 +145,11 @@ void Session::save(const std::string &path) const {
 std::unique_ptr<Session> Session::load(const std::string &path) {
   CheckpointBytes file = readCheckpointFile(path);
   ByteReader r{file.payload, path};
-  if (r.str() != kPayloadTag)
+  std::string tag = r.str();
+  if (tag != kPayloadTag && tag != kPayloadTagWithoutCellSource)
     throw DataError(path + ": not an nli checkpoint");
   std::unique_ptr<Session> session(new Session());
-  session->options = readOptions(r);
+  session->options = readOptions(r, tag == kPayloadTag);
   session->vocab = Vocab::fromTokens(r.strings());
   session->build();
   readParams(r, session->model->params().all());

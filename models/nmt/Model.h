@@ -42,6 +42,9 @@ struct ModelConfig {
   int64_t srcVocab = 0, tgtVocab = 0;
   int64_t emb = 64, hidden = 128, att = 64, readout = 64;
   float dropout = 0.2f;
+  /// The text of `cell` when it is a .cell file (models/common/Cells.h
+  /// readCellSource): kept in the checkpoint, compiled instead of the file.
+  std::string cellSource;
 };
 
 class Model {

@@ -43,6 +43,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["min-count"] = std::to_string(minCount);
   m["max-len"] = std::to_string(maxLen);
   m["cell"] = model.cell;
+  m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
   m["att"] = std::to_string(model.att);
@@ -114,6 +115,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("min-count", o.minCount);
   number("max-len", o.maxLen);
   text("cell", o.model.cell);
+  text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);
   number("att", o.model.att);
@@ -234,10 +236,16 @@ Session::Session(const TrainOptions &opts, const TrainData &data)
 }
 
 void Session::build() {
+  // A .cell file's text is kept with the options in the checkpoint: the
+  // model loads after the file moves or changes, and a resumed run goes on
+  // with the cell it started with.
+  if (options.model.cellSource.empty())
+    options.model.cellSource = readCellSource(options.model.cell);
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();
-  model = std::make_unique<Model>(config, loadCell(config.cell));
+  model = std::make_unique<Model>(config,
+                                  loadCell(config.cell, config.cellSource));
   adam.clipNorm = options.clip;
 }
 

@@ -175,3 +175,28 @@ TEST(Checkpoint, RuntimeErrorsThrowInsteadOfAborting) {
   EXPECT_THROW(saved.session->translate({"one"}, 0, 1.0f, 4), DataError);
   EXPECT_THROW(saved.session->translate({"one"}, 2, NAN, 4), DataError);
 }
+
+// A model trained with `--cell my.cell` once failed to load when the file
+// had moved ("cannot compile my.cell"), and would have loaded a different
+// cell had the file changed. The checkpoint keeps the source.
+TEST(Checkpoint, KeepsTheSourceOfACellFile) {
+  std::string cellPath = testing::TempDir() + "checkpoint-kept.cell";
+  writeBytes(cellPath, bytesOf(CELLC_SOURCE_DIR "/cells/ran.cell"));
+  TrainOptions options = test::tinyRun("checkpoint-cell-file", cellPath);
+  TrainData data = loadTrainData(options);
+  Session trained(options, data);
+  Rng init(5);
+  trained.model->initialize(init, 0.3f);
+  trained.save(options.out);
+  Batch batch = makeBatch({{{4, 5, 6}, {4, 5}}, {{5, 4}, {6}}}, {0, 1});
+  double loss = trained.model->loss(batch, false, nullptr);
+
+  // Another cell under the same name: the checkpoint's must still be used.
+  writeBytes(cellPath, bytesOf(CELLC_SOURCE_DIR "/cells/gru.cell"));
+  auto moved = Session::load(options.out);
+  EXPECT_EQ(moved->model->loss(batch, false, nullptr), loss);
+  EXPECT_EQ(moved->model->parameterCount(), trained.model->parameterCount());
+  std::remove(cellPath.c_str());
+  EXPECT_EQ(Session::load(options.out)->model->loss(batch, false, nullptr),
+            loss);
+}

@@ -186,4 +186,30 @@ TEST(NliTraining, ResumedAfterAnEpochEndsExactlyAsWithoutAStop) {
                               straight.getModel().params().all());
 }
 
+/// A model trained on a .cell file loads after the file is gone: the
+/// checkpoint keeps the cell's source.
+TEST(NliTraining, CheckpointKeepsTheCellFile) {
+  std::vector<Pair> train = syntheticPairs(40, 5);
+  std::string cellPath = ::testing::TempDir() + "nli-kept.cell";
+  std::ofstream(cellPath) << "cell kept(x: [I]) {\n  state h: [H]\n"
+                             "  param W: [H, I], U: [H, H]\n"
+                             "  h' = tanh(W @ x + U @ h)\n}\n";
+  TrainOptions o;
+  o.model.cell = cellPath;
+  o.model.emb = 6;
+  o.model.hidden = 6;
+  o.batch = 16;
+  o.epochs = 1;
+  o.progress = false;
+  o.out = ::testing::TempDir() + "nli-cell-file.ckpt";
+  std::ostringstream log;
+  Session session(o, train, log);
+  session.train(train, train, log);
+  std::remove(cellPath.c_str());
+  std::unique_ptr<Session> loaded = Session::load(o.out);
+  modeltest::expectSameParams(loaded->getModel().params().all(),
+                              session.getModel().params().all());
+  EXPECT_EQ(loaded->bestAccuracy(), session.bestAccuracy());
+}
+
 } // namespace

@@ -127,6 +127,25 @@ TEST(CwsResume, WordListTravelsInTheCheckpoint) {
   EXPECT_EQ(loaded->segment(data.valid), session->segment(data.valid));
 }
 
+// Like the word list, a `--cell my.cell` travels in the checkpoint: the
+// model loads after the file is removed, with the cell it was trained with.
+TEST(CwsResume, CellFileTravelsInTheCheckpoint) {
+  std::string corpus = writeFile("cellfile.utf8", tinyCorpus(30, 6));
+  TrainRequest request{tinyOptions("cellfile", corpus), {}, false, false};
+  request.options.epochs = 1;
+  request.options.cell = writeFile(
+      "kept.cell", "cell kept(x: [I]) {\n  state h: [H]\n"
+                   "  param W: [H, I], U: [H, H]\n"
+                   "  h' = tanh(W @ x + U @ h)\n}\n");
+  TrainData data;
+  auto session = start(request, data);
+  session->train(data);
+  std::remove(request.options.cell.c_str());
+  auto loaded = Session::load(request.options.out);
+  EXPECT_EQ(loaded->segment(data.valid), session->segment(data.valid));
+  EXPECT_EQ(loaded->serialize(), session->serialize());
+}
+
 TEST(CwsResume, ValidationDefaultsToTheEndOfTheTrainingFile) {
   std::string corpus = writeFile("split.utf8", tinyCorpus(50, 4));
   TrainOptions options = tinyOptions("split", corpus);

@@ -97,8 +97,9 @@ void PlanWriter::writeHeader() {
       os << "param " << name << " " << vecLength(arg.getType()).str() << "\n";
     refs[arg] = "param:" + name;
   }
-  os << "output "
-     << vecLength(cell.getYield().getValues().back().getType()).str() << "\n";
+  os << "output " << cell.getOwnOutputLength().str() << "\n";
+  for (const auto &[name, length] : cell.getProbes())
+    os << "probe " << name << " " << length.str() << "\n";
 }
 
 void PlanWriter::allocate(ValueRange values, StringRef bufferKind) {

@@ -67,10 +67,13 @@ bool checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
                    const std::map<std::string, int64_t> &fixedDims);
 
 /// Generates a module with one `cell.cell` per cell (only `cellName` if it
-/// is not empty). Requires a successful checkCellFile.
+/// is not empty). Requires a successful checkCellFile. `probes` names values
+/// of the step (`i`, `h'`, ...) that every generated cell also emits after
+/// its output (`cellc --probe`); a name a cell lacks is an error at the cell.
 mlir::OwningOpRef<mlir::ModuleOp>
 generateCellIR(ParsedFile &file, mlir::MLIRContext &context,
-               llvm::StringRef cellName = "");
+               llvm::StringRef cellName = "",
+               llvm::ArrayRef<std::string> probes = {});
 
 /// Prints the AST (with locations and inferred shapes) for `-emit=ast`.
 void printAST(const ParsedFile &file, llvm::raw_ostream &os);

@@ -55,11 +55,24 @@ public:
   MLIRGenerator(mlir::MLIRContext &context, const std::string &fileName)
       : context(context), builder(&context), fileName(fileName) {}
 
-  /// Appends the `cell.cell` of `cell` to the end of `block`.
-  CellOp generateCell(const Cell &cell, mlir::Block &block);
+  /// Appends the `cell.cell` of `cell` to the end of `block`; null (with an
+  /// error) when a probe names no value of the cell.
+  CellOp generateCell(const Cell &cell, mlir::Block &block,
+                      llvm::ArrayRef<std::string> probes);
 
 private:
   Generated generate(const Expr &expr);
+  /// " x, h, p, ...": every vector value of the cell being generated.
+  std::string vectorNames() const {
+    std::string names;
+    for (const auto &[name, symbol] : symbols)
+      if (symbol.value && symbol.value.getType().isa<VecType>())
+        names += (names.empty() ? " " : ", ") + name;
+    return names;
+  }
+  mlir::Value appendProbes(const Cell &cell, CellOp cellOp,
+                           mlir::Value output,
+                           llvm::ArrayRef<std::string> probes);
   Generated generateUnary(const UnaryExpr &unary);
   Generated generateBinary(const BinaryExpr &binary);
   Generated generateCall(const CallExpr &call);
@@ -96,7 +109,8 @@ mlir::Value MLIRGenerator::materialize(const Generated &generated,
                                     builder.getF64FloatAttr(generated.number));
 }
 
-CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block) {
+CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block,
+                                   llvm::ArrayRef<std::string> probes) {
   std::vector<llvm::StringRef> inputNames, stateNames, paramNames;
   llvm::SmallVector<mlir::Type> argTypes;
   llvm::SmallVector<mlir::Location> argLocs;
@@ -140,11 +154,58 @@ CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block) {
     yielded.push_back(symbols[state.name + "'"].value);
   Location outputLoc =
       cell.outputs.empty() ? cell.loc : cell.outputs.front().loc;
-  yielded.push_back(materialize(
+  mlir::Value output = materialize(
       symbols[outputName],
-      yielded.empty() ? mlir::Type() : yielded.front().getType(), outputLoc));
+      yielded.empty() ? mlir::Type() : yielded.front().getType(), outputLoc);
+  if (!probes.empty()) {
+    output = appendProbes(cell, cellOp, output, probes);
+    if (!output) {
+      cellOp->erase();
+      return nullptr;
+    }
+  }
+  yielded.push_back(output);
   builder.create<YieldOp>(toLoc(outputLoc), yielded);
   return cellOp;
+}
+
+/// The output followed by the probed values, concatenated: the kernels write
+/// them all in one row, and the runtime splits it (cellc --probe). Records
+/// the probes' names and lengths on the cell.
+mlir::Value MLIRGenerator::appendProbes(const Cell &cell, CellOp cellOp,
+                                        mlir::Value output,
+                                        llvm::ArrayRef<std::string> probes) {
+  llvm::SmallVector<mlir::Value> parts = {output};
+  llvm::SmallVector<mlir::Attribute> names, lengths;
+  for (const std::string &name : probes) {
+    auto symbol = symbols.find(name);
+    mlir::Value value =
+        symbol == symbols.end() ? mlir::Value() : symbol->second.value;
+    if (!value || !value.getType().isa<VecType>()) {
+      auto diagnostic = mlir::emitError(toLoc(cell.loc)) << "--probe " << name
+                                                         << ": ";
+      if (symbol == symbols.end())
+        diagnostic << "cell '" << cell.name << "' has no value named '"
+                   << name << "'; its values are" << vectorNames();
+      else if (!value)
+        diagnostic << "'" << name << "' of cell '" << cell.name
+                   << "' is a constant; there is nothing to probe";
+      else
+        diagnostic << "'" << name << "' of cell '" << cell.name
+                   << "' is a matrix parameter, not a value of the step";
+      return nullptr;
+    }
+    parts.push_back(value);
+    names.push_back(builder.getStringAttr(name));
+    lengths.push_back(DimExprAttr::get(&context, vecLength(value.getType())));
+  }
+  cellc::DimExpr total;
+  for (mlir::Value part : parts)
+    total = total + vecLength(part.getType());
+  cellOp.setProbeNamesAttr(builder.getArrayAttr(names));
+  cellOp.setProbeLengthsAttr(builder.getArrayAttr(lengths));
+  return builder.create<ConcatOp>(toLoc(cell.loc),
+                                  VecType::get(&context, total), parts);
 }
 
 void MLIRGenerator::generateStmt(const Stmt &stmt) {
@@ -254,7 +315,8 @@ Generated MLIRGenerator::generateCall(const CallExpr &call) {
 
 mlir::OwningOpRef<mlir::ModuleOp>
 cellc::generateCellIR(ParsedFile &file, mlir::MLIRContext &context,
-                      llvm::StringRef cellName) {
+                      llvm::StringRef cellName,
+                      llvm::ArrayRef<std::string> probes) {
   context.getOrLoadDialect<CellDialect>();
   if (!file.module || !file.module->checked) {
     mlir::emitError(mlir::UnknownLoc::get(&context))
@@ -270,7 +332,8 @@ cellc::generateCellIR(ParsedFile &file, mlir::MLIRContext &context,
     if (!cellName.empty() && cell.name != cellName)
       continue;
     found = true;
-    generator.generateCell(cell, *moduleOp->getBody());
+    if (!generator.generateCell(cell, *moduleOp->getBody(), probes))
+      return nullptr;
   }
   if (!cellName.empty() && !found) {
     auto diagnostic =

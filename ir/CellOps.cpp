@@ -43,6 +43,25 @@ YieldOp CellOp::getYield() {
   return cast<YieldOp>(getBodyBlock()->getTerminator());
 }
 
+SmallVector<std::pair<StringRef, cellc::DimExpr>> CellOp::getProbes() {
+  SmallVector<std::pair<StringRef, cellc::DimExpr>> probes;
+  std::optional<ArrayAttr> names = getProbeNames();
+  std::optional<ArrayAttr> lengths = getProbeLengths();
+  if (!names || !lengths)
+    return probes;
+  for (auto [name, length] : llvm::zip(*names, *lengths))
+    probes.emplace_back(name.cast<StringAttr>().getValue(),
+                        length.cast<DimExprAttr>().getValue());
+  return probes;
+}
+
+cellc::DimExpr CellOp::getOwnOutputLength() {
+  cellc::DimExpr length = vecLength(getYield().getValues().back().getType());
+  for (const auto &probe : getProbes())
+    length = length - probe.second;
+  return length;
+}
+
 bool CellOp::hasStepProducts() {
   Block *body = getBodyBlock();
   return !body->getOps<MatVecOp>().empty() ||
@@ -73,6 +92,9 @@ LogicalResult CellOp::verify() {
     return emitOpError("yield has ")
            << yield.getValues().size() << " values but needs "
            << getNumStates() + 1 << " (the next states, then the output)";
+  if (getProbeNames().has_value() != getProbeLengths().has_value() ||
+      (getProbeNames() && getProbeNames()->size() != getProbeLengths()->size()))
+    return emitOpError("needs a length for every probe name");
   for (auto [state, next] : llvm::zip(getStateArgs(), yield.getValues()))
     if (state.getType() != next.getType())
       return emitOpError("next value of a state has type ")

@@ -15,12 +15,20 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Structure
 //===----------------------------------------------------------------------===//
 
+def Cell_DimExprArrayAttr
+    : TypedArrayAttrBase<Cell_DimExprAttr, "array of dimension expressions">;
+
 def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
   let summary = "one recurrent cell: the computation of one step";
   let description = [{
     The body's block arguments are the cell's inputs, states and parameters,
     in that order, followed by any values hoisted into the prologue. The body
     ends in `cell.yield` with the next value of every state, then the output.
+
+    With `probe_names` (`cellc --probe NAME`), the yielded output is the
+    cell's own output followed by the probed values, whose lengths
+    `probe_lengths` gives: the kernels write them with the output, and the
+    runtime hands them to the caller separately (`probe` lines of the plan).
 
     The prologue is empty until `cell-hoist-input-projections` fills it: it
     then takes the inputs and parameters as block arguments and yields the
@@ -42,7 +50,9 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$input_names,
                        StrArrayAttr:$state_names, StrArrayAttr:$param_names,
-                       StrAttr:$output_name);
+                       StrAttr:$output_name,
+                       OptionalAttr<StrArrayAttr>:$probe_names,
+                       OptionalAttr<Cell_DimExprArrayAttr>:$probe_lengths);
   let regions = (region AnyRegion:$prologue, SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name attr-dict-with-keyword `prologue` $prologue `body` $body
@@ -89,6 +99,13 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
     }
     /// The body's terminator: next states, then the output.
     YieldOp getYield();
+    /// The probed values (cellc --probe) as (name, length), in the order
+    /// they follow the cell's own output in the yielded output.
+    ::llvm::SmallVector<std::pair<::llvm::StringRef, ::cellc::DimExpr>>
+    getProbes();
+    /// The length of the cell's own output: the yielded output's less the
+    /// probes'.
+    ::cellc::DimExpr getOwnOutputLength();
     /// Whether the body has a matrix product, which must run between steps.
     bool hasStepProducts();
   }];

@@ -137,6 +137,8 @@ std::string cacheKey(const std::string &source, const CompileOptions &options) {
   for (const auto &[name, value] : options.fixedDims)
     add(name + "=" + std::to_string(value));
   add(options.withBackward ? "backward" : "inference");
+  for (const std::string &probe : options.probes)
+    add("probe=" + probe);
   add(source);
   std::array<uint8_t, 32> digest = hash.final();
   return llvm::toHex(digest, /*LowerCase=*/true);
@@ -261,7 +263,8 @@ optimizeCell(const std::string &source, const std::string &displayName,
   auto cellName = selectCell(*file->module, displayName, options.cellName);
   if (!cellName)
     return cellName.getStatus();
-  result.module = cellc::generateCellIR(*file, context, *cellName);
+  result.module =
+      cellc::generateCellIR(*file, context, *cellName, options.probes);
   if (!result.module)
     return failedWith();
 

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cellc::jit {
 
@@ -43,6 +44,9 @@ struct CompileOptions {
   std::map<std::string, int64_t> fixedDims;
   /// Include the backward kernels and the training plan.
   bool withBackward = true;
+  /// Values of the step the kernels also write per step (`cellc --probe`):
+  /// ForwardArgs::probes / StepArgs::probes receive them.
+  std::vector<std::string> probes;
   /// Target CPU; empty: this host.
   std::string cpu;
   /// The cache folder. std::nullopt: defaultCacheDir(); "": no cache.

@@ -111,6 +111,15 @@ Status DimBinder::collect() {
                 plan.states[i].length, args.initialStates[i].shape, false);
   if (args.output.data)
     addVector("the output", plan.outputWidth, args.output.shape, true);
+  if (args.probes.size() > plan.probes.size())
+    return Status::error(
+        std::to_string(args.probes.size()) + " probe arrays for cell " +
+        quote(plan.cellName) + ", which was compiled with " +
+        std::to_string(plan.probes.size()) + " probes (cellc --probe)");
+  for (size_t i = 0; i < args.probes.size(); ++i)
+    if (args.probes[i].data)
+      addVector("probe " + quote(plan.probes[i].name), plan.probes[i].length,
+                args.probes[i].shape, true);
   for (size_t i = 0; i < args.finalStates.size(); ++i)
     if (args.finalStates[i].data)
       addVector("final state " + quote(plan.states[i].name),

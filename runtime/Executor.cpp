@@ -457,6 +457,13 @@ private:
   void importReversed(const float *host, float *target, int64_t width);
   /// Host rows from device rows [T, B, width], reversed within lengths.
   void exportReversed(const float *source, float *host, int64_t width);
+  /// Whether the caller reads the `out` rows: the output or a probe.
+  bool readsOutRows() const;
+  /// Splits the kernels' `out` rows into the output and the probe arrays.
+  void exportOutputAndProbes();
+  /// The output gradient as [T, B, outputWidth] host rows (zeros for the
+  /// probes' columns): the caller's own array when the cell has no probes.
+  const float *widenOutputGradient(const float *dOutput);
 
   const Plan &plan;
   Device &device;
@@ -469,7 +476,11 @@ private:
   /// Steps at or past the longest sequence would only carry states.
   const int64_t maxLength;
   std::vector<int64_t> dimValues;
+  /// The width of the kernels' `out` rows: the output, then the probes.
   int64_t outputWidth = 0;
+  /// Backward with probes: the caller's output gradient widened to the
+  /// kernels' rows (zero for the probes); it must outlive the call.
+  std::vector<float> widenedDout;
 
   const BackwardArgs *gradientArgs = nullptr;
   GradientSpace grads;
@@ -520,6 +531,47 @@ void Execution::importReversed(const float *host, float *target,
   device.upload(target, reversed.data(), reversed.size() * sizeof(float));
 }
 
+bool Execution::readsOutRows() const {
+  if (args.output.data)
+    return true;
+  return std::any_of(args.probes.begin(), args.probes.end(),
+                     [](const MutableArray &probe) { return probe.data; });
+}
+
+void Execution::exportOutputAndProbes() {
+  int64_t rows = sizes.steps * sizes.batch;
+  std::vector<float> outRows(rows * outputWidth);
+  if (args.reverse)
+    exportReversed(work.outputBase, outRows.data(), outputWidth);
+  else
+    device.download(outRows.data(), work.outputBase,
+                    outRows.size() * sizeof(float));
+  auto exportColumns = [&](float *target, int64_t column, int64_t count) {
+    for (int64_t row = 0; row < rows; ++row)
+      std::copy_n(outRows.data() + row * outputWidth + column, count,
+                  target + row * count);
+  };
+  int64_t column = sizes.eval(plan.outputWidth);
+  if (args.output.data)
+    exportColumns(args.output.data, 0, column);
+  for (size_t i = 0; i < plan.probes.size(); ++i) {
+    int64_t count = width(plan.probes[i]);
+    if (i < args.probes.size() && args.probes[i].data)
+      exportColumns(args.probes[i].data, column, count);
+    column += count;
+  }
+}
+
+const float *Execution::widenOutputGradient(const float *dOutput) {
+  if (plan.probes.empty() || !dOutput)
+    return dOutput;
+  int64_t rows = sizes.steps * sizes.batch, own = sizes.eval(plan.outputWidth);
+  widenedDout.assign(rows * outputWidth, 0.0f);
+  for (int64_t row = 0; row < rows; ++row)
+    std::copy_n(dOutput + row * own, own, widenedDout.data() + row * outputWidth);
+  return widenedDout.data();
+}
+
 void Execution::exportReversed(const float *source, float *host,
                                int64_t width) {
   if (shared) {
@@ -550,11 +602,11 @@ Status Execution::setUp() {
         blocks.allocate(training ? (steps + 1) * count : count));
     work.nextStates.push_back(training ? nullptr : blocks.allocate(count));
   }
-  outputWidth = sizes.eval(plan.outputWidth);
-  if (!args.output.data) {
+  outputWidth = sizes.eval(plan.kernelOutputWidth());
+  if (!readsOutRows()) {
     // Nobody reads the output: one step's worth of scratch is enough.
     work.outputBase = blocks.allocate(batch * outputWidth);
-  } else if (args.reverse || !shared) {
+  } else if (args.reverse || !shared || !plan.probes.empty()) {
     work.outputBase = blocks.allocate(steps * batch * outputWidth);
     work.outputStepAdvance = batch * outputWidth;
   } else {
@@ -962,12 +1014,14 @@ Status Execution::runScan(const BoundOperation &bound) {
 
 Status Execution::finish() {
   int64_t batch = sizes.batch;
-  if (args.output.data) {
+  if (readsOutRows()) {
     // Steps no sequence reaches were skipped; their outputs are zeros.
     int64_t stepFloats = batch * outputWidth;
     device.zero(work.outputBase + maxLength * stepFloats,
                 (sizes.steps - maxLength) * stepFloats);
-    if (args.reverse)
+    if (!plan.probes.empty())
+      exportOutputAndProbes();
+    else if (args.reverse)
       exportReversed(work.outputBase, args.output.data, outputWidth);
     else
       device.download(args.output.data, work.outputBase,
@@ -1049,10 +1103,11 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
     grads.initialTargets.push_back(
         target ? mirrorBack(target, count, blocks) : nullptr);
   }
-  outputWidth = sizes.eval(plan.outputWidth);
+  outputWidth = sizes.eval(plan.kernelOutputWidth());
+  const float *dOutput = widenOutputGradient(gradients.outputGradient.data);
   bool zeroDout = false;
   float *reversedDout = nullptr;
-  if (!gradients.outputGradient.data) {
+  if (!dOutput) {
     // Read only: one zero step serves every step.
     grads.dout = blocks.allocate(batch * outputWidth);
     zeroDout = true;
@@ -1060,8 +1115,7 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
     grads.dout = reversedDout = blocks.allocate(steps * batch * outputWidth);
     grads.doutStepAdvance = batch * outputWidth;
   } else {
-    grads.dout = mirror(gradients.outputGradient.data,
-                        steps * batch * outputWidth, blocks);
+    grads.dout = mirror(dOutput, steps * batch * outputWidth, blocks);
     grads.doutStepAdvance = batch * outputWidth;
   }
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -1100,7 +1154,7 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
   if (zeroDout)
     device.zero(grads.dout, batch * outputWidth);
   if (reversedDout)
-    importReversed(gradients.outputGradient.data, reversedDout, outputWidth);
+    importReversed(dOutput, reversedDout, outputWidth);
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (grads.dinputScratch[i])
       device.zero(grads.dinputs[i], steps * batch * width(plan.inputs[i]));

@@ -140,9 +140,16 @@ DimExpr Plan::arrayWidth(const Ref &ref) const {
     return findBuffer(ref.name)->length;
   case Ref::Kind::Out:
   case Ref::Kind::Dout:
-    return outputWidth;
+    return kernelOutputWidth();
   }
   return DimExpr();
+}
+
+DimExpr Plan::kernelOutputWidth() const {
+  DimExpr width = outputWidth;
+  for (const VectorDecl &probe : probes)
+    width = width + probe.length;
+  return width;
 }
 
 DimExpr Plan::weightRows(const WeightDecl &weight) const {
@@ -365,6 +372,25 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
         return status;
     }
     plan.params.push_back(decl);
+    return Status::success();
+  }
+
+  if (directive == "probe") {
+    VectorDecl decl;
+    if (!sawOutput)
+      return error(line, "'probe' must follow 'output'");
+    // A state's new value is probed by its primed name (`h'`).
+    std::string base = tokens.size() > 1 ? tokens[1] : "";
+    if (!base.empty() && base.back() == '\'')
+      base.pop_back();
+    if (!(status = expectArity(2, "probe NAME LEN")).ok() ||
+        !(status = parseName(line, base, decl.name)).ok())
+      return status;
+    decl.name = tokens[1];
+    if (!(status = declare(line, "probe", decl.name)).ok() ||
+        !(status = parseDim(line, tokens[2], decl.length)).ok())
+      return status;
+    plan.probes.push_back(decl);
     return Status::success();
   }
 
@@ -847,6 +873,8 @@ std::string cellrt::printPlan(const Plan &plan) {
     out += "\n";
   }
   out += "output " + plan.outputWidth.str() + "\n";
+  for (const VectorDecl &probe : plan.probes)
+    out += "probe " + probe.name + " " + probe.length.str() + "\n";
   for (const BufferDecl &buffer : plan.buffers)
     out += std::string("buffer ") +
            (buffer.extent == BufferDecl::Extent::Sequence ? "seq " : "step ") +

@@ -73,6 +73,11 @@ Status Cell::step(const StepArgs &args) const {
                                                         : args.output.shape[0],
                            args.output.shape.size() > 1 ? args.output.shape[1]
                                                         : 0}};
+  for (const MutableArray &probe : args.probes)
+    forwardArgs.probes.push_back(
+        {probe.data,
+         {1, probe.shape.empty() ? 0 : probe.shape[0],
+          probe.shape.size() > 1 ? probe.shape[1] : 0}});
   forwardArgs.finalStates = args.nextStates;
   forwardArgs.packedWeights = args.packedWeights;
   return forward(forwardArgs);

@@ -127,6 +127,31 @@ TEST(PlanTest, ParsesDocumentedExample) {
   EXPECT_EQ(plan->numKernelsUsed(), 1);
 }
 
+// `probe NAME LEN` (cellc --probe): the kernels' `out` rows hold the output
+// and then every probe.
+TEST(PlanTest, ProbesWidenTheKernelsOutRows) {
+  std::string text = replaceOnce(atrPlan, "output H\n",
+                                 "output H\nprobe i H\nprobe h' 2*H\n");
+  Expected<Plan> plan = parsePlan(text);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  ASSERT_EQ(plan->probes.size(), 2u);
+  EXPECT_EQ(plan->probes[1].name, "h'");
+  EXPECT_EQ(plan->outputWidth.str(), "H");
+  EXPECT_EQ(plan->kernelOutputWidth().str(), "4*H");
+  EXPECT_EQ(plan->arrayWidth(plan->operations[2].operands[4]).str(), "4*H");
+  EXPECT_EQ(printPlan(*plan), text);
+  EXPECT_NE(parseError(replaceOnce(atrPlan, "output H\n",
+                                   "probe i H\noutput H\n"))
+                .find("'probe' must follow 'output'"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(text, "probe h' 2*H", "probe i H"))
+                .find("declared twice"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(text, "probe h' 2*H", "probe h'' H"))
+                .find("expected a name"),
+            std::string::npos);
+}
+
 TEST(PlanTest, PrintsWhatItParsed) {
   for (const char *text : {atrPlan, linearPlan}) {
     Expected<Plan> plan = parsePlan(text);

@@ -1,7 +1,7 @@
 //===- CheckMain.cpp - cellc-check: a compiled cell against a reference ---===//
 //
 // cellc-check FILE.cell [--cell NAME] [--dim N=V]... [--seed N] [--no-cache]
-//             [--inference-only] [--fd-points N]
+//             [--inference-only] [--fd-points N] [--probe NAME,...]
 // (usually run as `cellc check ...`)
 //
 // JIT-compiles the cell, runs it through cellrt on random batches (two size
@@ -59,6 +59,11 @@ cl::opt<bool> inferenceOnly(
     "inference-only",
     cl::desc("Compile without the backward pass and check forward only"),
     cl::init(false), cl::cat(checkCategory));
+cl::list<std::string>
+    probes("probe",
+           cl::desc("Compile with these probes (cellc --probe) and check "
+                    "each probe array against the reference's value"),
+           cl::value_desc("name"), cl::CommaSeparated, cl::cat(checkCategory));
 cl::opt<int>
     finiteDifferencePoints("fd-points",
                            cl::desc("Finite-difference coordinates per array"),
@@ -145,11 +150,14 @@ struct RunData {
   std::map<std::string, std::vector<float>> finalStateGradients;
   std::map<std::string, std::vector<int64_t>> paramShapes;
   int64_t outputWidth = 0;
+  /// One per plan probe.
+  std::vector<int64_t> probeWidths;
 };
 
 /// cellrt's results, widened to float64.
 struct RuntimeResult {
   std::vector<double> output;
+  std::map<std::string, std::vector<double>> probes;
   std::map<std::string, std::vector<double>> finalStates, inputGradients,
       initialStateGradients, paramGradients;
 };
@@ -188,6 +196,10 @@ RunData makeData(const cellrt::Plan &plan,
   data.outputWidth = evaluate(plan.outputWidth, sizes);
   data.outputGradient = randomFloats(rng, T * B * data.outputWidth);
   batch.outputGradient = toDouble(data.outputGradient);
+  for (const cellrt::VectorDecl &probe : plan.probes) {
+    batch.probes.push_back(probe.name);
+    data.probeWidths.push_back(evaluate(probe.length, sizes));
+  }
   return data;
 }
 
@@ -219,6 +231,11 @@ cellrt::Status runRuntime(const cellrt::Cell &cell, RunData &data,
                                data.paramShapes[param.name]};
   std::vector<float> output(T * B * data.outputWidth, 0.0f);
   args.output = {output.data(), {T, B, data.outputWidth}};
+  std::vector<std::vector<float>> probed;
+  for (int64_t width : data.probeWidths)
+    probed.emplace_back(T * B * width, 0.0f);
+  for (size_t i = 0; i < probed.size(); ++i)
+    args.probes.push_back({probed[i].data(), {T, B, data.probeWidths[i]}});
 
   cellrt::Tape tape;
   cellrt::Status status =
@@ -232,6 +249,8 @@ cellrt::Status runRuntime(const cellrt::Cell &cell, RunData &data,
   if (!status.ok())
     return status;
   result.output = toDouble(output);
+  for (size_t i = 0; i < probed.size(); ++i)
+    result.probes[data.batch.probes[i]] = toDouble(probed[i]);
   for (auto &[name, values] : finals)
     result.finalStates[name] = toDouble(values);
   if (!backward)
@@ -396,6 +415,11 @@ bool runConfig(const ast::Cell &cell, const cellrt::Cell &compiled,
           "final_" + state.name, runtime.finalStates[state.name],
           reference.finalStates[state.name], single.finalStates[state.name],
           kForwardTolerance));
+    for (const cellrt::VectorDecl &probe : plan.probes)
+      rows.push_back(compareConditioned(
+          "probe_" + probe.name, runtime.probes[probe.name],
+          reference.probes[probe.name], single.probes[probe.name],
+          kForwardTolerance));
     if (backward) {
       double floor = kGradientFloorFraction * largestGradient(reference);
       for (const cellrt::VectorDecl &input : plan.inputs)
@@ -503,6 +527,7 @@ int main(int argc, char **argv) {
   if (noCache)
     options.cacheDir = "";
   options.withBackward = !inferenceOnly;
+  options.probes.assign(probes.begin(), probes.end());
 
   auto compiled = jit::compileFile(inputFilename, options);
   if (!compiled) {

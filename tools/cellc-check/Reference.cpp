@@ -207,6 +207,24 @@ lookup(const std::map<std::string, std::vector<double>> &arrays,
   return it->second;
 }
 
+/// [T][B] vectors (undefined at padded steps) as one [T, B, LEN] tensor,
+/// zeros where undefined.
+torch::Tensor stackWithZeros(const std::vector<std::vector<torch::Tensor>> &rows,
+                             const torch::TensorOptions &options) {
+  int64_t width = 0;
+  for (const auto &step : rows)
+    for (const torch::Tensor &row : step)
+      if (row.defined())
+        width = row.size(0);
+  std::vector<torch::Tensor> flat;
+  for (const auto &step : rows)
+    for (const torch::Tensor &row : step)
+      flat.push_back(row.defined() ? row.detach()
+                                   : torch::zeros({width}, options));
+  return torch::stack(flat).reshape(
+      {int64_t(rows.size()), int64_t(rows.at(0).size()), width});
+}
+
 void evaluateBatch(const ast::Cell &cell,
                    const std::map<std::string, int64_t> &sizes,
                    const Batch &batch, bool withGradients, Evaluation &result,
@@ -240,6 +258,10 @@ void evaluateBatch(const ast::Cell &cell,
   int64_t outputWidth = -1;
   // out[t][b], zeros at padded steps; final[state][b].
   std::vector<std::vector<torch::Tensor>> out(T, std::vector<torch::Tensor>(B));
+  // probed[name][t][b], as out.
+  std::map<std::string, std::vector<std::vector<torch::Tensor>>> probed;
+  for (const std::string &name : batch.probes)
+    probed[name].assign(T, std::vector<torch::Tensor>(B));
   std::map<std::string, std::vector<torch::Tensor>> finals;
   for (int64_t b = 0; b < B; ++b) {
     int64_t length = batch.lengths.at(b);
@@ -265,6 +287,12 @@ void evaluateBatch(const ast::Cell &cell,
         throw ReferenceError{"the output '" + outputName + "' has no value"};
       out[t][b] = output->second;
       outputWidth = output->second.size(0);
+      for (auto &[name, values] : probed) {
+        auto value = env.find(name);
+        if (value == env.end() || value->second.dim() != 1)
+          throw ReferenceError{"the probe '" + name + "' is not a vector"};
+        values[t][b] = value->second;
+      }
     }
     for (const ast::Decl &decl : cell.states)
       finals[decl.name].push_back(state[decl.name]);
@@ -277,6 +305,9 @@ void evaluateBatch(const ast::Cell &cell,
                          ? out[t][b]
                          : torch::zeros({outputWidth}, options));
   torch::Tensor output = torch::stack(rows).reshape({T, B, outputWidth});
+  result.probes.clear();
+  for (auto &[name, values] : probed)
+    result.probes[name] = toVector(stackWithZeros(values, options));
 
   torch::Tensor loss = torch::zeros({}, kDouble);
   if (!batch.outputGradient.empty())

@@ -39,12 +39,16 @@ struct Batch {
   /// sum(final * finalStateGradient): [T, B, OUT] and [B, LEN].
   std::vector<double> outputGradient;
   std::map<std::string, std::vector<double>> finalStateGradients;
+  /// Values of the step to record (cellc --probe): `i`, `h'`, ...
+  std::vector<std::string> probes;
 };
 
 /// What the reference computes for a batch.
 struct Evaluation {
   std::vector<double> output;
   std::map<std::string, std::vector<double>> finalStates;
+  /// [T, B, LEN] per Batch::probes name, zeros at padded steps.
+  std::map<std::string, std::vector<double>> probes;
   double loss = 0;
   /// Filled only when gradients were asked for.
   std::map<std::string, std::vector<double>> inputGradients;

@@ -1,7 +1,7 @@
 //===- RunCommand.cpp - `cellc run`: a cell on .npy arrays ----------------===//
 //
 // cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D [--reverse]
-//           [--device auto|cpu|gpu]
+//           [--device auto|cpu|gpu] [--probe NAME,...]
 //
 // Reads from D (float32 unless noted):
 //   x_<input>.npy [T, B, LEN]      one per input (required)
@@ -10,7 +10,8 @@
 //   lengths.npy int32/int64 [B]    (optional: every sequence has T steps)
 //   dout.npy [T, B, OUT]           (optional)
 //   dfinal_<state>.npy [B, LEN]    (optional)
-// Writes out.npy and final_<state>.npy, and when dout or a dfinal is given
+// Writes out.npy, final_<state>.npy, probe_<name>.npy for each --probe
+// (h' as probe_h_next.npy), and when dout or a dfinal is given
 // the gradients of sum(out*dout) + sum_s sum(final_s*dfinal_s):
 // grad_x_<input>.npy, grad_param_<name>.npy, grad_init_<state>.npy.
 //
@@ -37,7 +38,8 @@ namespace {
 
 const char kUsage[] =
     "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
-    "[--reverse] [--no-cache] [--device auto|cpu|gpu] [--object X.so]";
+    "[--reverse] [--no-cache] [--device auto|cpu|gpu] [--object X.so] "
+    "[--probe NAME,...]";
 
 std::string pathIn(const std::string &dir, const std::string &file) {
   llvm::SmallString<256> path(dir);
@@ -336,6 +338,15 @@ std::string cellc::parseRunArguments(int argc, char **argv,
         return result;
       continue;
     }
+    if (!(result = value("probe", text)).empty()) {
+      if (result != "ok")
+        return result;
+      llvm::SmallVector<llvm::StringRef> names;
+      llvm::StringRef(text).split(names, ',', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef name : names)
+        options.probes.push_back(name.str());
+      continue;
+    }
     if (!(result = value("dim", text)).empty()) {
       if (result != "ok")
         return result;
@@ -437,6 +448,15 @@ loadOnDevice(const RunOptions &options,
   return cell;
 }
 
+/// probe_NAME.npy; a new state's `h'` becomes probe_h_next.npy (no quote
+/// in file names).
+std::string probeFileName(llvm::StringRef name) {
+  std::string file = "probe_" + name.str();
+  if (name.endswith("'"))
+    file = file.substr(0, file.size() - 1) + "_next";
+  return file + ".npy";
+}
+
 } // namespace
 
 std::string cellc::runOnDirectory(const RunOptions &options,
@@ -445,6 +465,7 @@ std::string cellc::runOnDirectory(const RunOptions &options,
   compileOptions.cellName = options.cellName;
   compileOptions.fixedDims = options.fixedDims;
   compileOptions.cacheDir = options.cacheDir;
+  compileOptions.probes = options.probes;
   if (!llvm::sys::fs::is_directory(options.dir))
     return options.dir + ": not a directory";
   std::optional<jit::CompiledCell> compiled;
@@ -489,6 +510,12 @@ std::string cellc::runOnDirectory(const RunOptions &options,
   std::vector<int64_t> outShape = {T, B, extent(plan.outputWidth)};
   std::vector<float> out(product(outShape), 0.0f);
   args.output = {out.data(), outShape};
+  std::vector<std::vector<float>> probed;
+  for (const cellrt::VectorDecl &probe : plan.probes)
+    probed.emplace_back(T * B * extent(probe.length), 0.0f);
+  for (size_t i = 0; i < probed.size(); ++i)
+    args.probes.push_back(
+        {probed[i].data(), {T, B, extent(plan.probes[i].length)}});
 
   bool training =
       arrays.outputGradient.has_value() || !arrays.finalStateGradients.empty();
@@ -541,6 +568,12 @@ std::string cellc::runOnDirectory(const RunOptions &options,
     if (std::string e =
             writeArray(options.dir, "final_" + state.name + ".npy",
                        {B, extent(state.length)}, finals[state.name], log);
+        !e.empty())
+      return e;
+  for (size_t i = 0; i < probed.size(); ++i)
+    if (std::string e = writeArray(
+            options.dir, probeFileName(plan.probes[i].name),
+            {T, B, extent(plan.probes[i].length)}, probed[i], log);
         !e.empty())
       return e;
   if (!training)

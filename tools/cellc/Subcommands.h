@@ -33,6 +33,8 @@ struct RunOptions {
   /// A shared library linked from `cellc FILE -o X.o`: run its code
   /// instead of compiling (the differential tester's AOT leg).
   std::string objectFile;
+  /// `--probe NAME`: values of the step written as probe_NAME.npy.
+  std::vector<std::string> probes;
 };
 
 /// Parses `run`'s arguments (argv[0] is "run"). Returns "" or an error.

@@ -1,7 +1,8 @@
 //===- cellc.cpp - The cell compiler driver -------------------------------===//
 //
 // cellc FILE.cell [-o OUT] [-emit=ast|mlir|mlir-opt|plan|llvm|obj|header]
-//       [--cell NAME] [--dim N=V]... [-x=cell|mlir] [--mcpu=CPU]
+//       [--cell NAME] [--dim N=V]... [--probe NAME]... [-x=cell|mlir]
+//       [--mcpu=CPU]
 // cellc run FILE.cell --dir D ...     (RunCommand.cpp)
 // cellc check FILE.cell ...           (runs cellc-check)
 //
@@ -85,6 +86,12 @@ cl::opt<std::string> cellName("cell",
 cl::list<std::string> dimBindings(
     "dim", cl::desc("Fix a symbolic dimension at compile time"),
     cl::value_desc("N=V"), cl::cat(cellcCategory));
+cl::list<std::string> probes(
+    "probe",
+    cl::desc("Also emit this value of the step (e.g. a gate) per step, after "
+             "the output; the runtime returns it as a probe array "
+             "[T, B, LEN] (ForwardArgs::probes). Repeat or separate by commas"),
+    cl::value_desc("name"), cl::CommaSeparated, cl::cat(cellcCategory));
 cl::opt<bool> inferenceOnly(
     "inference-only",
     cl::desc("Omit the backward kernels and the training plan"),
@@ -148,7 +155,8 @@ OwningOpRef<ModuleOp> loadModule(llvm::SourceMgr &sourceMgr,
     failed = false;
     return nullptr;
   }
-  auto module = cellc::generateCellIR(*file, context, cellName);
+  std::vector<std::string> probeNames(probes.begin(), probes.end());
+  auto module = cellc::generateCellIR(*file, context, cellName, probeNames);
   failed = !module;
   return module;
 }

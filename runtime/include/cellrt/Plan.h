@@ -190,8 +190,12 @@ struct Plan {
   std::vector<VectorDecl> states;
   std::vector<ParamDecl> params;
   /// The width of what the cell emits each step; step kernels write it
-  /// through their `out` argument.
+  /// through their `out` argument, followed by the probes.
   DimExpr outputWidth;
+  /// `probe NAME LEN` (cellc --probe): values of the step the kernels write
+  /// after the output in the `out` row; the runtime returns each in its own
+  /// array (ForwardArgs::probes).
+  std::vector<VectorDecl> probes;
   std::vector<BufferDecl> buffers;
   std::vector<WeightDecl> weights;
   /// All operations in execution order within each phase.
@@ -214,9 +218,12 @@ struct Plan {
 
   /// The row width of the array a reference points into (ignoring its column
   /// offset): the LEN of its input/state/buffer, the COLS of a matrix param,
-  /// the LEN of a vector param, the output width for `out`; a gradient
+  /// the LEN of a vector param, kernelOutputWidth() for `out`; a gradient
   /// reference has the width of what it is the gradient of.
   DimExpr arrayWidth(const Ref &ref) const;
+  /// The width of the kernels' `out` rows: the output's, then every
+  /// probe's.
+  DimExpr kernelOutputWidth() const;
   /// The number of rows of a stacked weight (sum of its params' ROWS).
   DimExpr weightRows(const WeightDecl &weight) const;
   /// The columns of a stacked weight (the COLS all its params share).

@@ -93,6 +93,10 @@ struct ForwardArgs {
   bool reverse = false;
   /// [T, B, output width]; zeros at padded steps. Null data: not written.
   MutableArray output;
+  /// One per plan probe (cellc --probe), in plan order: [T, B, LEN], the
+  /// probed value at every step (zeros at padded steps, aligned with the
+  /// inputs in reverse as the output is). Empty, or null data: not written.
+  std::vector<MutableArray> probes;
   /// One per plan state, in plan order, [B, LEN]: each sequence's state after
   /// its last step. Empty, or an entry with null data: not written.
   std::vector<MutableArray> finalStates;
@@ -148,6 +152,9 @@ struct StepArgs {
   std::map<std::string, ConstArray> params;
   /// [B, output width]; null data: not written.
   MutableArray output;
+  /// One per plan probe, in plan order, [B, LEN]; empty, or null data: not
+  /// written.
+  std::vector<MutableArray> probes;
   /// One per plan state, [B, LEN]: the states after this step. May not
   /// alias `states`.
   std::vector<MutableArray> nextStates;

@@ -18,6 +18,8 @@ namespace {
 struct BuiltinCell {
   const char *name;
   cellrt_image (*image)();
+  /// The cells/NAME.cell it was compiled from.
+  const char *source;
 };
 // kBuiltinCells: every cell in cells/, compiled ahead of time.
 #include "BuiltinCells.inc"
@@ -94,6 +96,45 @@ std::string readCellSource(const std::string &name) {
   if (!file)
     throw DataError("cannot read " + path);
   return text.str();
+}
+
+const cellrt::Cell &loadProbedCell(const std::string &name,
+                                   const std::string &source,
+                                   const std::vector<std::string> &probes) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, std::unique_ptr<cellrt::Cell>>
+      cells;
+  static std::vector<cellc::jit::CompiledCell> compiled;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::string> key = {name, source};
+  key.insert(key.end(), probes.begin(), probes.end());
+  auto it = cells.find(key);
+  if (it != cells.end())
+    return *it->second;
+  const BuiltinCell *builtin = findBuiltin(name);
+  std::string text = builtin ? builtin->source
+                     : source.empty() ? readCellSource(name)
+                                      : source;
+  if (text.empty())
+    throw DataError("unknown cell '" + name + "' (built in: " +
+                    builtinCellList() +
+                    "; or a .cell file, path.cell or path.cell:NAME)");
+  std::string spec = builtin ? std::string("cells/") + name + ".cell" : name;
+  cellc::jit::CompileOptions options;
+  options.cellName = splitCellSpec(spec).second;
+  options.probes = probes;
+  auto result = cellc::jit::compileSource(text, splitCellSpec(spec).first,
+                                          options);
+  if (!result)
+    throw DataError("cannot compile " + spec + " with probes:\n" +
+                    result.error());
+  compiled.push_back(std::move(*result));
+  auto loaded = cellrt::Cell::load(compiled.back().image());
+  if (!loaded)
+    throw DataError("cell " + name + ": " + loaded.error());
+  auto &slot = cells[key];
+  slot = std::make_unique<cellrt::Cell>(std::move(*loaded));
+  return *slot;
 }
 
 const cellrt::Cell &loadCell(const std::string &name,

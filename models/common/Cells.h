@@ -27,6 +27,15 @@ std::string cellOptionHelp();
 const cellrt::Cell &loadCell(const std::string &name,
                              const std::string &source = "");
 
+/// The cell `name` (as loadCell takes it) compiled through the JIT with
+/// probes (cellc --probe): its kernels also write those values of every
+/// step (ForwardArgs::probes, StepArgs::probes). Same params and results as
+/// loadCell's; a built-in cell is compiled from the source it was built
+/// from. Kept for the life of the process.
+const cellrt::Cell &loadProbedCell(const std::string &name,
+                                   const std::string &source,
+                                   const std::vector<std::string> &probes);
+
 /// The text of the .cell file `--cell name` names, for a checkpoint to keep;
 /// empty for a built-in cell. Throws DataError when the file cannot be read.
 std::string readCellSource(const std::string &name);

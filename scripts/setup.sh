@@ -12,7 +12,7 @@ packages=(
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev
-  python3
+  python3 python3-matplotlib
 )
 
 missing=()

@@ -44,3 +44,13 @@ ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# Pictures are drawn by Debian's Python with python3-matplotlib (installed by
+# scripts/setup.sh); tests that draw say REQUIRES: matplotlib.
+import subprocess
+plot_python = "/usr/bin/python3"
+if os.path.exists(plot_python) and subprocess.call(
+        [plot_python, "-c", "import matplotlib"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("matplotlib")
+    config.substitutions.append(("%plotpython", plot_python))

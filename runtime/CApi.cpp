@@ -75,6 +75,10 @@ struct Translation {
     }
     args.reverse = c.reverse != 0;
     args.output = {c.output, {steps, c.batch, eval(plan.outputWidth)}};
+    if (c.probes)
+      for (size_t i = 0; i < plan.probes.size(); ++i)
+        args.probes.push_back(
+            {c.probes[i], {steps, c.batch, eval(plan.probes[i].length)}});
     return 0;
   }
 };
@@ -100,6 +104,16 @@ int64_t cellrt_cell_num_dims(const cellrt_cell *cell) {
 const char *cellrt_cell_dim_name(const cellrt_cell *cell, int64_t index) {
   return cell->cell.getPlan().dims.at(index).c_str();
 }
+int64_t cellrt_cell_num_probes(const cellrt_cell *cell) {
+  return cell->cell.getPlan().probes.size();
+}
+const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index) {
+  const auto &probes = cell->cell.getPlan().probes;
+  if (index < 0 || index >= static_cast<int64_t>(probes.size()))
+    return nullptr;
+  return probes[index].name.c_str();
+}
+
 int64_t cellrt_cell_num_inputs(const cellrt_cell *cell) {
   return cell->cell.getPlan().inputs.size();
 }
@@ -173,6 +187,8 @@ int cellrt_step(const cellrt_cell *cell, const cellrt_run_args *args,
   step.output = {t.args.output.data,
                  {t.args.output.shape[1], t.args.output.shape[2]}};
   step.nextStates = t.args.finalStates;
+  for (const MutableArray &probe : t.args.probes)
+    step.probes.push_back({probe.data, {probe.shape[1], probe.shape[2]}});
   return report(cell->cell.step(step));
 }
 

@@ -12,9 +12,11 @@
 #include "jit/Jit.h"
 
 #include "cellrt/Runtime.h"
+#include "cellrt/cellrt.h"
 
 #include "gtest/gtest.h"
 
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -170,6 +172,45 @@ TEST(Probes, OfAStepAreThoseOfTheSequence) {
     h = hNext;
     c = cNext;
   }
+}
+
+// The C API: probes are named and written as through the C++ API.
+TEST(Probes, ThroughTheCApi) {
+  Compiled probed({"f", "c'"});
+  LstmRun run;
+  cellrt::ForwardArgs args = run.forwardArgs(*probed.cell, false);
+  ASSERT_TRUE(probed.cell->forward(args).ok());
+
+  cellrt_cell *cell = cellrt_cell_load(probed.code->image());
+  ASSERT_NE(cell, nullptr) << cellrt_last_error();
+  ASSERT_EQ(cellrt_cell_num_probes(cell), 2);
+  EXPECT_STREQ(cellrt_cell_probe_name(cell, 1), "c'");
+  EXPECT_EQ(cellrt_cell_probe_name(cell, 2), nullptr);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < cellrt_cell_num_dims(cell); ++d)
+    dims.push_back(std::string(cellrt_cell_dim_name(cell, d)) == "H" ? H : I);
+  std::vector<cellrt_param> params;
+  for (auto &[name, values] : run.params)
+    params.push_back({name.c_str(), values.data()});
+  std::vector<float> f(T * B * H), c(T * B * H);
+  const float *inputs[] = {run.x.data()};
+  const float *initial[] = {run.h0.data(), run.c0.data()};
+  float *probes[] = {f.data(), c.data()};
+  cellrt_run_args c_args;
+  std::memset(&c_args, 0, sizeof c_args);
+  c_args.steps = T;
+  c_args.batch = B;
+  c_args.dims = dims.data();
+  c_args.inputs = inputs;
+  c_args.lengths = run.lengths.data();
+  c_args.initial_states = initial;
+  c_args.params = params.data();
+  c_args.num_params = static_cast<int64_t>(params.size());
+  c_args.probes = probes;
+  ASSERT_EQ(cellrt_forward(cell, &c_args, nullptr), 0) << cellrt_last_error();
+  EXPECT_EQ(f, run.probes[0]);
+  EXPECT_EQ(c, run.probes[1]);
+  cellrt_cell_free(cell);
 }
 
 TEST(Probes, WrongArraysAreNamedErrors) {

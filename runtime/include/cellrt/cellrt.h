@@ -56,6 +56,11 @@ typedef struct cellrt_run_args {
   float *output;
   /// One per state, [B, LEN]; NULL (or a NULL entry): not written.
   float *const *final_states;
+  /// One per probe of a cell compiled with `cellc --probe` (in
+  /// cellrt_cell_probe_name order), [T, B, LEN]; NULL (or a NULL entry):
+  /// not written. Zero-initialise the struct (memset) so older code leaves
+  /// it NULL.
+  float *const *probes;
 } cellrt_run_args;
 
 /// Gradients for cellrt_backward; it ADDS to every gradient array.
@@ -81,6 +86,9 @@ int64_t cellrt_cell_num_dims(const cellrt_cell *cell);
 const char *cellrt_cell_dim_name(const cellrt_cell *cell, int64_t index);
 int64_t cellrt_cell_num_inputs(const cellrt_cell *cell);
 int64_t cellrt_cell_num_states(const cellrt_cell *cell);
+/// The probes the cell was compiled with (`cellc --probe`), in order.
+int64_t cellrt_cell_num_probes(const cellrt_cell *cell);
+const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index);
 /// Nonzero when the cell was compiled with its backward pass.
 int cellrt_cell_has_backward(const cellrt_cell *cell);
 

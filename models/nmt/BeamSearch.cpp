@@ -18,17 +18,19 @@ BeamSearch::BeamSearch(const std::vector<int64_t> &limits, int64_t beam,
                        float lengthPenalty)
     : B(int64_t(limits.size())), K(beam), lengthPenalty(lengthPenalty),
       limits(limits) {
-  const int64_t rows = B * K;
-  parents.resize(rows);
-  previous.assign(rows, models::Vocab::Bos);
-  scores.assign(rows, MinusInf);
-  hypotheses.resize(rows);
-  packedOf.resize(rows);
+  const int64_t count = B * K;
+  for (Rows *table : {&rows, &next}) {
+    table->parents.resize(count);
+    table->previous.assign(count, models::Vocab::Bos);
+    table->scores.assign(count, MinusInf);
+    table->hypotheses.resize(count);
+  }
+  packedOf.resize(count);
   // Each sentence starts with one hypothesis, from its initial states.
-  for (int64_t r = 0; r < rows; ++r) {
-    parents[r] = int32_t(r / K);
+  for (int64_t r = 0; r < count; ++r) {
+    rows.parents[r] = int32_t(r / K);
     if (r % K == 0)
-      scores[r] = 0;
+      rows.scores[r] = 0;
   }
   finished.resize(B);
   done.assign(B, false);
@@ -44,34 +46,26 @@ bool BeamSearch::nextStep() {
   if (step >= longest)
     return false;
   for (int64_t r = 0; r < B * K; ++r)
-    if (!done[r / K] && scores[r] != MinusInf) {
+    if (!done[r / K] && rows.scores[r] != MinusInf) {
       packedOf[r] = int32_t(active.size());
       active.push_back(int32_t(r));
-      activeParents.push_back(parents[r]);
-      activePrevious.push_back(previous[r]);
+      activeParents.push_back(rows.parents[r]);
+      activePrevious.push_back(rows.previous[r]);
       activeSentences.push_back(int32_t(r / K));
     }
   return !active.empty();
 }
 
 void BeamSearch::advance(const float *logProbs, int64_t vocab) {
-  Next next;
-  next.parents.resize(B * K);
-  next.previous.resize(B * K);
-  next.scores.resize(B * K);
-  next.hypotheses.resize(B * K);
   for (int64_t b = 0; b < B; ++b) {
     if (done[b]) {
       for (int64_t r = b * K; r < (b + 1) * K; ++r)
-        clearRow(r, next);
+        clearNextRow(r);
       continue;
     }
-    extend(b, collectCandidates(b, logProbs, vocab), next);
+    extend(b, collectCandidates(b, logProbs, vocab));
   }
-  parents = std::move(next.parents);
-  previous = std::move(next.previous);
-  scores = std::move(next.scores);
-  hypotheses = std::move(next.hypotheses);
+  std::swap(rows, next);
   ++step;
 }
 
@@ -84,14 +78,14 @@ size_t BeamSearch::collectCandidates(int64_t b, const float *logProbs,
   };
   candidates.clear();
   for (int64_t r = b * K; r < (b + 1) * K; ++r) {
-    if (scores[r] == MinusInf)
+    if (rows.scores[r] == MinusInf)
       continue;
     const float *row = logProbs + int64_t(packedOf[r]) * vocab;
     rowBest.clear();
     for (int64_t w = 0; w < vocab; ++w) {
       if (w == models::Vocab::Pad || w == models::Vocab::Bos)
         continue;
-      Candidate candidate{scores[r] + row[w], int32_t(r), int32_t(w)};
+      Candidate candidate{rows.scores[r] + row[w], int32_t(r), int32_t(w)};
       if (rowBest.size() < wanted) {
         rowBest.push_back(candidate);
         std::push_heap(rowBest.begin(), rowBest.end(), better);
@@ -109,12 +103,12 @@ size_t BeamSearch::collectCandidates(int64_t b, const float *logProbs,
   return keep;
 }
 
-void BeamSearch::extend(int64_t b, size_t candidateCount, Next &next) {
+void BeamSearch::extend(int64_t b, size_t candidateCount) {
   const int64_t first = b * K;
   int64_t live = 0;
   for (size_t c = 0; c < candidateCount && live < K; ++c) {
     const Candidate &candidate = candidates[c];
-    const std::vector<int32_t> &tokens = hypotheses[candidate.row];
+    const std::vector<int32_t> &tokens = rows.hypotheses[candidate.row];
     if (candidate.word == models::Vocab::Eos) {
       finished[b].push_back(
           {normalised(candidate.score, tokens.size() + 1), tokens});
@@ -128,7 +122,7 @@ void BeamSearch::extend(int64_t b, size_t candidateCount, Next &next) {
     next.hypotheses[r].push_back(candidate.word);
   }
   for (int64_t r = first + live; r < first + K; ++r)
-    clearRow(r, next);
+    clearNextRow(r);
   bool last = step + 1 >= limits[b];
   if (last)
     for (int64_t r = first; r < first + live; ++r)
@@ -139,7 +133,7 @@ void BeamSearch::extend(int64_t b, size_t candidateCount, Next &next) {
     done[b] = true;
 }
 
-void BeamSearch::clearRow(int64_t r, Next &next) const {
+void BeamSearch::clearNextRow(int64_t r) {
   next.parents[r] = 0;
   next.previous[r] = models::Vocab::Eos;
   next.scores[r] = MinusInf;

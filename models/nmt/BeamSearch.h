@@ -53,8 +53,9 @@ private:
     double score;
     std::vector<int32_t> tokens;
   };
-  /// The next hypotheses of rows [first, first + K).
-  struct Next {
+  /// Every row's hypothesis: the row of its parent's states, its last
+  /// word, its score (-inf: none) and its words.
+  struct Rows {
     std::vector<int32_t> parents, previous;
     std::vector<float> scores;
     std::vector<std::vector<int32_t>> hypotheses;
@@ -63,20 +64,20 @@ private:
   /// Each live row's best 2K words, the best 2K of them first in
   /// `candidates`; returns how many of those there are.
   size_t collectCandidates(int64_t b, const float *logProbs, int64_t vocab);
-  /// Keeps sentence b's best K extensions that do not end it.
-  void extend(int64_t b, size_t candidateCount, Next &next);
+  /// Keeps sentence b's best K extensions that do not end it in `next`.
+  void extend(int64_t b, size_t candidateCount);
   /// Row r of `next` holds no hypothesis.
-  void clearRow(int64_t r, Next &next) const;
+  void clearNextRow(int64_t r);
   double normalised(double score, size_t length) const;
 
   int64_t B, K;
   float lengthPenalty;
   std::vector<int64_t> limits;
   int64_t step = 0, longest = 0;
-  // Per row.
-  std::vector<int32_t> parents, previous, packedOf;
-  std::vector<float> scores;
-  std::vector<std::vector<int32_t>> hypotheses;
+  // This step's rows and the next step's (swapped, so that the
+  // hypotheses' vectors are reused), and each row's place among the listed.
+  Rows rows, next;
+  std::vector<int32_t> packedOf;
   // Per sentence.
   std::vector<std::vector<Finished>> finished;
   std::vector<bool> done;

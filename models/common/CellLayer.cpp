@@ -15,6 +15,13 @@ void check(const cellrt::Status &status, const char *what) {
     throw CellRuntimeError(std::string(what) + ": " + status.message());
 }
 
+std::vector<const float *> CellTrace::finalStatePointers() const {
+  std::vector<const float *> pointers;
+  for (const std::vector<float> &state : finalStates)
+    pointers.push_back(state.data());
+  return pointers;
+}
+
 namespace {
 
 /// The symbol of an expression that is exactly one symbol (`H`), or "".

@@ -57,6 +57,10 @@ struct CellTrace {
   std::vector<std::vector<float>> projected;
   std::vector<const float *> rawInputs;
   int64_t T = 0, B = 0;
+
+  /// finalStates as the next forward's initialStates: a decoder's next
+  /// step, or an encoder that continues another.
+  std::vector<const float *> finalStatePointers() const;
 };
 
 /// One inference step of a batch of rows for CellLayer::step. The arrays

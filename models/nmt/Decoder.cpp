@@ -11,18 +11,6 @@
 
 namespace nmt {
 
-namespace {
-
-/// The states of `trace` after its step, as the next step's start.
-std::vector<const float *> finalStates(const CellTrace &trace) {
-  std::vector<const float *> pointers;
-  for (const std::vector<float> &state : trace.finalStates)
-    pointers.push_back(state.data());
-  return pointers;
-}
-
-} // namespace
-
 /// The gradients of the states around one decoder step.
 struct Model::StateGradients {
   /// Of the states after cell 2 (entering), then before cell 1 (leaving).
@@ -52,14 +40,15 @@ void Model::decodeForward(const Batch &batch, bool train) {
   for (int64_t j = 0; j < Ty; ++j) {
     float *query = out1.data() + j * B * O1;
     float *context = contexts.data() + j * B * C;
+    float *output = out2.data() + j * B * O2;
     decoder1.forward({{targetEmbedded.data() + j * B * E}, ones.data(), 1, B,
                       states, query},
                      traces1[j], train);
     attention.attend(keys, query, B, nullptr, attentionSteps[j], context);
-    decoder2.forward({{context}, ones.data(), 1, B, finalStates(traces1[j]),
-                      out2.data() + j * B * O2},
+    decoder2.forward({{context}, ones.data(), 1, B,
+                      traces1[j].finalStatePointers(), output},
                      traces2[j], train);
-    states = finalStates(traces2[j]);
+    states = traces2[j].finalStatePointers();
   }
 }
 

@@ -61,20 +61,27 @@ void AdditiveAttention::attend(const Keys &keys, const float *query, int64_t R,
 void AdditiveAttention::backward(Keys &keys, const float *query,
                                  const Step &step, const float *dContext,
                                  float *dAnn, float *dQuery,
-                                 bool accumulateDQuery) const {
+                                 bool accumulateDQuery,
+                                 float *dProjectedQuery) const {
   const int64_t A = attentionWidth(), R = step.R;
   // Summed over the batch's steps, so that keysBackward runs the key
   // projection's backward once rather than once per step.
   if (keys.dUH.empty())
     keys.dUH.assign(keys.T * keys.B * A, 0.f);
-  std::vector<float> dQ(R * A);
+  std::vector<float> ownDQ;
+  float *dQ = dProjectedQuery;
+  if (!dQ) {
+    ownDQ.resize(R * A);
+    dQ = ownDQ.data();
+  }
   AttentionShape shape{keys.T, keys.B, contextWidth(), A, R};
   attentionBackward(shape, keys.ann, keys.UH.data(), keys.lengths,
                     step.row2seq.empty() ? nullptr : step.row2seq.data(),
                     step.Q.data(), v->value.data(), step.alpha.data(), dContext,
-                    dAnn, keys.dUH.data(), dQ.data(), v->grad.data());
-  linearBackward(query, R, queryWidth(), Wa->value.data(), A, dQ.data(),
-                 Wa->grad.data(), dQuery, accumulateDQuery);
+                    dAnn, keys.dUH.data(), dQ, v->grad.data());
+  float *dWa = dProjectedQuery ? nullptr : Wa->grad.data();
+  linearBackward(query, R, queryWidth(), Wa->value.data(), A, dQ, dWa, dQuery,
+                 accumulateDQuery);
 }
 
 void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
@@ -85,6 +92,12 @@ void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
   linearBackward(keys.ann, rows, contextWidth(), Ua->value.data(), A,
                  keys.dUH.data(), Ua->grad.data(), dAnn, true);
   keys.dUH.clear();
+}
+
+void AdditiveAttention::queryWeightBackward(const float *queries, int64_t rows,
+                                            const float *dProjected) const {
+  linearBackward(queries, rows, queryWidth(), Wa->value.data(),
+                 attentionWidth(), dProjected, Wa->grad.data(), nullptr, false);
 }
 
 } // namespace models

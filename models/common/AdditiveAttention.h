@@ -69,13 +69,22 @@ public:
   /// Given dContext [R, C]: dAnn [T, B, C] += the gradient through the
   /// weighted sum, keys.dUH += the keys' gradient, dQuery [R, queryWidth]
   /// (when given) gets the query's gradient (added with accumulateDQuery,
-  /// else overwritten), and Wa.grad, v.grad get theirs.
+  /// else overwritten), and Wa.grad, v.grad get theirs. With
+  /// dProjectedQuery [R, A], Wa.grad is left for queryWeightBackward(): the
+  /// gradient of Wa q is written there instead.
   void backward(Keys &keys, const float *query, const Step &step,
                 const float *dContext, float *dAnn, float *dQuery,
-                bool accumulateDQuery = true) const;
+                bool accumulateDQuery = true,
+                float *dProjectedQuery = nullptr) const;
   /// After the batch's last backward(): pushes keys.dUH through the key
   /// projection in one GEMM (Ua.grad, b.grad, dAnn +=), then clears it.
   void keysBackward(Keys &keys, float *dAnn) const;
+  /// Wa.grad += dProjected^T queries for `rows` queries [rows, queryWidth]
+  /// and their dProjectedQuery from backward() [rows, A]: a decoder whose
+  /// steps' queries lie in one array pays one GEMM for all its steps, as
+  /// keysBackward() does for the keys.
+  void queryWeightBackward(const float *queries, int64_t rows,
+                           const float *dProjected) const;
 
 private:
   Param *Wa, *Ua, *b, *v;

@@ -15,6 +15,13 @@ void check(const cellrt::Status &status, const char *what) {
     throw CellRuntimeError(std::string(what) + ": " + status.message());
 }
 
+std::vector<const float *> CellTrace::finalStatePointers() const {
+  std::vector<const float *> pointers;
+  for (const std::vector<float> &state : finalStates)
+    pointers.push_back(state.data());
+  return pointers;
+}
+
 namespace {
 
 /// The symbol of an expression that is exactly one symbol (`H`), or "".
@@ -203,6 +210,44 @@ void CellLayer::backward(CellTrace &trace, const float *dOutput,
       projections[k]->backward(trace.rawInputs[k], T * B,
                                dProjected[k].data(),
                                k < dInputs.size() ? dInputs[k] : nullptr);
+}
+
+cellrt::PackedWeights CellLayer::packWeights() const {
+  auto packed = impl->packWeights(paramArrays());
+  check(packed.getStatus(), what.c_str());
+  return std::move(*packed);
+}
+
+void CellLayer::step(const CellStep &step,
+                     const cellrt::PackedWeights *packed) const {
+  if (step.inputs.size() != inputs.size())
+    throw CellRuntimeError(what + ": " + std::to_string(inputs.size()) +
+                           " inputs expected, got " +
+                           std::to_string(step.inputs.size()));
+  const int64_t rows = step.rows;
+  cellrt::StepArgs args;
+  args.packedWeights = packed;
+  // Projected inputs are rare (fixed-width cell inputs): project them here.
+  std::vector<std::vector<float>> projected(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const float *input = step.inputs[k];
+    if (projections[k]) {
+      projected[k].resize(rows * cellInputs[k]);
+      projections[k]->forward(input, rows, projected[k].data());
+      input = projected[k].data();
+    }
+    args.inputs.push_back({input, {rows, cellInputs[k]}});
+  }
+  for (size_t k = 0; k < states.size(); ++k) {
+    const float *state = k < step.states.size() ? step.states[k] : nullptr;
+    // Zeros are read as a [rows, width] state, whatever stateRows says.
+    args.states.push_back({state, {state ? step.stateRows : rows, states[k]}});
+    args.nextStates.push_back({step.nextStates.at(k), {rows, states[k]}});
+  }
+  args.sourceRows = step.sourceRows;
+  args.params = paramArrays();
+  args.output = {step.output, {rows, output}};
+  check(impl->step(args), what.c_str());
 }
 
 } // namespace models

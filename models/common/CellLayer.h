@@ -8,7 +8,11 @@
 //     without bias (`PREFIX.proj_NAME`) maps the given width to the cell's;
 //   - the cell's params become model Params named `PREFIX.NAME`.
 // A layer runs in one direction; SequenceEncoder (Recurrent.h) stacks them
-// and runs both directions.
+// and runs both directions. A decoder runs a layer one step at a time:
+// while training, as length-1 sequences through forward() (one CellTrace
+// per step, each starting from the previous step's final states); while
+// decoding, through step(), whose rows can start from any rows of the
+// previous states (a beam's parents).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +57,30 @@ struct CellTrace {
   std::vector<std::vector<float>> projected;
   std::vector<const float *> rawInputs;
   int64_t T = 0, B = 0;
+
+  /// finalStates as the next forward's initialStates: a decoder's next
+  /// step, or an encoder that continues another.
+  std::vector<const float *> finalStatePointers() const;
+};
+
+/// One inference step of a batch of rows for CellLayer::step. The arrays
+/// are the caller's.
+struct CellStep {
+  /// One per cell input, [rows, inputWidth(k)].
+  std::vector<const float *> inputs;
+  int64_t rows = 0;
+  /// One per state, [stateRows, stateWidths()[k]]; empty or null entries:
+  /// zeros.
+  std::vector<const float *> states;
+  int64_t stateRows = 0;
+  /// When set, row r starts from row sourceRows[r] of `states` (beam
+  /// search); else from row r.
+  const int32_t *sourceRows = nullptr;
+  /// One per state, [rows, stateWidths()[k]]: the states after the step;
+  /// they may not alias `states`.
+  std::vector<float *> nextStates;
+  /// [rows, outputWidth()].
+  float *output = nullptr;
 };
 
 class CellLayer {
@@ -93,6 +121,13 @@ public:
                 const std::vector<float *> &dInputs,
                 const std::vector<const float *> &dFinalStates = {},
                 const std::vector<float *> &dInitialStates = {}) const;
+
+  /// The cell's weights stacked once for step(); valid while the params
+  /// keep their values and addresses (for one decoding pass).
+  cellrt::PackedWeights packWeights() const;
+  /// One inference step (no backward). `packed` is packWeights()' result,
+  /// or null to stack the weights in this call.
+  void step(const CellStep &step, const cellrt::PackedWeights *packed) const;
 
 private:
   void bindWidths(const std::vector<int64_t> &inputWidths, int64_t stateSize,

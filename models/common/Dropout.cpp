@@ -12,7 +12,12 @@ void Dropout::forward(float *x, int64_t n, Rng *rng,
     mask.clear();
     return;
   }
-  dropoutForward(x, n, p, *rng, mask);
+  mask.resize(n);
+  float keep = 1.f / (1.f - p);
+  for (int64_t i = 0; i < n; ++i) {
+    mask[i] = rng->uniform() < p ? 0.f : keep;
+    x[i] *= mask[i];
+  }
 }
 
 void Dropout::backward(float *dx, int64_t n,

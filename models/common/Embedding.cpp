@@ -3,8 +3,8 @@
 #include "models/common/Embedding.h"
 
 #include "models/common/Data.h"
-#include "models/common/Math.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -24,13 +24,22 @@ void Embedding::forward(const int32_t *ids, int64_t n, float *rows) const {
       throw std::out_of_range(table->name + ": id " + std::to_string(ids[i]) +
                               " outside a table of " +
                               std::to_string(vocabSize()) + " rows");
-  embeddingForward(table->value.data(), dim(), ids, n, rows);
+  const float *values = table->value.data();
+  const int64_t D = dim();
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(values + int64_t(ids[i]) * D, D, rows + i * D);
 }
 
 void Embedding::backward(const int32_t *ids, int64_t n,
                          const float *dRows) const {
-  if (!table->frozen)
-    embeddingBackward(table->grad.data(), dim(), ids, n, dRows);
+  if (table->frozen)
+    return;
+  const int64_t D = dim();
+  for (int64_t i = 0; i < n; ++i) {
+    float *row = table->grad.data() + int64_t(ids[i]) * D;
+    for (int64_t d = 0; d < D; ++d)
+      row[d] += dRows[i * D + d];
+  }
 }
 
 std::string EmbeddingCoverage::describe(const std::string &path) const {

@@ -1,7 +1,8 @@
 //===- models/common/Losses.h - Softmax cross-entropy -----------*- C++ -*-===//
 //
-// The classification loss of the NLI classifier and the NMT output layer.
-// (The CRF's losses are in Crf.h.)
+// The classification loss of the NLI classifier and the NMT output layer,
+// and the log-probabilities a decoder ranks words by. (The CRF's losses are
+// in Crf.h.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,17 @@ double softmaxCrossEntropy(const float *logits, int64_t rows, int64_t classes,
                            const int32_t *targets, const uint8_t *mask,
                            float scale, float *dLogits,
                            std::vector<float> &logProbs);
+
+/// softmaxCrossEntropy that turns `logits` themselves into the
+/// log-probabilities: no copy of a [rows, classes] array (the NMT output
+/// layer's are tens of MB).
+double softmaxCrossEntropyInPlace(float *logits, int64_t rows,
+                                  int64_t classes, const int32_t *targets,
+                                  const uint8_t *mask, float scale,
+                                  float *dLogits);
+
+/// Log-softmax of each row of logits [rows, classes], in place.
+void logSoftmax(float *logits, int64_t rows, int64_t classes);
 
 /// The arg max of each row of scores [rows, classes].
 std::vector<int32_t> argmaxRows(const float *scores, int64_t rows,

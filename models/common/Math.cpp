@@ -1,4 +1,4 @@
-//===- models/common/Math.cpp - Arrays, GEMM, RNG and layers -------------===//
+//===- models/common/Math.cpp - GEMM, RNG and layer kernels --------------===//
 
 #include "models/common/Math.h"
 
@@ -96,22 +96,6 @@ void uniformInit(std::vector<float> &values, float scale, Rng &rng) {
     value = float((rng.uniform() * 2 - 1) * scale);
 }
 
-void embeddingForward(const float *table, int64_t D, const int32_t *ids,
-                      int64_t n, float *rows) {
-  for (int64_t i = 0; i < n; ++i)
-    std::copy(table + int64_t(ids[i]) * D, table + int64_t(ids[i] + 1) * D,
-              rows + i * D);
-}
-
-void embeddingBackward(float *dTable, int64_t D, const int32_t *ids,
-                       int64_t n, const float *dRows) {
-  for (int64_t i = 0; i < n; ++i) {
-    float *row = dTable + int64_t(ids[i]) * D;
-    for (int64_t d = 0; d < D; ++d)
-      row[d] += dRows[i * D + d];
-  }
-}
-
 // The element-wise layers below run on every target word of every batch;
 // written so clang vectorises them: exp through glibc's vector libmvec
 // (-fveclib=libmvec), tanh from exp, reductions reassociated (this file's
@@ -128,6 +112,14 @@ void tanhInPlace(float *x, int64_t n) {
     for (int64_t i = begin; i < end; ++i)
       x[i] = tanhFromExp(x[i]);
   });
+}
+
+void tanhBackward(const float *y, float *dy, int64_t n) {
+  // Unfused, so that it gives the same bits on machines with and without
+  // FMA (the drivers' own loops, built for any x86-64, never fuse).
+#pragma clang fp contract(off)
+  for (int64_t i = 0; i < n; ++i)
+    dy[i] *= 1 - y[i] * y[i];
 }
 
 /// out[a] = tanh(q[a] + k[a]); returns sum_a v[a] * out[a].
@@ -250,62 +242,6 @@ void attentionBackward(const AttentionShape &s, const float *ann,
   for (const auto &part : dvParts)
     for (int64_t a = 0; a < s.A; ++a)
       dv[a] += part.second[a];
-}
-
-void logSoftmax(float *logits, int64_t R, int64_t V) {
-  cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
-#pragma clang fp reassociate(on)
-    for (int64_t r = begin; r < end; ++r) {
-      float *row = logits + r * V;
-      float best = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < V; ++j)
-        best = std::max(best, row[j]);
-      float total = 0;
-      for (int64_t j = 0; j < V; ++j)
-        total += std::exp(row[j] - best);
-      float shift = best + std::log(total);
-      for (int64_t j = 0; j < V; ++j)
-        row[j] -= shift;
-    }
-  });
-}
-
-double crossEntropy(const float *logProbs, int64_t R, int64_t V,
-                    const int32_t *targets, const uint8_t *mask, float scale,
-                    float *dLogits) {
-  std::vector<double> rowLoss(R, 0.0);
-  cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float *d = dLogits ? dLogits + r * V : nullptr;
-      if (mask && !mask[r]) {
-        if (d)
-          std::fill(d, d + V, 0.f);
-        continue;
-      }
-      const float *row = logProbs + r * V;
-      rowLoss[r] = -row[targets[r]];
-      if (!d)
-        continue;
-      for (int64_t j = 0; j < V; ++j)
-        d[j] = scale * std::exp(row[j]);
-      d[targets[r]] -= scale;
-    }
-  });
-  // Summed in row order: the same loss for any number of threads.
-  double loss = 0;
-  for (double value : rowLoss)
-    loss += value;
-  return loss;
-}
-
-void dropoutForward(float *x, int64_t n, float p, Rng &rng,
-                    std::vector<float> &mask) {
-  mask.resize(n);
-  float keep = 1.f / (1.f - p);
-  for (int64_t i = 0; i < n; ++i) {
-    mask[i] = rng.uniform() < p ? 0.f : keep;
-    x[i] *= mask[i];
-  }
 }
 
 bool setThreads(int n) {

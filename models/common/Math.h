@@ -1,11 +1,11 @@
-//===- models/common/Math.h - Arrays, GEMM, RNG and layers ------*- C++ -*-===//
+//===- models/common/Math.h - GEMM, RNG and layer kernels ------*- C++ -*-===//
 //
-// The building blocks of the model drivers: float32 arrays as std::vector
-// plus a shape, row-major GEMM through oneDNN's dnnl_sgemm, a seeded RNG
-// whose state can be saved, and the hand-written forward/backward of every
-// non-recurrent layer (embeddings, additive attention, softmax
-// cross-entropy, dropout). The layer classes (Linear.h, ...) are built on
-// these kernels.
+// The kernels under the layer library: row-major GEMM through oneDNN's
+// dnnl_sgemm, linear maps and biases, a seeded RNG whose state can be
+// saved, tanh, and additive attention over precomputed keys (shared by
+// AdditiveAttention.h and WordByWordAttention.h). The layer classes
+// (Linear.h, ...) are built on them; a kernel only one layer uses lives in
+// that layer's file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,13 +60,6 @@ template <typename T> void shuffle(std::vector<T> &items, Rng &rng) {
 /// Every value uniform in [-scale, scale].
 void uniformInit(std::vector<float> &values, float scale, Rng &rng);
 
-/// rows[i] = table[ids[i]] for a [V, D] table.
-void embeddingForward(const float *table, int64_t D, const int32_t *ids,
-                      int64_t n, float *rows);
-/// dTable[ids[i]] += dRows[i].
-void embeddingBackward(float *dTable, int64_t D, const int32_t *ids,
-                       int64_t n, const float *dRows);
-
 /// Additive (Bahdanau) attention over annotations ann [T, B, C] (time-major,
 /// valid where t < lengths[row2seq[r]]) with keys UH = ann Ua^T + ba
 /// [T, B, A] precomputed. Row r of the queries Q [R, A] (= Wa s) attends over
@@ -93,19 +86,8 @@ void attentionBackward(const AttentionShape &s, const float *ann,
 
 /// x[i] = tanh(x[i]) (absolute error ~1e-7).
 void tanhInPlace(float *x, int64_t n);
-
-/// Log-softmax of logits [R, V] in place.
-void logSoftmax(float *logits, int64_t R, int64_t V);
-/// Cross-entropy from log-probs [R, V] against targets (rows with
-/// mask[r] == 0 are skipped); returns the summed loss and writes
-/// dLogits = scale * (softmax - onehot) for unmasked rows, 0 otherwise.
-double crossEntropy(const float *logProbs, int64_t R, int64_t V,
-                    const int32_t *targets, const uint8_t *mask, float scale,
-                    float *dLogits);
-
-/// Inverted dropout: mask[i] = 0 or 1/(1-p) drawn from rng; x *= mask.
-void dropoutForward(float *x, int64_t n, float p, Rng &rng,
-                    std::vector<float> &mask);
+/// Its backward given y = tanh(x): dy[i] *= 1 - y[i]^2.
+void tanhBackward(const float *y, float *dy, int64_t n);
 
 /// Sets the OpenMP thread count of oneDNN (and anything else using the
 /// process's OpenMP runtime); n <= 0 leaves it alone. Small models run

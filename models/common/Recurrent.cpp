@@ -10,20 +10,24 @@ namespace models {
 
 SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
                                  const std::string &prefix,
-                                 const EncoderShape &shape,
-                                 ParamStore &store) {
+                                 const EncoderShape &shape, ParamStore &store)
+    : SequenceEncoder(cell, shape, store, [&](int64_t l, int64_t d) {
+        return prefix + ".l" + std::to_string(l) + (d == 0 ? ".fwd" : ".bwd");
+      }) {}
+
+SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
+                                 const EncoderShape &shape, ParamStore &store,
+                                 const LayerNames &names) {
   if (shape.layers < 1)
-    throw DataError(prefix + ": an encoder needs at least one layer");
+    throw DataError(names(0, 0) + ": an encoder needs at least one layer");
   widths.push_back(shape.inputWidth);
   int64_t directions = shape.bidirectional ? 2 : 1;
   for (int64_t l = 0; l < shape.layers; ++l) {
     cells.emplace_back();
     int64_t width = 0;
     for (int64_t d = 0; d < directions; ++d) {
-      std::string name = prefix + ".l" + std::to_string(l) +
-                         (d == 0 ? ".fwd" : ".bwd");
       cells[l].push_back(std::make_unique<CellLayer>(
-          cell, name, widths.back(), shape.stateSize, store, d == 1));
+          cell, names(l, d), widths.back(), shape.stateSize, store, d == 1));
       width += cells[l][d]->outputWidth();
     }
     widths.push_back(width);

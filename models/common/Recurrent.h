@@ -3,7 +3,9 @@
 // A sequence encoder of `layers` cell layers over one input [T, B, in]:
 // each layer runs forward in time, or both ways with its two outputs
 // concatenated ([fwd ; bwd] per position); layer l reads layer l-1's
-// output. Parameters are `PREFIX.lL.fwd.*` and `PREFIX.lL.bwd.*`.
+// output. Parameters are `PREFIX.lL.fwd.*` and `PREFIX.lL.bwd.*`, or
+// whatever names the model gives (the NMT encoder keeps its first
+// checkpoints' `encoder_fwd.*`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +14,9 @@
 
 #include "models/common/CellLayer.h"
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace models {
@@ -36,8 +40,16 @@ public:
     int64_t T = 0, B = 0;
   };
 
+  /// The parameter prefix of layer `layer`'s direction `direction` (0
+  /// forward, 1 backward).
+  using LayerNames =
+      std::function<std::string(int64_t layer, int64_t direction)>;
+
+  /// Layers named PREFIX.lL.fwd and PREFIX.lL.bwd.
   SequenceEncoder(const cellrt::Cell &cell, const std::string &prefix,
                   const EncoderShape &shape, ParamStore &store);
+  SequenceEncoder(const cellrt::Cell &cell, const EncoderShape &shape,
+                  ParamStore &store, const LayerNames &names);
 
   int64_t outputWidth() const { return widths.back(); }
   int64_t numLayers() const { return int64_t(cells.size()); }

@@ -12,6 +12,7 @@
 #define CELLC_MODELS_CWS_SESSION_H
 
 #include "models/common/Optimizers.h"
+#include "models/common/RunStart.h"
 #include "models/cws/Options.h"
 #include "models/cws/Score.h"
 
@@ -99,13 +100,8 @@ private:
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);
 };
 
-/// `cws train` as the command line asked for it.
-struct TrainRequest {
-  TrainOptions options;        // the command line's, defaults filled in
-  std::set<std::string> given; // the option names it gave explicitly
-  bool resume = false;         // --resume: continue options.out
-  bool force = false;          // --force: overwrite another run's files
-};
+/// `cws train` as the command line asked for it (no --resume-from).
+using TrainRequest = models::RunRequest<TrainOptions>;
 
 /// The session to train and its data, or null (with a message) when the
 /// resumed run has already finished. Throws DataError naming the file or

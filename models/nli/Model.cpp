@@ -13,14 +13,6 @@ using namespace models;
 
 namespace {
 constexpr int64_t kClasses = 3;
-
-/// The states of `trace` as read-only pointers (the next encoder's start).
-std::vector<const float *> statePointers(const CellTrace &trace) {
-  std::vector<const float *> pointers;
-  for (const std::vector<float> &state : trace.finalStates)
-    pointers.push_back(state.data());
-  return pointers;
-}
 } // namespace
 
 Batch makeBatch(const std::vector<Example> &examples,
@@ -148,7 +140,7 @@ void Model::attentionForward(const Batch &batch, bool train, Rng *rng) {
   // Conditional encoding: the hypothesis starts where the premise ended.
   hypothesisEncoder->forward({{hypothesisEmb.data()},
                               batch.hypothesisLengths.data(), N, B,
-                              statePointers(premiseTrace), H.data()},
+                              premiseTrace.finalStatePointers(), H.data()},
                              hypothesisTrace, train);
   features.resize(B * k);
   attention->forward(Y.data(), batch.premiseLengths.data(), L, H.data(),

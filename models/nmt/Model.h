@@ -1,35 +1,40 @@
 //===- models/nmt/Model.h - RNNSearch over compiled cells -------*- C++ -*-===//
 //
 // The attention-based encoder-decoder of Bahdanau et al. as configured in
-// the ATR paper (appendix A.1), with every recurrence run by a cellc-compiled
-// cell through cellrt:
+// the ATR paper (appendix A.1), built from the layer library in
+// models/common, with every recurrence run by a cellc-compiled cell:
 //
-//   encoder   h_i = [fwd(x)_i ; bwd(x)_i]          (Cell::forward, reverse)
+//   encoder   h_i = [fwd(x)_i ; bwd(x)_i]          SequenceEncoder (bidir.)
 //   annot.    a_i = tanh(h_i)                      (always; see README)
-//   init      s_0 = tanh(Winit mean_i(a_i) + binit) (first state; others 0)
-//   decoder   s~_j = Cell1(s_{j-1}, E[y_{j-1}])
-//             e_ji = v . tanh(Wa s~_j + Ua a_i + ba), alpha = softmax_i(e)
-//             c_j  = sum_i alpha_ji a_i
-//             s_j  = Cell2(s~_j, c_j)
+//   init      s_0 = tanh(Winit mean_i(a_i) + binit) Linear `init` (first
+//                                                   state; others 0)
+//   decoder   s~_j = Cell1(s_{j-1}, E[y_{j-1}])    CellLayer `decoder1`
+//             c_j  = attend(s~_j; a)               AdditiveAttention
+//             s_j  = Cell2(s~_j, c_j)              CellLayer `decoder2`
 //   readout   t_j  = tanh(Ws tanh(s_j) + Wy E[y_{j-1}] + Wc c_j + bo)
-//             p(y_j) = softmax(Wout dropout(t_j) + bout)
+//                                                  LinearSum `readout`
+//             p(y_j) = softmax(Wout dropout(t_j) + bout)  Linear `output`
 //
 // Training runs each decoder step as a length-1 sequence through
-// Cell::forward(args, tape) / backward (one Tape per step); decoding uses
-// Cell::step with sourceRows for beam reordering. All other gradients are
-// hand-written (models/common/Math.h).
+// CellLayer::forward (one CellTrace per step) and backpropagates them last
+// step first; decoding runs CellLayer::step with a beam's parent rows
+// (BeamSearch.h). The parameter names and their order are those of the
+// first checkpoints, so they still load.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_NMT_MODEL_H
 #define CELLC_MODELS_NMT_MODEL_H
 
+#include "models/common/AdditiveAttention.h"
 #include "models/common/CellLayer.h"
 #include "models/common/Data.h"
-#include "models/common/Math.h"
+#include "models/common/Dropout.h"
+#include "models/common/Embedding.h"
+#include "models/common/Linear.h"
+#include "models/common/LinearSum.h"
+#include "models/common/Recurrent.h"
 
-#include <deque>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +51,17 @@ struct ModelConfig {
   /// readCellSource): kept in the checkpoint, compiled instead of the file.
   std::string cellSource;
 };
+
+class BeamSearch;
+
+/// The data of each state array, as the layers take them.
+template <typename T>
+std::vector<T *> statePointers(std::vector<std::vector<float>> &states) {
+  std::vector<T *> result;
+  for (std::vector<float> &state : states)
+    result.push_back(state.data());
+  return result;
+}
 
 class Model {
 public:
@@ -75,24 +91,80 @@ public:
   bool breakGradientForTest = false;
 
 private:
-  Param &add(const std::string &name, std::vector<int64_t> shape);
+  /// What the readout keeps of `rows` decoder steps for its backward.
+  struct Readout {
+    std::vector<float> tanhState, hidden, dropped, dropMask, logits;
+  };
+  /// The decoder's states between steps, one array per cell state.
+  using States = std::vector<std::vector<float>>;
+  /// The gradients of the states around a decoder step (Decoder.cpp).
+  struct StateGradients;
+  /// What decoding keeps of its current step (Translate.cpp).
+  struct DecodeStep;
+
+  // Shared by training and decoding (Model.cpp).
+  /// Annotations, attention keys and s_0 of the batch's sources.
   void encode(const Batch &batch, bool train);
+  /// Given the gradient of s_0, and dAnnotations as the attention left it.
+  void encodeBackward(const Batch &batch, const float *dInitialState);
+  /// logits [rows, V] from the decoder's output s, the previous words'
+  /// embeddings y and the contexts c (each [rows, width]).
+  void readoutForward(const float *s, const float *y, const float *c,
+                      int64_t rows, Rng *dropoutRng, Readout &out) const;
+  /// Given out.logits' gradient dLogits: writes (not adds) ds, dy and dc.
+  void readoutBackward(const float *s, const float *y, const float *c,
+                       int64_t rows, Readout &out, const float *dLogits,
+                       float *ds, float *dy, float *dc) const;
+
+  // The teacher-forced decoder of training (Decoder.cpp).
+  /// Over the batch's target inputs: out1, contexts and out2 [Ty, B, width].
+  void decodeForward(const Batch &batch, bool train);
+  /// Last step first, given the gradient of out2: ADDS into dEmbedded (the
+  /// target embeddings'), dContexts and dAnnotations. Returns the gradient
+  /// of the decoder's initial states.
+  States decodeBackward(const Batch &batch, const float *dOut2,
+                        float *dEmbedded, float *dContexts);
+  /// Backward of step j: grads.after holds the gradient of its final
+  /// states on entry and of its initial states on return.
+  void decodeStepBackward(const Batch &batch, int64_t j, const float *dOut2,
+                          float *dEmbedded, float *dContexts,
+                          StateGradients &grads);
+
+  // Decoding (Translate.cpp).
+  /// One beam-search step of the search's active rows: log-probabilities in
+  /// step.readout.logits.
+  void decodeStep(const BeamSearch &search,
+                  const cellrt::PackedWeights &packed1,
+                  const cellrt::PackedWeights &packed2, DecodeStep &step);
 
   ModelConfig config;
   ParamStore store;
-  std::unique_ptr<CellLayer> encF, encB, dec1, dec2;
-  Param *Esrc, *Etgt, *Winit, *binit, *Wa, *Ua, *ba, *va, *Ws, *Wy, *Wc, *bo,
-      *Wout, *bout;
+  // In parameter order: the layers register themselves in `store`.
+  Embedding sourceEmbedding, targetEmbedding;
+  SequenceEncoder encoder;
+  CellLayer decoder1, decoder2;
+  Linear init;
+  AdditiveAttention attention;
+  LinearSum readout;
+  Linear output;
+  Dropout readoutDropout;
 
   // Workspace of the last encode().
-  int64_t C = 0;
-  std::vector<float> xs, hf, hb, ann, mean, s0, UH;
+  std::vector<float> sourceEmbedded, annotations, meanAnnotation, s0;
+  SequenceEncoder::Trace encoderTrace;
+  AdditiveAttention::Keys keys;
+  std::vector<float> dAnnotations;
+  // Workspace of the last teacher-forced decode ([Ty, B, width] arrays and
+  // one trace and attention step per step).
+  std::vector<int32_t> ones;
+  std::vector<float> targetEmbedded, out1, contexts, out2;
+  std::vector<CellTrace> traces1, traces2;
+  std::vector<AdditiveAttention::Step> attentionSteps;
+  std::vector<float> dProjectedQueries;
   // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
   // afresh per batch cost more in page faults than the softmax itself.
-  std::vector<float> logits, dLogits;
-  cellrt::ForwardArgs argsF, argsB;
-  cellrt::Tape tapeF, tapeB;
-  std::vector<cellrt::Tape> tapes1, tapes2;
+  Readout trainReadout;
+  std::vector<float> dLogits;
 };
 
 } // namespace nmt

@@ -8,28 +8,15 @@ namespace nmt {
 
 namespace {
 
-/// The checkpoint at `path` with the command line's run-length and
-/// reporting options; null when it has finished and nothing extends it.
-std::unique_ptr<Session> resumeSession(const std::string &path,
-                                       const TrainRequest &request) {
-  auto session = Session::load(path);
-  checkSameSetup(path, session->options.toMap(), request.options.toMap(),
-                 request.given, optionsChangeableOnResume());
-  session->options = TrainOptions::fromMap(resumedOptions(
-      session->options.toMap(), request.options.toMap(), request.given,
-      optionsChangeableOnResume(),
-      {"out", "log", "progress", "skip-nonfinite"}));
-  if (!request.resumeFrom.empty() && request.resumeFrom != request.options.out)
-    session->runId = newRunId(); // a branch of the run: a run of its own
-  if (session->state.finished && !request.given.count("epochs")) {
+/// A finished run goes on only when --epochs is given again.
+bool continues(Session &session, const TrainRequest &request,
+               const std::string &path) {
+  if (session.state.finished && !request.given.count("epochs")) {
     std::fprintf(stderr, "nmt: %s has finished training\n", path.c_str());
-    return nullptr;
+    return false;
   }
-  session->state.finished = false;
-  std::fprintf(stderr, "resuming %s at epoch %lld, update %lld; writing %s\n",
-               path.c_str(), (long long)session->state.epoch + 1,
-               (long long)session->state.updates, session->options.out.c_str());
-  return session;
+  session.state.finished = false;
+  return true;
 }
 
 } // namespace
@@ -44,25 +31,13 @@ const std::set<std::string> &optionsChangeableOnResume() {
 
 std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data) {
-  const std::string &out = request.options.out;
-  removeStaleTemporaries("nmt", out);
-  std::unique_ptr<Session> session;
-  bool resume = request.resume || !request.resumeFrom.empty();
-  if (resume) {
-    std::string source =
-        resumeSource("nmt", request.options.out, request.resumeFrom);
-    if (!source.empty()) {
-      session = resumeSession(source, request);
-      if (!session)
-        return nullptr;
-    }
-  }
-  data = loadTrainData(session ? session->options : request.options);
-  if (!session)
-    session = std::make_unique<Session>(request.options, data);
-  for (const std::string &path : {out, out + ".best"})
-    checkOutputOwnership("nmt", path, session->runId, request.force);
-  return session;
+  RunRules<Session, TrainOptions, TrainData> rules{
+      "nmt",
+      optionsChangeableOnResume(),
+      {"out", "log", "progress", "skip-nonfinite"},
+      continues,
+      loadTrainData};
+  return models::prepareTraining(rules, request, data);
 }
 
 } // namespace nmt

@@ -11,6 +11,7 @@
 #ifndef CELLC_MODELS_NMT_RESUME_H
 #define CELLC_MODELS_NMT_RESUME_H
 
+#include "models/common/RunStart.h"
 #include "models/nmt/Trainer.h"
 
 #include <memory>
@@ -22,17 +23,11 @@ namespace nmt {
 using namespace models;
 
 /// `nmt train` as the command line asked for it.
-struct TrainRequest {
-  TrainOptions options;        // the command line's, defaults filled in
-  std::set<std::string> given; // option names (toMap keys) given explicitly
-  bool resume = false;         // --resume: continue options.out
-  std::string resumeFrom;      // --resume-from: continue this file instead
-  bool force = false;          // --force: overwrite another run's checkpoint
-};
+using TrainRequest = models::RunRequest<TrainOptions>;
 
 /// The session to train and its data, or null (with a message) when the
-/// resumed run has already finished. Throws DataError naming the file or
-/// the contradicting options.
+/// resumed run has already finished (models::prepareTraining with nmt's
+/// rules). Throws DataError naming the file or the contradicting options.
 std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data);
 

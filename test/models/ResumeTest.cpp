@@ -31,14 +31,14 @@ bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
 /// Trains `updates` updates of a new run to o.out.
 void trainNew(TrainOptions o, int64_t updates) {
   o.maxUpdates = updates;
-  TrainRequest request{o, {}, false, "", false};
+  TrainRequest request{o, {}, false, false, ""};
   TrainData data;
   prepareTraining(request, data)->train(data);
 }
 
 std::unique_ptr<Session> resume(TrainOptions o, std::set<std::string> given,
                                 std::string from = "") {
-  TrainRequest request{o, std::move(given), true, std::move(from), false};
+  TrainRequest request{o, std::move(given), true, false, std::move(from)};
   TrainData data;
   auto session = prepareTraining(request, data);
   session->train(data);
@@ -68,7 +68,7 @@ TEST(Resume, RefusesToOverwriteAnotherRunsCheckpoint) {
   TrainOptions o = tiny("owned");
   trainNew(o, 2);
   std::string before = bytesOf(o.out);
-  TrainRequest again{o, {}, false, "", false};
+  TrainRequest again{o, {}, false, false, ""};
   TrainData data;
   try {
     prepareTraining(again, data);

@@ -72,15 +72,27 @@ struct AttentionRun {
     return loss;
   }
 
-  void backward() {
+  /// With deferQueryWeights, as a decoder does: Wa's gradient in one GEMM
+  /// over both steps' stacked queries.
+  void backward(bool deferQueryWeights = false) {
     zeroGrads(store.all());
     dAnn.assign(ann.size(), 0.f);
+    const int64_t A = c.A;
+    std::vector<float> dProjected(Steps * R * A);
     for (int s = Steps - 1; s >= 0; --s) {
       dQuery[s].assign(query[s].size(), 0.f);
       layer.backward(keys, query[s].data(), steps[s], G[s].data(), dAnn.data(),
-                     dQuery[s].data());
+                     dQuery[s].data(), true,
+                     deferQueryWeights ? dProjected.data() + s * R * A
+                                       : nullptr);
     }
     layer.keysBackward(keys, dAnn.data());
+    if (!deferQueryWeights)
+      return;
+    std::vector<float> queries;
+    for (int s = 0; s < Steps; ++s)
+      queries.insert(queries.end(), query[s].begin(), query[s].end());
+    layer.queryWeightBackward(queries.data(), Steps * R, dProjected.data());
   }
 
   Param &param(const char *name) {
@@ -130,10 +142,12 @@ torch::Tensor torchLoss(AttentionRun &run, TorchInputs &in) {
 
 class AdditiveAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
-TEST_P(AdditiveAttentionTest, MatchesTorch) {
-  AttentionRun run(GetParam());
+/// Forward, backward (Wa's gradient per step or deferred), and every
+/// result against the reference.
+void expectMatchesTorch(const AttentionCase &c, bool deferQueryWeights) {
+  AttentionRun run(c);
   double loss = run.forward();
-  run.backward();
+  run.backward(deferQueryWeights);
   TorchInputs in;
   torch::Tensor total = torchLoss(run, in);
   total.backward();
@@ -146,6 +160,14 @@ TEST_P(AdditiveAttentionTest, MatchesTorch) {
   expectClose(run.param("Ua").grad, in.Ua.grad(), "dUa");
   expectClose(run.param("b").grad, in.b.grad(), "db");
   expectClose(run.param("v").grad, in.v.grad(), "dv");
+}
+
+TEST_P(AdditiveAttentionTest, MatchesTorch) {
+  expectMatchesTorch(GetParam(), false);
+}
+
+TEST_P(AdditiveAttentionTest, DeferredQueryWeightsMatchTorch) {
+  expectMatchesTorch(GetParam(), true);
 }
 
 TEST_P(AdditiveAttentionTest, MatchesDifferences) {

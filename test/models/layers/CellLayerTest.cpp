@@ -3,7 +3,9 @@
 // The cells are compiled by the JIT from small sources whose equations are
 // written again here with LibTorch (float64). What is checked is the layer:
 // binding widths, input projections, several inputs, reverse direction,
-// initial and final states, stacking and both directions, ragged lengths.
+// initial and final states, stacking and both directions, ragged lengths,
+// and a decoder's use one step at a time (length-1 sequences chained by
+// their states while training; step() with a beam's parent rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +63,15 @@ cell same(x: [H]) {
   h' = tanh(U @ h + x)
 })";
 
+/// Two states, both carried (as LSTM's h and c).
+const char *kTwoStates = R"(
+cell twostates(x: [I]) {
+  state h: [H], c: [H]
+  param W: [H, I], U: [H, H], b: [H]
+  c' = c + tanh(W @ x + U @ h + b)
+  h' = tanh(c')
+})";
+
 using Step = std::function<torch::Tensor(const std::vector<torch::Tensor> &,
                                          const torch::Tensor &)>;
 
@@ -87,11 +98,6 @@ reference(const Step &step, const std::vector<torch::Tensor> &inputs,
     finals.push_back(h);
   }
   return {torch::stack(rows).reshape({T, B, H}), torch::stack(finals)};
-}
-
-std::vector<float> grad(const torch::Tensor &tensor) {
-  torch::Tensor g = tensor.grad().to(torch::kFloat32).contiguous();
-  return std::vector<float>(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
 }
 
 class ElmanLayerTest : public ::testing::TestWithParam<bool> {};
@@ -260,6 +266,169 @@ TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   expectClose(dX, x.grad(), "dX");
   for (Param *p : store.all())
     expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+}
+
+/// The two-state cell written with LibTorch.
+struct TwoStatesReference {
+  torch::Tensor W, U, b;
+  explicit TwoStatesReference(ParamStore &store, const std::string &prefix) {
+    W = toTorch(store.find(prefix + ".W")->value,
+                store.find(prefix + ".W")->shape, true);
+    U = toTorch(store.find(prefix + ".U")->value,
+                store.find(prefix + ".U")->shape, true);
+    b = toTorch(store.find(prefix + ".b")->value, {W.size(0)}, true);
+  }
+  /// One step of rows x [R, I], h and c [R, H]: the new (h, c).
+  std::pair<torch::Tensor, torch::Tensor>
+  step(const torch::Tensor &x, const torch::Tensor &h,
+       const torch::Tensor &c) const {
+    torch::Tensor next =
+        c + torch::tanh(torch::matmul(x, W.t()) + torch::matmul(h, U.t()) + b);
+    return {torch::tanh(next), next};
+  }
+};
+
+/// A decoder's training loop: T length-1 sequences, each starting from the
+/// previous one's final states, backpropagated last step first with the
+/// state gradients handed from step to step.
+struct StepwiseRun {
+  static constexpr int64_t T = 3, B = 2, I = 4, H = 3;
+  JitCell jit{kTwoStates};
+  ParamStore store;
+  CellLayer layer{*jit.cell, "dec", I, H, store};
+  std::vector<int32_t> ones = std::vector<int32_t>(B, 1);
+  std::vector<float> X, h0, G, Gf, Y, dX, dH0;
+  std::vector<CellTrace> traces = std::vector<CellTrace>(T);
+
+  StepwiseRun() {
+    Rng rng(17);
+    for (Param *p : store.all())
+      uniformInit(p->value, 0.6f, rng);
+    X = randomValues(T * B * I, rng);
+    h0 = randomValues(B * H, rng);
+    G = randomValues(T * B * H, rng);
+    Gf = randomValues(B * H, rng);
+    Y.resize(T * B * H);
+  }
+
+  /// sum(Y * G) + sum(h_T * Gf).
+  double forward(bool train) {
+    std::vector<const float *> states = {h0.data()}; // c starts at zero
+    for (int64_t t = 0; t < T; ++t) {
+      layer.forward({{X.data() + t * B * I}, ones.data(), 1, B, states,
+                     Y.data() + t * B * H},
+                    traces[t], train);
+      states = {traces[t].finalStates[0].data(),
+                traces[t].finalStates[1].data()};
+    }
+    return weightedSum(Y, G) + weightedSum(traces[T - 1].finalStates[0], Gf);
+  }
+
+  void backward() {
+    zeroGrads(store.all());
+    dX.assign(X.size(), 0.f);
+    std::vector<std::vector<float>> after = {Gf, std::vector<float>(B * H)};
+    std::vector<std::vector<float>> before(2, std::vector<float>(B * H));
+    for (int64_t t = T - 1; t >= 0; --t) {
+      for (std::vector<float> &state : before)
+        std::fill(state.begin(), state.end(), 0.f);
+      layer.backward(traces[t], G.data() + t * B * H,
+                     {dX.data() + t * B * I},
+                     {after[0].data(), after[1].data()},
+                     {before[0].data(), before[1].data()});
+      after.swap(before);
+    }
+    dH0 = after[0];
+  }
+};
+
+TEST(CellLayer, LengthOneStepsChainedByStatesMatchTorch) {
+  StepwiseRun run;
+  const int64_t T = run.T, B = run.B, I = run.I, H = run.H;
+  double loss = run.forward(true);
+  run.backward();
+
+  TwoStatesReference ref(run.store, "dec");
+  torch::Tensor x = toTorch(run.X, {T, B, I}, true);
+  torch::Tensor h = toTorch(run.h0, {B, H}, true), h0 = h;
+  torch::Tensor c = torch::zeros({B, H}, torch::kFloat64);
+  std::vector<torch::Tensor> outputs;
+  for (int64_t t = 0; t < T; ++t) {
+    std::tie(h, c) = ref.step(x[t], h, c);
+    outputs.push_back(h);
+  }
+  torch::Tensor y = torch::stack(outputs);
+  torch::Tensor total = (y * toTorch(run.G, {T, B, H})).sum() +
+                        (h * toTorch(run.Gf, {B, H})).sum();
+  total.backward();
+  EXPECT_NEAR(loss, total.item<double>(), 1e-4);
+  expectClose(run.Y, y, "Y");
+  expectClose(run.dX, x.grad(), "dX");
+  expectClose(run.dH0, h0.grad(), "dH0");
+  expectClose(run.store.find("dec.W")->grad, ref.W.grad(), "dW");
+  expectClose(run.store.find("dec.U")->grad, ref.U.grad(), "dU");
+  expectClose(run.store.find("dec.b")->grad, ref.b.grad(), "db");
+
+  auto lossOnly = [&] { return run.forward(false); };
+  expectFiniteDifferences(lossOnly, run.X, run.dX, "dX");
+  expectFiniteDifferences(lossOnly, run.h0, run.dH0, "dH0");
+  expectParamDifferences(lossOnly, run.store);
+}
+
+TEST(CellLayer, InferenceStepsStartFromTheirSourceRows) {
+  JitCell jit(kTwoStates);
+  const int64_t I = 3, H = 4, stateRows = 3, rows = 4;
+  ParamStore store;
+  CellLayer layer(*jit.cell, "dec", I, H, store);
+  Rng rng(19);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.6f, rng);
+  std::vector<float> X = randomValues(rows * I, rng);
+  std::vector<float> h = randomValues(stateRows * H, rng),
+                     c = randomValues(stateRows * H, rng);
+  std::vector<int32_t> sourceRows = {2, 0, 2, 1};
+  std::vector<float> Y(rows * H), nextH(rows * H), nextC(rows * H);
+  cellrt::PackedWeights packed = layer.packWeights();
+  const cellrt::PackedWeights *stacked = &packed, *none = nullptr;
+  for (const cellrt::PackedWeights *weights : {stacked, none}) {
+    std::fill(Y.begin(), Y.end(), 0.f);
+    layer.step({{X.data()}, rows, {h.data(), c.data()}, stateRows,
+                sourceRows.data(), {nextH.data(), nextC.data()}, Y.data()},
+               weights);
+    TwoStatesReference ref(store, "dec");
+    torch::Tensor index = torch::tensor({2, 0, 2, 1}, torch::kLong);
+    auto [refH, refC] =
+        ref.step(toTorch(X, {rows, I}),
+                 toTorch(h, {stateRows, H}).index_select(0, index),
+                 toTorch(c, {stateRows, H}).index_select(0, index));
+    expectClose(Y, refH, "output");
+    expectClose(nextH, refH, "next h");
+    expectClose(nextC, refC, "next c");
+  }
+  // No states: both start at zero.
+  layer.step({{X.data()}, rows, {}, 0, nullptr, {nextH.data(), nextC.data()},
+              Y.data()},
+             &packed);
+  TwoStatesReference ref(store, "dec");
+  torch::Tensor zeros = torch::zeros({rows, H}, torch::kFloat64);
+  expectClose(Y, ref.step(toTorch(X, {rows, I}), zeros, zeros).first,
+              "output from zeros");
+}
+
+TEST(SequenceEncoder, TakesTheModelsLayerNames) {
+  JitCell jit(kElman);
+  ParamStore store;
+  SequenceEncoder encoder(*jit.cell, {3, 2, 1, true}, store,
+                          [](int64_t layer, int64_t direction) {
+                            return direction == 0 ? "fore" : "back";
+                          });
+  std::vector<std::string> names;
+  for (Param *p : store.all())
+    names.push_back(p->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fore.W", "fore.U", "fore.b",
+                                             "back.W", "back.U", "back.b"}));
+  EXPECT_FALSE(encoder.layer(0, 0).isReverse());
+  EXPECT_TRUE(encoder.layer(0, 1).isReverse());
 }
 
 } // namespace

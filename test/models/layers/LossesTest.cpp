@@ -49,6 +49,29 @@ TEST(SoftmaxCrossEntropy, MatchesTorchAndDifferences) {
                std::out_of_range);
 }
 
+TEST(SoftmaxCrossEntropy, InPlaceLeavesTheSameLogProbabilities) {
+  const int64_t rows = 4, classes = 6;
+  Rng rng(22);
+  std::vector<float> logits = randomValues(rows * classes, rng, 3.f);
+  std::vector<int32_t> targets = {5, 0, 2, 3};
+  std::vector<float> dCopy(rows * classes), dInPlace(rows * classes), logProbs;
+  double copied = softmaxCrossEntropy(logits.data(), rows, classes,
+                                      targets.data(), nullptr, 0.5f,
+                                      dCopy.data(), logProbs);
+  std::vector<float> inPlace = logits;
+  double loss = softmaxCrossEntropyInPlace(inPlace.data(), rows, classes,
+                                           targets.data(), nullptr, 0.5f,
+                                           dInPlace.data());
+  EXPECT_EQ(loss, copied);
+  EXPECT_EQ(inPlace, logProbs);
+  EXPECT_EQ(dInPlace, dCopy);
+  std::vector<float> decoded = logits;
+  logSoftmax(decoded.data(), rows, classes);
+  EXPECT_EQ(decoded, logProbs);
+  expectClose(decoded, torch::log_softmax(toTorch(logits, {rows, classes}), 1),
+              "logSoftmax");
+}
+
 TEST(SoftmaxCrossEntropy, ArgmaxRows) {
   std::vector<float> scores = {0, 3, 1, 5, -1, 2};
   EXPECT_EQ(argmaxRows(scores.data(), 2, 3), (std::vector<int32_t>{1, 0}));

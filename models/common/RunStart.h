@@ -1,0 +1,109 @@
+//===- models/common/RunStart.h - Starting or resuming a run ----*- C++ -*-===//
+//
+// What every driver's `train` does before the first update, in the order
+// that makes a killed run resumable (the steps are in RunFiles.h): clear
+// the temporaries of an interrupted save; with --resume, continue OUT (or
+// --resume-from's file, or OUT.best) with the checkpoint's options,
+// refusing a command line that contradicts them; load the data the run
+// trains on; and refuse to write over another run's checkpoint.
+//
+// A driver's Session provides `static load(path)`, `options` (with toMap,
+// static fromMap and `out`), `runId`, `state.epoch` and `state.updates`,
+// and a constructor from (options, data).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_RUNSTART_H
+#define CELLC_MODELS_COMMON_RUNSTART_H
+
+#include "models/common/RunFiles.h"
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace models {
+
+/// `train` as the command line asked for it.
+template <typename Options> struct RunRequest {
+  Options options;             // the command line's, defaults filled in
+  std::set<std::string> given; // option names (toMap keys) given explicitly
+  bool resume = false;         // --resume: continue options.out
+  bool force = false;          // --force: overwrite another run's checkpoint
+  // --resume-from: continue this file instead (a default, so that drivers
+  // without the option may leave it out of their initialisers).
+  std::string resumeFrom = "";
+};
+
+/// How a driver's runs resume.
+template <typename Session, typename Options, typename Data>
+struct RunRules {
+  /// The driver's name, starting its messages.
+  std::string program;
+  /// Options that may differ from the checkpoint's, and those always taken
+  /// from the command line (where this command writes and reports).
+  std::set<std::string> changeable, fromCommandLine;
+  /// False when the resumed session has nothing left to train (saying so);
+  /// else readies it to go on.
+  std::function<bool(Session &, const RunRequest<Options> &,
+                     const std::string &path)>
+      continues;
+  std::function<Data(const Options &)> loadData;
+};
+
+/// The checkpoint at `path` with the command line's changeable options, or
+/// null when it has finished. Throws DataError listing the options the
+/// command line contradicts.
+template <typename Session, typename Options, typename Data>
+std::unique_ptr<Session>
+resumeSession(const RunRules<Session, Options, Data> &rules,
+              const std::string &path, const RunRequest<Options> &request) {
+  std::unique_ptr<Session> session = Session::load(path);
+  checkSameSetup(path, session->options.toMap(), request.options.toMap(),
+                 request.given, rules.changeable);
+  session->options = Options::fromMap(
+      resumedOptions(session->options.toMap(), request.options.toMap(),
+                     request.given, rules.changeable, rules.fromCommandLine));
+  if (!request.resumeFrom.empty() && request.resumeFrom != request.options.out)
+    session->runId = newRunId(); // a branch of the run: a run of its own
+  if (!rules.continues(*session, request, path))
+    return nullptr;
+  std::fprintf(stderr, "resuming %s at epoch %lld, update %lld; writing %s\n",
+               path.c_str(), (long long)session->state.epoch + 1,
+               (long long)session->state.updates,
+               session->options.out.c_str());
+  return session;
+}
+
+/// The session to train and its data, or null (with a message) when the
+/// resumed run has already finished. Throws DataError naming the file or
+/// the contradicting options.
+template <typename Session, typename Options, typename Data>
+std::unique_ptr<Session>
+prepareTraining(const RunRules<Session, Options, Data> &rules,
+                const RunRequest<Options> &request, Data &data) {
+  const std::string &out = request.options.out;
+  removeStaleTemporaries(rules.program, out);
+  std::unique_ptr<Session> session;
+  if (request.resume || !request.resumeFrom.empty()) {
+    std::string source =
+        resumeSource(rules.program, out, request.resumeFrom);
+    if (!source.empty()) {
+      session = resumeSession(rules, source, request);
+      if (!session)
+        return nullptr;
+    }
+  }
+  data = rules.loadData(session ? session->options : request.options);
+  if (!session)
+    session = std::make_unique<Session>(request.options, data);
+  for (const std::string &path : {out, out + ".best"})
+    checkOutputOwnership(rules.program, path, session->runId, request.force);
+  return session;
+}
+
+} // namespace models
+
+#endif

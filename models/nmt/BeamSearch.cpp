@@ -1,0 +1,160 @@
+//===- models/nmt/BeamSearch.cpp - Hypotheses of a beam search ------------===//
+
+#include "models/nmt/BeamSearch.h"
+
+#include "models/common/Data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace nmt {
+
+namespace {
+constexpr float MinusInf = -std::numeric_limits<float>::infinity();
+} // namespace
+
+BeamSearch::BeamSearch(const std::vector<int64_t> &limits, int64_t beam,
+                       float lengthPenalty)
+    : B(int64_t(limits.size())), K(beam), lengthPenalty(lengthPenalty),
+      limits(limits) {
+  const int64_t count = B * K;
+  for (Rows *table : {&rows, &next}) {
+    table->parents.resize(count);
+    table->previous.assign(count, models::Vocab::Bos);
+    table->scores.assign(count, MinusInf);
+    table->hypotheses.resize(count);
+  }
+  packedOf.resize(count);
+  // Each sentence starts with one hypothesis, from its initial states.
+  for (int64_t r = 0; r < count; ++r) {
+    rows.parents[r] = int32_t(r / K);
+    if (r % K == 0)
+      rows.scores[r] = 0;
+  }
+  finished.resize(B);
+  done.assign(B, false);
+  for (int64_t limit : limits)
+    longest = std::max(longest, limit);
+}
+
+bool BeamSearch::nextStep() {
+  active.clear();
+  activeParents.clear();
+  activePrevious.clear();
+  activeSentences.clear();
+  if (step >= longest)
+    return false;
+  for (int64_t r = 0; r < B * K; ++r)
+    if (!done[r / K] && rows.scores[r] != MinusInf) {
+      packedOf[r] = int32_t(active.size());
+      active.push_back(int32_t(r));
+      activeParents.push_back(rows.parents[r]);
+      activePrevious.push_back(rows.previous[r]);
+      activeSentences.push_back(int32_t(r / K));
+    }
+  return !active.empty();
+}
+
+void BeamSearch::advance(const float *logProbs, int64_t vocab) {
+  for (int64_t b = 0; b < B; ++b) {
+    if (done[b]) {
+      for (int64_t r = b * K; r < (b + 1) * K; ++r)
+        clearNextRow(r);
+      continue;
+    }
+    extend(b, collectCandidates(b, logProbs, vocab));
+  }
+  std::swap(rows, next);
+  ++step;
+}
+
+size_t BeamSearch::collectCandidates(int64_t b, const float *logProbs,
+                                     int64_t vocab) {
+  // Each row's own best 2K first, so only K*2K candidates are sorted.
+  const size_t wanted = size_t(2 * K);
+  auto better = [](const Candidate &x, const Candidate &y) {
+    return x.score > y.score;
+  };
+  candidates.clear();
+  for (int64_t r = b * K; r < (b + 1) * K; ++r) {
+    if (rows.scores[r] == MinusInf)
+      continue;
+    const float *row = logProbs + int64_t(packedOf[r]) * vocab;
+    rowBest.clear();
+    for (int64_t w = 0; w < vocab; ++w) {
+      if (w == models::Vocab::Pad || w == models::Vocab::Bos)
+        continue;
+      Candidate candidate{rows.scores[r] + row[w], int32_t(r), int32_t(w)};
+      if (rowBest.size() < wanted) {
+        rowBest.push_back(candidate);
+        std::push_heap(rowBest.begin(), rowBest.end(), better);
+      } else if (candidate.score > rowBest.front().score) {
+        std::pop_heap(rowBest.begin(), rowBest.end(), better);
+        rowBest.back() = candidate;
+        std::push_heap(rowBest.begin(), rowBest.end(), better);
+      }
+    }
+    candidates.insert(candidates.end(), rowBest.begin(), rowBest.end());
+  }
+  size_t keep = std::min(candidates.size(), wanted);
+  std::partial_sort(candidates.begin(), candidates.begin() + keep,
+                    candidates.end(), better);
+  return keep;
+}
+
+void BeamSearch::extend(int64_t b, size_t candidateCount) {
+  const int64_t first = b * K;
+  int64_t live = 0;
+  for (size_t c = 0; c < candidateCount && live < K; ++c) {
+    const Candidate &candidate = candidates[c];
+    const std::vector<int32_t> &tokens = rows.hypotheses[candidate.row];
+    if (candidate.word == models::Vocab::Eos) {
+      finished[b].push_back(
+          {normalised(candidate.score, tokens.size() + 1), tokens});
+      continue;
+    }
+    int64_t r = first + live++;
+    next.parents[r] = packedOf[candidate.row];
+    next.previous[r] = candidate.word;
+    next.scores[r] = candidate.score;
+    next.hypotheses[r] = tokens;
+    next.hypotheses[r].push_back(candidate.word);
+  }
+  for (int64_t r = first + live; r < first + K; ++r)
+    clearNextRow(r);
+  bool last = step + 1 >= limits[b];
+  if (last)
+    for (int64_t r = first; r < first + live; ++r)
+      finished[b].push_back(
+          {normalised(next.scores[r], next.hypotheses[r].size()),
+           next.hypotheses[r]});
+  if (last || int64_t(finished[b].size()) >= K || live == 0)
+    done[b] = true;
+}
+
+void BeamSearch::clearNextRow(int64_t r) {
+  next.parents[r] = 0;
+  next.previous[r] = models::Vocab::Eos;
+  next.scores[r] = MinusInf;
+  next.hypotheses[r].clear();
+}
+
+double BeamSearch::normalised(double score, size_t length) const {
+  return score / std::pow(double(length), double(lengthPenalty));
+}
+
+std::vector<std::vector<int32_t>> BeamSearch::best() const {
+  std::vector<std::vector<int32_t>> result(B);
+  for (int64_t b = 0; b < B; ++b) {
+    double bestScore = -std::numeric_limits<double>::infinity();
+    for (const Finished &f : finished[b])
+      if (f.score > bestScore) {
+        bestScore = f.score;
+        result[b] = f.tokens;
+      }
+  }
+  return result;
+}
+
+} // namespace nmt

@@ -1,0 +1,99 @@
+//===- models/nmt/Translate.cpp - Beam-search decoding --------------------===//
+//
+// Decoding runs the two decoder cells through CellLayer::step over the
+// beam's live rows only: each row starts from its parent's states (the
+// previous step's packed rows) and attends over its own sentence.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/nmt/BeamSearch.h"
+#include "models/nmt/Model.h"
+
+#include "models/common/Losses.h"
+
+#include <algorithm>
+
+namespace nmt {
+
+/// The arrays of one decoding step, reused from step to step.
+struct Model::DecodeStep {
+  /// The states before the step (with `stateRows` rows), between the two
+  /// cells and after the step.
+  States states, between, next;
+  int64_t stateRows = 0;
+  std::vector<float> embedded, out1, context, out2;
+  AdditiveAttention::Step attention;
+  Readout readout;
+};
+
+std::vector<std::vector<int32_t>>
+Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
+                 float lengthPenalty) {
+  const int64_t B = batch.B;
+  encode(batch, false);
+  std::vector<int64_t> limits(B);
+  for (int64_t b = 0; b < B; ++b)
+    limits[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
+  BeamSearch search(limits, beam, lengthPenalty);
+
+  // Each sentence starts from s_0 (first state) and zeros.
+  const std::vector<int64_t> &widths = decoder1.stateWidths();
+  DecodeStep step;
+  step.states.resize(widths.size());
+  step.between.resize(widths.size());
+  step.next.resize(widths.size());
+  step.states[0] = s0;
+  for (size_t k = 1; k < widths.size(); ++k)
+    step.states[k].assign(B * widths[k], 0.f);
+  step.stateRows = B;
+  // The decoder cells' weights stay fixed while decoding: stack them once.
+  cellrt::PackedWeights packed1 = decoder1.packWeights();
+  cellrt::PackedWeights packed2 = decoder2.packWeights();
+  while (search.nextStep()) {
+    decodeStep(search, packed1, packed2, step);
+    search.advance(step.readout.logits.data(), config.tgtVocab);
+  }
+  return search.best();
+}
+
+void Model::decodeStep(const BeamSearch &search,
+                       const cellrt::PackedWeights &packed1,
+                       const cellrt::PackedWeights &packed2, DecodeStep &step) {
+  const int64_t n = search.activeCount(), E = config.emb;
+  const std::vector<int64_t> &widths = decoder1.stateWidths();
+  for (size_t k = 0; k < widths.size(); ++k) {
+    step.between[k].resize(n * widths[k]);
+    step.next[k].resize(n * widths[k]);
+  }
+  step.embedded.resize(n * E);
+  targetEmbedding.forward(search.previousWords().data(), n,
+                          step.embedded.data());
+  step.out1.resize(n * decoder1.outputWidth());
+  CellStep first{{step.embedded.data()},
+                 n,
+                 statePointers<const float>(step.states),
+                 step.stateRows,
+                 search.parentRows().data(),
+                 statePointers<float>(step.between),
+                 step.out1.data()};
+  decoder1.step(first, &packed1);
+  step.context.resize(n * encoder.outputWidth());
+  attention.attend(keys, step.out1.data(), n, search.sentences().data(),
+                   step.attention, step.context.data());
+  step.out2.resize(n * decoder2.outputWidth());
+  CellStep second{{step.context.data()},
+                  n,
+                  statePointers<const float>(step.between),
+                  n,
+                  nullptr,
+                  statePointers<float>(step.next),
+                  step.out2.data()};
+  decoder2.step(second, &packed2);
+  readoutForward(step.out2.data(), step.embedded.data(), step.context.data(),
+                 n, nullptr, step.readout);
+  logSoftmax(step.readout.logits.data(), n, config.tgtVocab);
+  step.states.swap(step.next);
+  step.stateRows = n;
+}
+
+} // namespace nmt

@@ -98,6 +98,7 @@ void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
   }
   for (const auto &state : plan.states)
     states.push_back(*state.length.evaluate(dims));
+  boundDims = dims;
   auto out = plan.outputWidth.evaluate(dims);
   if (!out)
     throw DataError(what + ": cannot evaluate the output width " +
@@ -173,10 +174,48 @@ void CellLayer::forward(const CellSequence &sequence, CellTrace &trace,
   args.params = paramArrays();
   args.reverse = reverse;
   args.output = {sequence.output, {T, B, output}};
-  if (train)
+  if (train) {
     check(impl->forward(args, trace.tape), what.c_str());
-  else
+  } else if (recorder) {
+    addProbeArrays(args, T, B);
+    check(recorder->probed->forward(args), what.c_str());
+  } else {
     check(impl->forward(args), what.c_str());
+  }
+}
+
+void CellLayer::setProbeRecorder(ProbeRecorder *newRecorder) {
+  if (newRecorder) {
+    const cellrt::Plan &own = impl->getPlan(),
+                       &probed = newRecorder->probed->getPlan();
+    bool same = own.params.size() == probed.params.size();
+    for (size_t k = 0; same && k < own.params.size(); ++k)
+      same = own.params[k].name == probed.params[k].name &&
+             own.params[k].shape == probed.params[k].shape;
+    if (!same || own.states.size() != probed.states.size())
+      throw DataError(what + ": the probed cell " + probed.cellName +
+                      " is not the layer's cell " + own.cellName);
+  }
+  recorder = newRecorder;
+}
+
+void CellLayer::addProbeArrays(cellrt::ForwardArgs &args, int64_t T,
+                               int64_t B) const {
+  const std::vector<cellrt::VectorDecl> &probes =
+      recorder->probed->getPlan().probes;
+  ProbeRecorder::Call &call = recorder->calls.emplace_back();
+  call.T = T;
+  call.B = B;
+  // Reserved: the arrays' addresses go into args.
+  call.probes.reserve(probes.size());
+  for (const cellrt::VectorDecl &probe : probes) {
+    auto width = probe.length.evaluate(boundDims);
+    if (!width)
+      throw DataError(what + ": probe " + probe.name + " has the unbound "
+                      "width " + probe.length.str());
+    call.probes.emplace_back(T * B * *width);
+    args.probes.push_back({call.probes.back().data(), {T, B, *width}});
+  }
 }
 
 void CellLayer::backward(CellTrace &trace, const float *dOutput,

@@ -83,6 +83,21 @@ struct CellStep {
   float *output = nullptr;
 };
 
+/// What a layer's inference forwards record of a cell's probes (cellc
+/// --probe; nmt analyze).
+struct ProbeRecorder {
+  /// The layer's cell compiled with probes (models::loadProbedCell): same
+  /// params and results, run instead of the layer's own cell while
+  /// recording.
+  const cellrt::Cell *probed = nullptr;
+  struct Call {
+    int64_t T = 0, B = 0;
+    /// One [T, B, len] array per probe of `probed`, in plan order.
+    std::vector<std::vector<float>> probes;
+  };
+  std::vector<Call> calls;
+};
+
 class CellLayer {
 public:
   /// Throws DataError naming the cell and the mismatch when the cell cannot
@@ -122,6 +137,12 @@ public:
                 const std::vector<const float *> &dFinalStates = {},
                 const std::vector<float *> &dInitialStates = {}) const;
 
+  /// From now on inference forwards run recorder->probed and append its
+  /// probes to recorder->calls; null: the layer's own cell, nothing
+  /// recorded. Throws DataError when the probed cell's params differ. The
+  /// recorder must outlive the forwards.
+  void setProbeRecorder(ProbeRecorder *recorder);
+
   /// The cell's weights stacked once for step(); valid while the params
   /// keep their values and addresses (for one decoding pass).
   cellrt::PackedWeights packWeights() const;
@@ -130,6 +151,8 @@ public:
   void step(const CellStep &step, const cellrt::PackedWeights *packed) const;
 
 private:
+  /// Points `args` at a new call's probe arrays in `recorder`.
+  void addProbeArrays(cellrt::ForwardArgs &args, int64_t T, int64_t B) const;
   void bindWidths(const std::vector<int64_t> &inputWidths, int64_t stateSize,
                   const std::string &prefix, ParamStore &store);
   const float *cellInput(const CellSequence &sequence, CellTrace &trace,
@@ -144,6 +167,9 @@ private:
   std::vector<std::unique_ptr<Linear>> projections;
   std::vector<std::string> names;
   std::vector<Param *> params;
+  /// The plan's dims as bound to the widths.
+  std::map<std::string, int64_t> boundDims;
+  ProbeRecorder *recorder = nullptr;
 };
 
 /// A cellrt call failed (bad shapes, lengths, sizes): the message names the

@@ -55,6 +55,7 @@ public:
   int64_t numLayers() const { return int64_t(cells.size()); }
   /// Layer l's direction d (0 forward, 1 backward).
   const CellLayer &layer(int64_t l, int64_t d) const { return *cells[l][d]; }
+  CellLayer &layer(int64_t l, int64_t d) { return *cells[l][d]; }
 
   /// input [T, B, inputWidth]; output [T, B, outputWidth()] is written
   /// (zeros at padded steps). The input must stay alive until backward.

@@ -159,6 +159,36 @@ void addTaskCommand(CLI::App &app, TaskRequest &r) {
   addTaskOptions(*cmd, r.options);
 }
 
+void addAnalyzeCommand(CLI::App &app, AnalyzeRequest &r) {
+  CLI::App *cmd = app.add_subcommand(
+      "analyze", "The ATR paper's gate analyses (Figures 3 and 4) of a "
+                 "trained model: gate means by position, r, Eq. 10 arcs");
+  cmd->add_option("--model", r.model, "checkpoint")->required();
+  cmd->add_option("--src", r.src, "source lines")->required();
+  cmd->add_option("--ref", r.ref, "target lines (force-decoded)")->required();
+  cmd->add_option("--out", r.out, "folder for analysis.json, CSV and "
+                                  "pictures")
+      ->required();
+  cmd->add_option("--gates", r.gates,
+                  "probed gates (default: atr/ran/lstm i,f; gru/lau z,r; "
+                  "sru f,r)")
+      ->delimiter(',');
+  cmd->add_option("--additive", r.additive,
+                  "input and forget gate of a cell h' = i*p + f*h for Eq. 10 "
+                  "(default i,f for atr, ran, lstm; 'none' to skip)")
+      ->delimiter(',');
+  option(*cmd, "sentences", r.sentences, "sentences drawn as arcs")
+      ->check(CLI::Range(0, 1000));
+  option(*cmd, "batch-size", r.batchSize, "sentences per batch")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--own-translation", r.ownTranslation,
+                "force-decode the model's own translation (beam --beam), "
+                "not --ref");
+  option(*cmd, "beam", r.beam, "beam of --own-translation")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--no-plots", r.noPlots, "write JSON and CSV only");
+}
+
 } // namespace
 
 std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
@@ -168,6 +198,7 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   addTranslateCommand(app, cli.translate);
   addScoreCommand(app, cli.score);
   addTaskCommand(app, cli.task);
+  addAnalyzeCommand(app, cli.analyze);
   if (std::optional<int> exit = parseDriverCommands(
           app, argc, argv, cli.threads,
           "OpenMP threads for oneDNN (1 is fastest for small models)",

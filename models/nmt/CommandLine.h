@@ -3,6 +3,7 @@
 #ifndef CELLC_MODELS_NMT_COMMANDLINE_H
 #define CELLC_MODELS_NMT_COMMANDLINE_H
 
+#include "models/nmt/Analyze.h"
 #include "models/nmt/Resume.h"
 
 #include <optional>
@@ -37,6 +38,7 @@ struct CommandLine {
   TranslateRequest translate;
   ScoreRequest score;
   TaskRequest task;
+  AnalyzeRequest analyze;
 };
 
 /// Parses argv into `cli`. Returns the exit code when nmt must stop here:

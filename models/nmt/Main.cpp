@@ -4,6 +4,7 @@
 //   nmt translate --model CKPT     translate raw lines (stdin or --input)
 //   nmt score --ref R --hyp H      corpus BLEU-4 (sacreBLEU 13a or multi-bleu)
 //   nmt task --split S --side SIDE print the embedded task's text
+//   nmt analyze --model CKPT --src F --ref F --out DIR   gate analyses
 //
 // Options are parsed by CLI11: an unknown or misspelt option, a missing or
 // malformed value, or one out of range is an error naming the option, and
@@ -93,6 +94,10 @@ int run(const CommandLine &cli) {
     return translate(cli.translate);
   if (cli.command == "score")
     return score(cli.score);
+  if (cli.command == "analyze") {
+    analyze(cli.analyze);
+    return 0;
+  }
   return task(cli.task);
 }
 

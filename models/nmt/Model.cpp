@@ -51,6 +51,15 @@ void Model::initialize(Rng &rng, float scale) {
     uniformInit(param->value, scale, rng);
 }
 
+void Model::recordProbes(ModelProbes *probes) {
+  encoder.layer(0, 0).setProbeRecorder(probes ? &probes->encoderForward
+                                              : nullptr);
+  encoder.layer(0, 1).setProbeRecorder(probes ? &probes->encoderBackward
+                                              : nullptr);
+  decoder1.setProbeRecorder(probes ? &probes->decoder1 : nullptr);
+  decoder2.setProbeRecorder(probes ? &probes->decoder2 : nullptr);
+}
+
 std::vector<Param *> Model::params() { return store.all(); }
 
 int64_t Model::parameterCount() { return store.count(); }

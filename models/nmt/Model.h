@@ -54,6 +54,13 @@ struct ModelConfig {
 
 class BeamSearch;
 
+/// What every cell layer of the model records of its probes (nmt analyze):
+/// the encoder's one call per batch ([Tx, B, len]), each decoder cell's one
+/// call per target step ([1, B, len]).
+struct ModelProbes {
+  ProbeRecorder encoderForward, encoderBackward, decoder1, decoder2;
+};
+
 /// The data of each state array, as the layers take them.
 template <typename T>
 std::vector<T *> statePointers(std::vector<std::vector<float>> &states) {
@@ -81,6 +88,11 @@ public:
   std::vector<std::vector<int32_t>> translate(const Batch &batch,
                                               int64_t beam, int64_t maxLength,
                                               float lengthPenalty);
+
+  /// From now on inference forwards (loss without backward: forced
+  /// decoding) run each recorder's probed cell and record into `probes`;
+  /// null: stop. Every recorder's `probed` must be set.
+  void recordProbes(ModelProbes *probes);
 
   std::vector<Param *> params();
   int64_t parameterCount();

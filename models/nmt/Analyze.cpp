@@ -1,0 +1,334 @@
+//===- models/nmt/Analyze.cpp - Gates of a trained model -----------------===//
+
+#include "models/nmt/Analyze.h"
+
+#include "models/common/Cells.h"
+#include "models/common/GateAnalysis.h"
+#include "models/nmt/Trainer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace nmt {
+
+namespace {
+
+/// What one side (a cell layer of the model) gave over all sentences.
+struct SideStats {
+  std::string side;
+  /// Whether the recorder has one call per step (decoder) or one per batch.
+  bool perStep = false;
+  std::vector<std::string> gates;
+  /// [gate][position]: the sum of the gate's unit means; counts[position].
+  std::vector<std::vector<double>> sums;
+  std::vector<int64_t> counts;
+  /// [gate][every active (position, sentence)]: the unit mean.
+  std::vector<std::vector<double>> all;
+  struct Sentence {
+    std::vector<std::string> words;
+    std::vector<int64_t> links;
+    std::vector<std::vector<double>> weights;
+  };
+  std::vector<Sentence> sentences;
+
+  std::vector<double> means(size_t gate) const {
+    std::vector<double> result;
+    for (size_t t = 0; t < counts.size(); ++t)
+      result.push_back(counts[t] ? sums[gate][t] / double(counts[t]) : 0.0);
+    return result;
+  }
+};
+
+/// The probe arrays of one layer, by (step, sentence).
+struct Recorded {
+  const ProbeRecorder &recorder;
+  bool perStep;
+
+  /// Probe p's row at step t of sentence b, and its width.
+  const float *row(size_t p, int64_t t, int64_t b, int64_t &width) const {
+    const ProbeRecorder::Call &call =
+        recorder.calls.at(perStep ? size_t(t) : 0);
+    width = int64_t(call.probes[p].size()) / (call.T * call.B);
+    int64_t step = perStep ? 0 : t;
+    return call.probes[p].data() + (step * call.B + b) * width;
+  }
+  double unitMean(size_t p, int64_t t, int64_t b) const {
+    int64_t width;
+    const float *values = row(p, t, b, width);
+    double sum = 0;
+    for (int64_t j = 0; j < width; ++j)
+      sum += values[j];
+    return sum / double(width);
+  }
+  /// Probe p of sentence b for steps 0..length-1, [length, width].
+  std::vector<float> sequence(size_t p, int64_t b, int64_t length,
+                              int64_t &width) const {
+    std::vector<float> rows;
+    for (int64_t t = 0; t < length; ++t) {
+      const float *values = row(p, t, b, width);
+      rows.insert(rows.end(), values, values + width);
+    }
+    return rows;
+  }
+};
+
+/// The probe names: the gates, then any additive names not among them.
+std::vector<std::string> probeNames(const AnalyzeRequest &r) {
+  std::vector<std::string> names = r.gates;
+  for (const std::string &name : r.additive)
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  return names;
+}
+
+size_t indexOf(const std::vector<std::string> &names, const std::string &name) {
+  return size_t(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+/// Adds one batch's probes of a side: the gates' unit means by position,
+/// and the Eq. 10 weights of sentences while fewer than `wanted` are kept.
+void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
+             const std::vector<std::vector<std::string>> &words,
+             const AnalyzeRequest &r, const std::vector<std::string> &probes,
+             SideStats &stats) {
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    int64_t length = lengths[b];
+    if (int64_t(stats.counts.size()) < length) {
+      stats.counts.resize(length, 0);
+      for (auto &sums : stats.sums)
+        sums.resize(length, 0.0);
+    }
+    for (int64_t t = 0; t < length; ++t) {
+      ++stats.counts[t];
+      for (size_t g = 0; g < stats.gates.size(); ++g) {
+        double mean = recorded.unitMean(indexOf(probes, stats.gates[g]), t, b);
+        stats.sums[g][t] += mean;
+        stats.all[g].push_back(mean);
+      }
+    }
+    if (r.additive.size() != 2 || int64_t(stats.sentences.size()) >= r.sentences)
+      continue;
+    int64_t width;
+    std::vector<float> i = recorded.sequence(indexOf(probes, r.additive[0]),
+                                             int64_t(b), length, width);
+    std::vector<float> f = recorded.sequence(indexOf(probes, r.additive[1]),
+                                             int64_t(b), length, width);
+    models::AdditiveWeights weights(i.data(), f.data(), length, width);
+    SideStats::Sentence sentence{words[b], weights.strongestEarlier(), {}};
+    for (int64_t t = 0; t < length; ++t) {
+      sentence.weights.emplace_back();
+      for (int64_t k = 0; k <= t; ++k)
+        sentence.weights.back().push_back(weights.meanWeight(t, k));
+    }
+    stats.sentences.push_back(std::move(sentence));
+  }
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <typename T> std::string jsonArray(const std::vector<T> &values) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "[";
+  for (size_t k = 0; k < values.size(); ++k)
+    out << (k ? ", " : "") << values[k];
+  return out.str() + "]";
+}
+
+/// Pearson's r of the additive pair (else the first two gates): per
+/// position (the paper's) and over all steps; empty without two gates.
+std::string pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
+  std::vector<std::string> pair = r.additive;
+  if (pair.size() != 2)
+    pair.assign(stats.gates.begin(),
+                stats.gates.begin() + std::min<size_t>(2, stats.gates.size()));
+  size_t a = indexOf(stats.gates, pair.size() == 2 ? pair[0] : "");
+  size_t b = indexOf(stats.gates, pair.size() == 2 ? pair[1] : "");
+  if (a >= stats.gates.size() || b >= stats.gates.size())
+    return "";
+  std::ostringstream out;
+  out.precision(6);
+  out << "\"pearson\": {\"gates\": [" << jsonString(pair[0]) << ", "
+      << jsonString(pair[1]) << "], \"per_position\": "
+      << models::pearson(stats.means(a), stats.means(b))
+      << ", \"all_steps\": " << models::pearson(stats.all[a], stats.all[b])
+      << "}, ";
+  return out.str();
+}
+
+std::string sideJson(const SideStats &stats, const AnalyzeRequest &r) {
+  std::string out = "{\"side\": " + jsonString(stats.side) + ", ";
+  out += "\"counts\": " + jsonArray(stats.counts) + ", \"gates\": {";
+  for (size_t g = 0; g < stats.gates.size(); ++g)
+    out += (g ? ", " : "") + jsonString(stats.gates[g]) + ": " +
+           jsonArray(stats.means(g));
+  out += "}, " + pearsonJson(stats, r) + "\"sentences\": [";
+  for (size_t s = 0; s < stats.sentences.size(); ++s) {
+    const SideStats::Sentence &sentence = stats.sentences[s];
+    out += s ? ", " : "";
+    out += "{\"words\": [";
+    for (size_t w = 0; w < sentence.words.size(); ++w)
+      out += (w ? ", " : "") + jsonString(sentence.words[w]);
+    out += "], \"links\": " + jsonArray(sentence.links) + ", \"weights\": [";
+    for (size_t t = 0; t < sentence.weights.size(); ++t)
+      out += (t ? ", " : "") + jsonArray(sentence.weights[t]);
+    out += "]}";
+  }
+  return out + "]}";
+}
+
+void writeCsv(const SideStats &stats, const std::string &path) {
+  std::ofstream out(path);
+  out << "position,count";
+  for (const std::string &gate : stats.gates)
+    out << "," << gate;
+  out << "\n";
+  for (size_t t = 0; t < stats.counts.size(); ++t) {
+    out << t + 1 << "," << stats.counts[t];
+    for (size_t g = 0; g < stats.gates.size(); ++g)
+      out << "," << stats.means(g)[t];
+    out << "\n";
+  }
+  if (!out)
+    throw DataError("cannot write " + path);
+}
+
+/// The gates and additive pair the request names, or the cell's usual ones.
+void chooseGates(const std::string &cell, AnalyzeRequest &r) {
+  static const std::map<std::string, std::vector<std::string>> usualGates = {
+      {"atr", {"i", "f"}}, {"ran", {"i", "f"}}, {"lstm", {"i", "f"}},
+      {"gru", {"z", "r"}}, {"lau", {"z", "r"}}, {"sru", {"f", "r"}}};
+  if (r.gates.empty()) {
+    auto usual = usualGates.find(cell);
+    if (usual == usualGates.end())
+      throw DataError("analyze: cell '" + cell +
+                      "' has no usual gates; name them with --gates");
+    r.gates = usual->second;
+  }
+  if (r.additive.size() == 1 && r.additive[0] == "none")
+    r.additive.clear();
+  else if (r.additive.empty() && (cell == "atr" || cell == "ran" ||
+                                  cell == "lstm"))
+    r.additive = {"i", "f"};
+  if (!r.additive.empty() && r.additive.size() != 2)
+    throw DataError("analyze: --additive takes the input and forget gates "
+                    "(two names), or none");
+}
+
+void drawPlots(const std::string &json, const std::string &dir) {
+  std::string script = CELLC_SOURCE_DIR "/scripts/plot_gates.py";
+  if (!std::filesystem::exists(script) ||
+      !std::filesystem::exists("/usr/bin/python3")) {
+    std::fprintf(stderr, "analyze: no pictures (needs /usr/bin/python3 and "
+                         "%s)\n", script.c_str());
+    return;
+  }
+  auto quote = [](const std::string &text) {
+    std::string out = "'";
+    for (char c : text)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  std::string command = "/usr/bin/python3 " + quote(script) + " " +
+                        quote(json) + " " + quote(dir) + " 1>&2";
+  if (std::system(command.c_str()) != 0)
+    std::fprintf(stderr, "analyze: drawing failed (is python3-matplotlib "
+                         "installed? scripts/setup.sh installs it)\n");
+}
+
+} // namespace
+
+void analyze(const AnalyzeRequest &request) {
+  AnalyzeRequest r = request;
+  auto session = Session::load(r.model);
+  const ModelConfig &config = session->options.model;
+  chooseGates(config.cell, r);
+  std::vector<std::string> src = readLines(r.src), tgt = readLines(r.ref);
+  if (r.ownTranslation)
+    session->translate(src, r.beam, 1.0f, r.batchSize, &tgt);
+  if (src.size() != tgt.size())
+    throw DataError("analyze: " + r.src + " has " + std::to_string(src.size()) +
+                    " lines but " + r.ref + " has " +
+                    std::to_string(tgt.size()));
+  std::vector<std::string> probes = probeNames(r);
+  const cellrt::Cell &probed =
+      loadProbedCell(config.cell, config.cellSource, probes);
+  std::vector<Example> examples = session->examples(src, tgt, false);
+
+  SideStats encoder{"encoder", false, r.gates}, decoder{"decoder", true,
+                                                        r.gates},
+      decoder2{"decoder2", true, r.gates};
+  for (SideStats *side : {&encoder, &decoder, &decoder2}) {
+    side->sums.resize(r.gates.size());
+    side->all.resize(r.gates.size());
+  }
+  AnalyzeRequest noArcs = r;
+  noArcs.additive.clear();
+  for (size_t start = 0; start < examples.size(); start += r.batchSize) {
+    std::vector<int64_t> indices;
+    std::vector<std::vector<std::string>> srcWords, tgtWords;
+    for (size_t i = start; i < std::min(examples.size(), start + r.batchSize);
+         ++i) {
+      indices.push_back(int64_t(i));
+      srcWords.push_back(session->codec.source(src[i]));
+      srcWords.back().push_back("</s>");
+      tgtWords.push_back({"<s>"});
+      for (const std::string &word : session->codec.target(tgt[i]))
+        tgtWords.back().push_back(word);
+    }
+    Batch batch = makeBatch(examples, indices);
+    ModelProbes recorded;
+    for (ProbeRecorder *recorder :
+         {&recorded.encoderForward, &recorded.encoderBackward,
+          &recorded.decoder1, &recorded.decoder2})
+      recorder->probed = &probed;
+    session->model->recordProbes(&recorded);
+    session->model->loss(batch, false, nullptr);
+    session->model->recordProbes(nullptr);
+    collect({recorded.encoderForward, false}, batch.srcLen, srcWords, r,
+            probes, encoder);
+    collect({recorded.decoder1, true}, batch.tgtLen, tgtWords, r, probes,
+            decoder);
+    collect({recorded.decoder2, true}, batch.tgtLen, tgtWords, noArcs, probes,
+            decoder2);
+  }
+
+  std::filesystem::create_directories(r.out);
+  std::string json = r.out + "/analysis.json";
+  std::ofstream out(json);
+  out << "{\"cell\": " << jsonString(config.cell) << ", \"sentences\": "
+      << examples.size() << ", \"forced\": "
+      << jsonString(r.ownTranslation ? "own translation" : "reference")
+      << ", \"sides\": [" << sideJson(encoder, r) << ", "
+      << sideJson(decoder, r) << ", " << sideJson(decoder2, noArcs) << "]}\n";
+  if (!out)
+    throw DataError("cannot write " + json);
+  out.close();
+  for (const SideStats *side : {&encoder, &decoder, &decoder2})
+    writeCsv(*side, r.out + "/" + side->side + "-gates.csv");
+  std::fprintf(stderr, "analyze: %zu sentences; wrote %s and *-gates.csv\n",
+               examples.size(), json.c_str());
+  if (!r.noPlots)
+    drawPlots(json, r.out);
+}
+
+} // namespace nmt

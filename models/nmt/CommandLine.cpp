@@ -99,6 +99,9 @@ void addOutputOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "valid-beam", o.validBeam, "validation beam")
       ->check(CLI::PositiveNumber)
       ->group(group);
+  option(cmd, "valid-every", o.validEvery,
+         "also validate every N updates (logged; 0: after each epoch only)")
+      ->group(group);
   option(cmd, "valid-max", o.validMax, "validation sentences (0: all)")
       ->group(group);
 }

@@ -25,7 +25,7 @@ const std::set<std::string> &optionsChangeableOnResume() {
   static const std::set<std::string> keys = {
       "epochs",     "max-updates", "patience",      "progress",
       "log",        "log-every",   "save-every",    "out",
-      "valid-beam", "valid-max",   "skip-nonfinite"};
+      "valid-beam", "valid-max",   "skip-nonfinite", "valid-every"};
   return keys;
 }
 

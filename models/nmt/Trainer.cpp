@@ -64,6 +64,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["log-every"] = std::to_string(logEvery);
   m["valid-beam"] = std::to_string(validBeam);
   m["valid-max"] = std::to_string(validMax);
+  m["valid-every"] = std::to_string(validEvery);
   m["progress"] = progress ? "1" : "0";
   m["skip-nonfinite"] = skipNonfinite ? "1" : "0";
   return m;
@@ -136,6 +137,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("log-every", o.logEvery);
   number("valid-beam", o.validBeam);
   number("valid-max", o.validMax);
+  number("valid-every", o.validEvery);
   if (const std::string *value = get("progress"))
     o.progress = *value != "0";
   if (const std::string *value = get("skip-nonfinite"))

@@ -7,6 +7,7 @@
 #include "models/common/Subword.h"
 #include "models/common/Optimizers.h"
 #include "models/common/RunFiles.h"
+#include "models/common/RunLog.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 
@@ -44,6 +45,8 @@ struct TrainOptions {
   std::string out = "nmt.ckpt";
   std::string log; // default: out + ".log"
   int64_t saveEvery = 0, logEvery = 100, validBeam = 1, validMax = 0;
+  /// Validate (and log it) every N updates too; 0: only after each epoch.
+  int64_t validEvery = 0;
   bool progress = true;
   // A non-finite loss or gradient skips the update instead of stopping.
   bool skipNonfinite = false;
@@ -137,8 +140,11 @@ private:
     int64_t words = 0;
     double seconds = 0;
   };
-  EpochRun runEpoch(const std::vector<Example> &exs, std::ostream &log);
-  void finishEpoch(const TrainData &data, std::ostream &log,
+  EpochRun runEpoch(const std::vector<Example> &exs, const TrainData &data,
+                    RunLog &log);
+  /// --valid-every: validation in the middle of an epoch, logged only.
+  void validateNow(const TrainData &data, RunLog &log);
+  void finishEpoch(const TrainData &data, RunLog &log,
                    const EpochRun &run);
   /// False (after a warning) when the update must be skipped; throws when
   /// it must stop training. `gradNorm` is gradientNorm() of the update.

@@ -83,7 +83,8 @@ void Session::saveOrWarn(const std::string &path, std::ostream &log,
 }
 
 Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
-                                    std::ostream &log) {
+                                    const TrainData &data, RunLog &runLog) {
+  std::ostream &log = runLog.text();
   auto params = model->params();
   bool bar = options.progress && isatty(2);
   Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
@@ -123,7 +124,15 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
                     (long long)state.epoch + 1, (long long)state.updates,
                     epochMean, std::exp(epochMean), wps, state.lr);
       log << line << std::endl;
+      runLog.event("update", {{"epoch", double(state.epoch + 1)},
+                              {"update", double(state.updates)},
+                              {"loss", epochMean},
+                              {"ppl", std::exp(epochMean)},
+                              {"words_per_s", wps},
+                              {"lr", state.lr}});
     }
+    if (options.validEvery > 0 && state.updates % options.validEvery == 0)
+      validateNow(data, runLog);
     if (bar && Clock::now() - lastDraw > std::chrono::milliseconds(200)) {
       lastDraw = Clock::now();
       int width = 24, filled = int(done * width);
@@ -151,8 +160,24 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
   return run;
 }
 
-void Session::finishEpoch(const TrainData &data, std::ostream &log,
+void Session::validateNow(const TrainData &data, RunLog &runLog) {
+  double ppl = 0, bleu = 0;
+  validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "epoch %lld update %lld: valid ppl %.3f, valid BLEU %.2f",
+                (long long)state.epoch + 1, (long long)state.updates, ppl,
+                bleu);
+  runLog.text() << line << std::endl;
+  runLog.event("validation", {{"epoch", double(state.epoch + 1)},
+                              {"update", double(state.updates)},
+                              {"valid_ppl", ppl},
+                              {"valid_bleu", bleu}});
+}
+
+void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                           const EpochRun &run) {
+  std::ostream &log = runLog.text();
   double ppl = 0, bleu = 0;
   validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
   state.epochLoss.push_back(
@@ -168,8 +193,18 @@ void Session::finishEpoch(const TrainData &data, std::ostream &log,
                 improved ? " (best)" : "",
                 run.words / std::max(run.seconds, 1e-9), run.seconds, state.lr);
   log << line << std::endl;
-  if (options.progress)
-    std::fprintf(stderr, "%s\n", line);
+  // The epoch's summary also without the progress bar (--no-progress).
+  std::fprintf(stderr, "%s\n", line);
+  runLog.event("epoch",
+               {{"epoch", double(state.epoch + 1)},
+                {"update", double(state.updates)},
+                {"train_loss", state.epochLoss.back()},
+                {"valid_ppl", ppl},
+                {"valid_bleu", bleu},
+                {"words_per_s", run.words / std::max(run.seconds, 1e-9)},
+                {"epoch_seconds", run.seconds},
+                {"lr", state.lr},
+                {"best", improved ? 1.0 : 0.0}});
   if (improved) {
     state.bestBleu = bleu;
     state.badEpochs = 0;
@@ -201,9 +236,11 @@ void Session::train(const TrainData &data) {
                     std::to_string(options.maxLen));
   std::string logPath =
       options.log.empty() ? options.out + ".log" : options.log;
-  std::ofstream log(logPath, std::ios::app);
-  if (!log)
-    throw DataError(logPath + ": cannot open the log file");
+  // OUT.log for people, OUT.jsonl (one object per event) for plots.
+  std::string eventPath =
+      (options.log.empty() ? options.out : options.log) + ".jsonl";
+  RunLog runLog(logPath, eventPath);
+  std::ostream &log = runLog.text();
   char line[512];
   std::snprintf(line, sizeof line,
                 "cell %s, %lld parameters, vocab %lld/%lld, %zu training "
@@ -211,18 +248,17 @@ void Session::train(const TrainData &data) {
                 options.model.cell.c_str(), (long long)model->parameterCount(),
                 (long long)srcVocab.size(), (long long)tgtVocab.size(),
                 exs.size(), data.trainSrc.size() - exs.size());
-  log << line << "\n";
-  if (options.progress)
-    std::fprintf(stderr, "%s\n", line);
+  log << line << std::endl;
+  std::fprintf(stderr, "%s\n", line);
   while (!state.finished && state.epoch < options.epochs) {
     // A run resumed at its --max-updates has nothing left to do (one more
     // update, or an early end of epoch, would differ from the straight run).
     if (options.maxUpdates > 0 && state.updates >= options.maxUpdates)
       return;
-    EpochRun run = runEpoch(exs, log);
+    EpochRun run = runEpoch(exs, data, runLog);
     if (run.stopped)
       return;
-    finishEpoch(data, log, run);
+    finishEpoch(data, runLog, run);
   }
 }
 

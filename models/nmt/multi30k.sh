@@ -28,7 +28,7 @@ for cell in ${CELLS:-atr gru lstm}; do
   "$BIN/nmt" translate --model "$OUT/$cell.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \
     --output "$OUT/$cell.hyp.de"
-  echo "$cell: trained in $((trained - start)) s; $(grep -E '^epoch .* done' "$OUT/$cell.ckpt.log" | tail -1)"
+  echo "$cell: trained in $((trained - start)) s; $(grep -E 'epoch [0-9]+ done' "$OUT/$cell.ckpt.log" | tail -1)"
   echo -n "$cell test_2016_flickr: "
   "$BIN/nmt" score --ref "$D/test_2016_flickr.lc.norm.tok.de" \
     --hyp "$OUT/$cell.hyp.de" --tokenize none

@@ -62,7 +62,7 @@ TEST_P(GradientTest, WholeModelMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Cells, GradientTest,
                          testing::Values("atr", "gru", "lstm", "ran", "lau",
-                                         "rnn", "deeptrans"));
+                                         "rnn", "deeptrans", "sru", "srnmt"));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

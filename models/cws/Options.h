@@ -79,6 +79,11 @@ struct TrainOptions {
   ModelConfig modelConfig(int64_t vocab, bool lexicon) const;
   /// The log file: --log, or OUT.log.
   std::string logPath() const { return log.empty() ? out + ".log" : log; }
+  /// The JSON-lines event log (models/common/RunLog.h): OUT.jsonl, or
+  /// LOG.jsonl with --log.
+  std::string eventLogPath() const {
+    return (log.empty() ? out : log) + ".jsonl";
+  }
 };
 
 /// The options `train --resume` may change; the others must stay the

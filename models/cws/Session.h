@@ -12,6 +12,7 @@
 #define CELLC_MODELS_CWS_SESSION_H
 
 #include "models/common/Optimizers.h"
+#include "models/common/RunLog.h"
 #include "models/common/RunStart.h"
 #include "models/cws/Options.h"
 #include "models/cws/Score.h"
@@ -94,7 +95,7 @@ private:
   void build();
   /// Trains the rest of the current epoch; returns its chars/s.
   double runEpoch(const std::vector<Encoded> &train, std::ostream &log);
-  void finishEpoch(const TrainData &data, std::ostream &log, double rate);
+  void finishEpoch(const TrainData &data, models::RunLog &log, double rate);
   /// Saves at a scheduled point; a failure is reported and training goes on
   /// (the previous checkpoint is intact), unless `final`.
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);

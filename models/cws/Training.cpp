@@ -20,11 +20,11 @@ namespace cws {
 
 namespace {
 
-/// `line` to the log and, with progress output, to stderr.
-void report(std::ostream &log, bool progress, const std::string &line) {
+/// `line` to the log and to stderr (also with --no-progress, which hides
+/// only the bar).
+void report(std::ostream &log, const std::string &line) {
   log << line << std::endl;
-  if (progress)
-    std::fprintf(stderr, "%s\n", line.c_str());
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 std::string format(const char *pattern, ...)
@@ -92,8 +92,9 @@ double Session::runEpoch(const std::vector<Encoded> &train,
   return double(chars) / std::max(seconds, 1e-9);
 }
 
-void Session::finishEpoch(const TrainData &data, std::ostream &log,
+void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
                           double rate) {
+  std::ostream &log = runLog.text();
   ScoreCounts valid =
       evaluate(data.valid, data.trainWords, options.dictDropout);
   double f1 = valid.f1();
@@ -102,7 +103,17 @@ void Session::finishEpoch(const TrainData &data, std::ostream &log,
                            : 0);
   state.validF1.push_back(f1);
   bool improved = f1 > state.bestF1;
-  report(log, options.progress,
+  runLog.event("epoch", {{"epoch", double(state.epoch + 1)},
+                         {"update", double(state.updates)},
+                         {"train_loss", state.epochLoss.back()},
+                         {"valid_f1", f1},
+                         {"valid_precision", valid.precision()},
+                         {"valid_recall", valid.recall()},
+                         {"valid_oov_recall", valid.oovRecall()},
+                         {"chars_per_s", rate},
+                         {"lr", double(adam.lr)},
+                         {"best", improved ? 1.0 : 0.0}});
+  report(log,
          format("epoch %lld: train loss %.4f, valid F1 %.4f (P %.4f R "
                 "%.4f, OOV recall %.4f)%s, %.0f chars/s, lr %.3g, %.0f s "
                 "training in all",
@@ -124,10 +135,9 @@ void Session::finishEpoch(const TrainData &data, std::ostream &log,
 
 void Session::train(const TrainData &data) {
   std::vector<Encoded> train = encodeAll(data.train, vocab, lexicon);
-  std::ofstream log(options.logPath(), std::ios::app);
-  if (!log)
-    throw models::DataError(options.logPath() + ": cannot open the log file");
-  report(log, options.progress,
+  models::RunLog runLog(options.logPath(), options.eventLogPath());
+  std::ostream &log = runLog.text();
+  report(log,
          format("cell %s: %lld parameters (%lld in the recurrent layers), "
                 "%lld characters in the vocabulary, %lld words in --dict, "
                 "%zu training and %zu validation sentences",
@@ -137,7 +147,7 @@ void Session::train(const TrainData &data) {
                 data.train.size(), data.valid.size()));
   while (state.epoch < options.epochs) {
     double rate = runEpoch(train, log);
-    finishEpoch(data, log, rate);
+    finishEpoch(data, runLog, rate);
   }
   state.finished = true;
 }

@@ -69,7 +69,9 @@ int train(TrainOptions options, bool resume, int threads) {
   const TrainOptions &used = session ? session->getOptions() : options;
   std::vector<Pair> trainPairs = readSplit(used.train, lower);
   std::vector<Pair> validPairs = readSplit(used.valid, lower);
-  std::ofstream logFile(used.out + ".log", std::ios::app);
+  // OUT.log (timestamped lines) and OUT.jsonl (one object per epoch).
+  models::RunLog runLog(used.out + ".log", used.out + ".jsonl");
+  std::ostream &logFile = runLog.text();
   if (!session)
     session = std::make_unique<Session>(options, trainPairs, logFile);
   Model &model = session->getModel();
@@ -93,7 +95,9 @@ int train(TrainOptions options, bool resume, int threads) {
   tee.a = std::cerr.rdbuf();
   tee.b = logFile.rdbuf();
   std::ostream log(&tee);
+  session->events = &runLog;
   session->train(trainPairs, validPairs, log);
+  log.flush();
   std::cerr << "nli: best validation accuracy "
             << 100 * session->bestAccuracy() << "%, saved in " << used.out
             << ".best\n";

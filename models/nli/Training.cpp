@@ -211,6 +211,14 @@ void Session::train(const std::vector<Pair> &trainPairs,
                   best ? " (best)" : "", seconds,
                   double(pairs) / std::max(seconds, 1e-9));
     log << line << std::endl;
+    if (events)
+      events->event("epoch", {{"epoch", double(epoch)},
+                              {"update", double(updates)},
+                              {"train_loss", loss},
+                              {"valid_accuracy", valid.accuracy()},
+                              {"pairs_per_s", double(pairs) /
+                                                  std::max(seconds, 1e-9)},
+                              {"best", best ? 1.0 : 0.0}});
     save(options.out);
     if (best)
       save(options.out + ".best");

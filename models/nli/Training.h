@@ -5,6 +5,7 @@
 
 #include "models/common/Data.h"
 #include "models/common/Optimizers.h"
+#include "models/common/RunLog.h"
 #include "models/nli/Corpus.h"
 #include "models/nli/Model.h"
 
@@ -64,6 +65,8 @@ public:
   /// Called after each epoch's checkpoint is written (tests stop a run
   /// there, as a kill would).
   std::function<void(int64_t epoch)> afterEpoch;
+  /// When set, each epoch is also one JSON object there (OUT.jsonl).
+  models::RunLog *events = nullptr;
 
 private:
   Session() = default;

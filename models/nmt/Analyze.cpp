@@ -77,12 +77,22 @@ struct Recorded {
   }
 };
 
+/// `1-z` names the complement of the probe z (GRU's forget gate).
+bool isComplement(const std::string &name) {
+  return name.rfind("1-", 0) == 0;
+}
+std::string probedName(const std::string &name) {
+  return isComplement(name) ? name.substr(2) : name;
+}
+
 /// The probe names: the gates, then any additive names not among them.
 std::vector<std::string> probeNames(const AnalyzeRequest &r) {
   std::vector<std::string> names = r.gates;
-  for (const std::string &name : r.additive)
+  for (const std::string &additive : r.additive) {
+    std::string name = probedName(additive);
     if (std::find(names.begin(), names.end(), name) == names.end())
       names.push_back(name);
+  }
   return names;
 }
 
@@ -116,8 +126,11 @@ void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
     int64_t width;
     std::vector<float> i = recorded.sequence(indexOf(probes, r.additive[0]),
                                              int64_t(b), length, width);
-    std::vector<float> f = recorded.sequence(indexOf(probes, r.additive[1]),
-                                             int64_t(b), length, width);
+    std::vector<float> f = recorded.sequence(
+        indexOf(probes, probedName(r.additive[1])), int64_t(b), length, width);
+    if (isComplement(r.additive[1]))
+      for (float &value : f)
+        value = 1.0f - value;
     models::AdditiveWeights weights(i.data(), f.data(), length, width);
     SideStats::Sentence sentence{words[b], weights.strongestEarlier(), {}};
     for (int64_t t = 0; t < length; ++t) {
@@ -158,7 +171,8 @@ template <typename T> std::string jsonArray(const std::vector<T> &values) {
 /// position (the paper's) and over all steps; empty without two gates.
 std::string pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
   std::vector<std::string> pair = r.additive;
-  if (pair.size() != 2)
+  // A complement (GRU's 1-z) would give r = -1 by construction.
+  if (pair.size() != 2 || isComplement(pair[1]))
     pair.assign(stats.gates.begin(),
                 stats.gates.begin() + std::min<size_t>(2, stats.gates.size()));
   size_t a = indexOf(stats.gates, pair.size() == 2 ? pair[0] : "");
@@ -229,6 +243,8 @@ void chooseGates(const std::string &cell, AnalyzeRequest &r) {
   else if (r.additive.empty() && (cell == "atr" || cell == "ran" ||
                                   cell == "lstm"))
     r.additive = {"i", "f"};
+  else if (r.additive.empty() && cell == "gru")
+    r.additive = {"z", "1-z"}; // h' = z * c + (1 - z) * h
   if (!r.additive.empty() && r.additive.size() != 2)
     throw DataError("analyze: --additive takes the input and forget gates "
                     "(two names), or none");

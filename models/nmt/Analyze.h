@@ -28,8 +28,9 @@ struct AnalyzeRequest {
   /// The probed gates; empty: the cell's usual ones (atr, ran, lstm: i, f;
   /// gru, lau: z, r; sru: f, r).
   std::vector<std::string> gates;
-  /// The input and forget gates of an additive cell (Eq. 10); empty: i, f
-  /// for atr, ran and lstm (its c), none otherwise; "none": skip.
+  /// The input and forget gates of an additive cell (Eq. 10); `1-z` is the
+  /// complement of probe z. Empty: i, f for atr, ran and lstm (its c),
+  /// z, 1-z for gru, none otherwise; "none": skip.
   std::vector<std::string> additive;
   int64_t batchSize = 32, sentences = 3, beam = 5;
   /// Force-decode the model's own translation instead of the reference.

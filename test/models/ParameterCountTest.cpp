@@ -1,0 +1,80 @@
+//===- ParameterCountTest.cpp - RNNSearch's size against its formula ------===//
+//
+// The parameter count nmt prints is checked against the model's formula
+// (ATR paper appendix A.1) with each cell's own count written out by hand
+// (the ATR paper's Table 1: ATR 2 weight matrices, GRU 6, LSTM 8, RAN 4):
+// a change in the model's wiring or in a cell shows up here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "models/common/Cells.h"
+#include "models/nmt/Model.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+using namespace nmt;
+
+namespace {
+
+/// Parameters of one cell layer reading I-wide inputs into an H-wide state;
+/// cells whose input must be H wide (SRU, SR-NMT) get an H x I projection
+/// when I != H.
+int64_t cellParams(const std::string &cell, int64_t I, int64_t H) {
+  int64_t projection = I == H ? 0 : H * I;
+  static const std::map<std::string,
+                        std::function<int64_t(int64_t, int64_t)>>
+      formulas = {
+          {"atr", [](int64_t I, int64_t H) { return H * I + H * H; }},
+          {"gru", [](int64_t I, int64_t H) { return 3 * (H * I + H * H + H); }},
+          {"lstm",
+           [](int64_t I, int64_t H) { return 4 * (H * I + H * H + H); }},
+          {"ran", [](int64_t I, int64_t H) { return 3 * H * I + 2 * H * H + 2 * H; }},
+          {"lau", [](int64_t I, int64_t H) { return 5 * H * I + 4 * H * H; }},
+          {"rnn", [](int64_t I, int64_t H) { return H * I + H * H + H; }},
+          {"deeptrans",
+           [](int64_t I, int64_t H) { return 3 * H * I + 9 * H * H; }},
+      };
+  if (cell == "sru")
+    return projection + 3 * H * H + 2 * H;
+  if (cell == "srnmt")
+    return projection + 3 * H * H;
+  return formulas.at(cell)(I, H);
+}
+
+class ParameterCount : public testing::TestWithParam<std::string> {};
+
+TEST_P(ParameterCount, IsTheModelsFormula) {
+  ModelConfig config;
+  config.cell = GetParam();
+  config.srcVocab = 11;
+  config.tgtVocab = 13;
+  config.emb = 5;
+  config.hidden = 7;
+  config.att = 6;
+  config.readout = 4;
+  Model model(config, models::loadCell(config.cell));
+  const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4, C = 2 * H;
+  int64_t expected = (Vs + Vt) * E                      // embeddings
+                     + 2 * cellParams(config.cell, E, H) // encoder, both ways
+                     + cellParams(config.cell, E, H)     // decoder cell 1
+                     + cellParams(config.cell, C, H)     // decoder cell 2
+                     + H * C + H                         // init: tanh(W mean + b)
+                     + A * H + A * C + A + A             // attention Wa, Ua, b, v
+                     + R * H + R * E + R * C + R         // readout Ws, Wy, Wc, b
+                     + Vt * R + Vt;                      // output
+  EXPECT_EQ(model.parameterCount(), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, ParameterCount,
+                         testing::Values("atr", "gru", "lstm", "ran", "lau",
+                                         "rnn", "deeptrans", "sru", "srnmt"));
+
+TEST(ParameterCount, CoversEveryBuiltinCell) {
+  for (const std::string &cell : models::builtinCells())
+    EXPECT_NO_THROW(cellParams(cell, 5, 7)) << cell << " has no formula";
+}
+
+} // namespace

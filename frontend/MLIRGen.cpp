@@ -178,6 +178,11 @@ mlir::Value MLIRGenerator::appendProbes(const Cell &cell, CellOp cellOp,
   llvm::SmallVector<mlir::Value> parts = {output};
   llvm::SmallVector<mlir::Attribute> names, lengths;
   for (const std::string &name : probes) {
+    if (llvm::count(probes, name) > 1) {
+      mlir::emitError(toLoc(cell.loc))
+          << "--probe " << name << ": named more than once";
+      return nullptr;
+    }
     auto symbol = symbols.find(name);
     mlir::Value value =
         symbol == symbols.end() ? mlir::Value() : symbol->second.value;

@@ -134,6 +134,12 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
   auto &arrays = results.arrays;
   arrays.emplace_back(T * B * problem.outputWidth, 0.25f);
   args.output = {arrays.back().data(), {T, B, problem.outputWidth}};
+  // Every probe (cellc --probe) the cell was compiled with.
+  for (const VectorDecl &probe : plan.probes) {
+    int64_t width = *probe.length.evaluate(problem.dims);
+    arrays.emplace_back(T * B * width, 0.25f);
+    args.probes.push_back({arrays.back().data(), {T, B, width}});
+  }
   size_t firstFinal = arrays.size();
   for (size_t i = 0; i < plan.states.size(); ++i)
     arrays.emplace_back(B * problem.stateWidths[i], 0.25f);

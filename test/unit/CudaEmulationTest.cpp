@@ -18,6 +18,7 @@
 #include "gru.h"
 #include "lau.h"
 #include "lstm.h"
+#include "probed.h"
 #include "ran.h"
 #include "rnn.h"
 #include "srnmt.h"
@@ -327,3 +328,4 @@ EMULATED_GPU_TEST(Lau, lau)
 EMULATED_GPU_TEST(Sru, sru)
 EMULATED_GPU_TEST(Srnmt, srnmt)
 EMULATED_GPU_TEST(Rnn, rnn)
+EMULATED_GPU_TEST(Probed, probed) // an LSTM compiled with --probe i,f,o

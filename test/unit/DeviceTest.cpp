@@ -19,6 +19,7 @@
 #include "gru.h"
 #include "lau.h"
 #include "lstm.h"
+#include "probed.h"
 #include "ran.h"
 #include "rnn.h"
 #include "srnmt.h"
@@ -221,6 +222,8 @@ DEVICE_TEST(Lau, lau)
 DEVICE_TEST(Sru, sru)
 DEVICE_TEST(Srnmt, srnmt)
 DEVICE_TEST(Rnn, rnn)
+// cells/lstm.cell compiled with --probe i,f,o (test/unit/Inputs/probed.cell).
+DEVICE_TEST(Probed, probed)
 
 TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
   /// A device that can never allocate: the call fails cleanly.

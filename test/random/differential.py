@@ -21,6 +21,7 @@ import argparse
 import concurrent.futures
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,19 @@ def run(command, timeout=120, env=None):
         return -1, f"timed out after {timeout} s"
     except OSError as error:
         return -1, f"cannot run {command[0]}: {error}"
+
+
+def value_names(text, cell):
+    """The names the statements of `cell` in `text` define (h' included)."""
+    block = re.search(r"^cell " + re.escape(cell) + r"\(.*?^}", text,
+                      re.MULTILINE | re.DOTALL)
+    names = []
+    for line in block.group(0).splitlines()[1:]:
+        match = re.match(r"\s+([A-Za-z_][\w']*(?:\s*,\s*[A-Za-z_][\w']*)*)\s*=",
+                         line)
+        if match:
+            names += [n.strip() for n in match.group(1).split(",")]
+    return names
 
 
 class Checker:
@@ -80,11 +94,31 @@ class Checker:
                          "--fd-points", "2"], env=self.env)
         if code != 0 or "PASS:" not in log:
             failures.append((name, "check", log))
+        if self.args.probes:
+            failures += self.check_probes(path, name)
         if have_object and not self.args.no_aot:
             problem = self.compare_jit_and_aot(path, folder, name)
             if problem:
                 failures.append((name, "jit-vs-aot", problem))
         return failures
+
+    def check_probes(self, path, name):
+        """`cellc check --probe` on every value the cell defines: each
+        probe against the reference's value, and the gradients unchanged."""
+        names = value_names(path.read_text(), name)
+        while names:
+            code, log = run([self.args.cellc, "check", str(path), "--cell",
+                             name, "--probe", ",".join(names),
+                             "--fd-points", "1"], env=self.env)
+            constant = re.search(r"--probe (\S+): '\S+' of cell '\S+' is a "
+                                 r"constant", log)
+            if code != 0 and constant:
+                names.remove(constant.group(1))  # folded away: nothing to probe
+                continue
+            if code != 0 or "PASS:" not in log:
+                return [(name, "check-probes", log)]
+            return []
+        return []
 
     def compare_jit_and_aot(self, path, folder, name):
         """Runs the cell through the JIT and through the AOT object."""
@@ -134,6 +168,9 @@ def main():
                         ("/usr/local/cuda/bin/ptxas"
                          if os.path.exists("/usr/local/cuda/bin/ptxas") else ""))
     parser.add_argument("--cc", default=shutil.which("clang-16") or "cc")
+    parser.add_argument("--probes", action="store_true",
+                        help="also `cellc check --probe` every value of "
+                             "every cell (cellc --probe over the language)")
     parser.add_argument("--no-aot", action="store_true",
                         help="skip the JIT-vs-AOT comparison")
     parser.add_argument("--keep", default="random-failures",

@@ -273,6 +273,90 @@ void drawPlots(const std::string &json, const std::string &dir) {
 
 } // namespace
 
+namespace {
+
+/// The three sides of the model, filled batch by batch.
+struct Analysis {
+  AnalyzeRequest request;
+  /// The request without Eq. 10 (decoder cell 2 reads contexts, not words).
+  AnalyzeRequest noArcs;
+  std::vector<std::string> probes;
+  SideStats encoder{"encoder", false}, decoder{"decoder", true},
+      decoder2{"decoder2", true};
+  size_t sentences = 0;
+
+  explicit Analysis(const AnalyzeRequest &r)
+      : request(r), noArcs(r), probes(probeNames(r)) {
+    noArcs.additive.clear();
+    for (SideStats *side : {&encoder, &decoder, &decoder2}) {
+      side->gates = r.gates;
+      side->sums.resize(r.gates.size());
+      side->all.resize(r.gates.size());
+    }
+  }
+
+  /// Force-decodes examples [start, start + batch size) with every layer
+  /// recording the probed cell's values, and adds them to the sides.
+  void addBatch(Session &session, const cellrt::Cell &probed,
+                const std::vector<Example> &examples,
+                const std::vector<std::string> &src,
+                const std::vector<std::string> &tgt, size_t start);
+  /// analysis.json, SIDE-gates.csv; returns the JSON's path.
+  std::string write(const std::string &cell) const;
+};
+
+void Analysis::addBatch(Session &session, const cellrt::Cell &probed,
+                        const std::vector<Example> &examples,
+                        const std::vector<std::string> &src,
+                        const std::vector<std::string> &tgt, size_t start) {
+  std::vector<int64_t> indices;
+  std::vector<std::vector<std::string>> srcWords, tgtWords;
+  size_t end = std::min(examples.size(), start + size_t(request.batchSize));
+  for (size_t i = start; i < end; ++i) {
+    indices.push_back(int64_t(i));
+    srcWords.push_back(session.codec.source(src[i]));
+    srcWords.back().push_back("</s>");
+    tgtWords.push_back({"<s>"});
+    for (const std::string &word : session.codec.target(tgt[i]))
+      tgtWords.back().push_back(word);
+  }
+  Batch batch = makeBatch(examples, indices);
+  ModelProbes recorded;
+  for (ProbeRecorder *recorder :
+       {&recorded.encoderForward, &recorded.encoderBackward,
+        &recorded.decoder1, &recorded.decoder2})
+    recorder->probed = &probed;
+  session.model->recordProbes(&recorded);
+  session.model->loss(batch, false, nullptr);
+  session.model->recordProbes(nullptr);
+  collect({recorded.encoderForward, false}, batch.srcLen, srcWords, request,
+          probes, encoder);
+  collect({recorded.decoder1, true}, batch.tgtLen, tgtWords, request, probes,
+          decoder);
+  collect({recorded.decoder2, true}, batch.tgtLen, tgtWords, noArcs, probes,
+          decoder2);
+  sentences += indices.size();
+}
+
+std::string Analysis::write(const std::string &cell) const {
+  std::filesystem::create_directories(request.out);
+  std::string json = request.out + "/analysis.json";
+  std::ofstream out(json);
+  out << "{\"cell\": " << jsonString(cell) << ", \"sentences\": " << sentences
+      << ", \"forced\": "
+      << jsonString(request.ownTranslation ? "own translation" : "reference")
+      << ", \"sides\": [" << sideJson(encoder, request) << ", "
+      << sideJson(decoder, request) << ", " << sideJson(decoder2, noArcs)
+      << "]}\n";
+  if (!out)
+    throw DataError("cannot write " + json);
+  for (const SideStats *side : {&encoder, &decoder, &decoder2})
+    writeCsv(*side, request.out + "/" + side->side + "-gates.csv");
+  return json;
+}
+
+} // namespace
+
 void analyze(const AnalyzeRequest &request) {
   AnalyzeRequest r = request;
   auto session = Session::load(r.model);
@@ -285,64 +369,15 @@ void analyze(const AnalyzeRequest &request) {
     throw DataError("analyze: " + r.src + " has " + std::to_string(src.size()) +
                     " lines but " + r.ref + " has " +
                     std::to_string(tgt.size()));
-  std::vector<std::string> probes = probeNames(r);
+  Analysis analysis(r);
   const cellrt::Cell &probed =
-      loadProbedCell(config.cell, config.cellSource, probes);
+      loadProbedCell(config.cell, config.cellSource, analysis.probes);
   std::vector<Example> examples = session->examples(src, tgt, false);
-
-  SideStats encoder{"encoder", false, r.gates}, decoder{"decoder", true,
-                                                        r.gates},
-      decoder2{"decoder2", true, r.gates};
-  for (SideStats *side : {&encoder, &decoder, &decoder2}) {
-    side->sums.resize(r.gates.size());
-    side->all.resize(r.gates.size());
-  }
-  AnalyzeRequest noArcs = r;
-  noArcs.additive.clear();
-  for (size_t start = 0; start < examples.size(); start += r.batchSize) {
-    std::vector<int64_t> indices;
-    std::vector<std::vector<std::string>> srcWords, tgtWords;
-    for (size_t i = start; i < std::min(examples.size(), start + r.batchSize);
-         ++i) {
-      indices.push_back(int64_t(i));
-      srcWords.push_back(session->codec.source(src[i]));
-      srcWords.back().push_back("</s>");
-      tgtWords.push_back({"<s>"});
-      for (const std::string &word : session->codec.target(tgt[i]))
-        tgtWords.back().push_back(word);
-    }
-    Batch batch = makeBatch(examples, indices);
-    ModelProbes recorded;
-    for (ProbeRecorder *recorder :
-         {&recorded.encoderForward, &recorded.encoderBackward,
-          &recorded.decoder1, &recorded.decoder2})
-      recorder->probed = &probed;
-    session->model->recordProbes(&recorded);
-    session->model->loss(batch, false, nullptr);
-    session->model->recordProbes(nullptr);
-    collect({recorded.encoderForward, false}, batch.srcLen, srcWords, r,
-            probes, encoder);
-    collect({recorded.decoder1, true}, batch.tgtLen, tgtWords, r, probes,
-            decoder);
-    collect({recorded.decoder2, true}, batch.tgtLen, tgtWords, noArcs, probes,
-            decoder2);
-  }
-
-  std::filesystem::create_directories(r.out);
-  std::string json = r.out + "/analysis.json";
-  std::ofstream out(json);
-  out << "{\"cell\": " << jsonString(config.cell) << ", \"sentences\": "
-      << examples.size() << ", \"forced\": "
-      << jsonString(r.ownTranslation ? "own translation" : "reference")
-      << ", \"sides\": [" << sideJson(encoder, r) << ", "
-      << sideJson(decoder, r) << ", " << sideJson(decoder2, noArcs) << "]}\n";
-  if (!out)
-    throw DataError("cannot write " + json);
-  out.close();
-  for (const SideStats *side : {&encoder, &decoder, &decoder2})
-    writeCsv(*side, r.out + "/" + side->side + "-gates.csv");
+  for (size_t start = 0; start < examples.size(); start += r.batchSize)
+    analysis.addBatch(*session, probed, examples, src, tgt, start);
+  std::string json = analysis.write(config.cell);
   std::fprintf(stderr, "analyze: %zu sentences; wrote %s and *-gates.csv\n",
-               examples.size(), json.c_str());
+               analysis.sentences, json.c_str());
   if (!r.noPlots)
     drawPlots(json, r.out);
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/CellLayer.h"
+#include "models/common/ContextAwareEncoder.h"
 #include "models/common/Data.h"
 #include "models/common/Recurrent.h"
 
@@ -263,6 +264,52 @@ TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   }
   (input * toTorch(G, {T, B, 2 * H})).sum().backward();
   expectClose(Y, input, "Y");
+  expectClose(dX, x.grad(), "dX");
+  for (Param *p : store.all())
+    expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+}
+
+// The context-aware encoder: a backward layer, then a forward one over
+// [x ; backward state]; its output is the forward layer's (H wide).
+TEST(ContextAwareEncoder, MatchesTorch) {
+  JitCell jit(kElman);
+  const int64_t T = 5, B = 3, I = 3, H = 4;
+  ParamStore store;
+  ContextAwareEncoder encoder(*jit.cell, "ca", I, H, store);
+  ASSERT_EQ(encoder.outputWidth(), H);
+  ASSERT_EQ(store.find("ca.fwd.W")->shape, (std::vector<int64_t>{H, I + H}));
+  Rng rng(21);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  std::vector<int32_t> lengths = {5, 2, 4};
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     G = randomValues(T * B * H, rng);
+  std::vector<float> Y(T * B * H), dX(T * B * I, 0.f);
+  ContextAwareEncoder::Trace trace;
+  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
+  zeroGrads(store.all());
+  encoder.backward(trace, G.data(), dX.data());
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true);
+  std::map<std::string, torch::Tensor> params;
+  for (Param *p : store.all())
+    params[p->name] = toTorch(p->value, p->shape, true);
+  auto stepOf = [&](const std::string &prefix) -> Step {
+    return [&, prefix](const std::vector<torch::Tensor> &xs,
+                       const torch::Tensor &s) {
+      return torch::tanh(torch::mv(params[prefix + ".W"], xs[0]) +
+                         torch::mv(params[prefix + ".U"], s) +
+                         params[prefix + ".b"]);
+    };
+  };
+  torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
+  torch::Tensor back =
+      reference(stepOf("ca.bwd"), {x}, lengths, /*reverse=*/true, zeros).first;
+  torch::Tensor y = reference(stepOf("ca.fwd"), {torch::cat({x, back}, 2)},
+                              lengths, /*reverse=*/false, zeros)
+                        .first;
+  (y * toTorch(G, {T, B, H})).sum().backward();
+  expectClose(Y, y, "Y");
   expectClose(dX, x.grad(), "dX");
   for (Param *p : store.all())
     expectClose(p->grad, params[p->name].grad(), "d" + p->name);

@@ -56,6 +56,11 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Model";
   option(cmd, "cell", o.model.cell, cellOptionHelp())
       ->group(group);
+  option(cmd, "arch", o.model.arch,
+         "rnnsearch (bidirectional encoder) or ca (the ATR paper's "
+         "context-aware encoder)")
+      ->check(CLI::IsMember(architectures()))
+      ->group(group);
   for (auto [name, field] : {std::pair{"emb", &o.model.emb},
                              {"hidden", &o.model.hidden},
                              {"att", &o.model.att},

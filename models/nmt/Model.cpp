@@ -14,21 +14,11 @@
 
 namespace nmt {
 
-namespace {
-
-/// The encoder's layers keep the names of the first checkpoints.
-std::string encoderName(int64_t layer, int64_t direction) {
-  return direction == 0 ? "encoder_fwd" : "encoder_bwd";
-}
-
-} // namespace
-
 Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
     : config(config),
       sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
-      encoder(cell, EncoderShape{config.emb, config.hidden, 1, true}, store,
-              encoderName),
+      encoder(config.arch, cell, config.emb, config.hidden, store),
       decoder1(cell, "decoder1", config.emb, config.hidden, store),
       decoder2(cell, "decoder2", encoder.outputWidth(), config.hidden, store),
       init(store, "init", encoder.outputWidth(), decoder1.stateWidths()[0]),
@@ -52,10 +42,10 @@ void Model::initialize(Rng &rng, float scale) {
 }
 
 void Model::recordProbes(ModelProbes *probes) {
-  encoder.layer(0, 0).setProbeRecorder(probes ? &probes->encoderForward
-                                              : nullptr);
-  encoder.layer(0, 1).setProbeRecorder(probes ? &probes->encoderBackward
-                                              : nullptr);
+  encoder.layer(0).setProbeRecorder(probes ? &probes->encoderForward
+                                           : nullptr);
+  encoder.layer(1).setProbeRecorder(probes ? &probes->encoderBackward
+                                           : nullptr);
   decoder1.setProbeRecorder(probes ? &probes->decoder1 : nullptr);
   decoder2.setProbeRecorder(probes ? &probes->decoder2 : nullptr);
 }
@@ -70,7 +60,7 @@ void Model::encode(const Batch &batch, bool train) {
   sourceEmbedding.forward(batch.src.data(), Tx * B, sourceEmbedded.data());
   annotations.resize(Tx * B * C);
   encoder.forward(sourceEmbedded.data(), batch.srcLen.data(), Tx, B,
-                  annotations.data(), encoderTrace, train);
+                  annotations.data(), train);
   tanhInPlace(annotations.data(), Tx * B * C);
   meanAnnotation.resize(B * C);
   meanOverTime(annotations.data(), batch.srcLen.data(), B, C,
@@ -93,7 +83,7 @@ void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
   attention.keysBackward(keys, dAnnotations.data());
   tanhBackward(annotations.data(), dAnnotations.data(), Tx * B * C);
   std::vector<float> dEmbedded(sourceEmbedded.size(), 0.f);
-  encoder.backward(encoderTrace, dAnnotations.data(), dEmbedded.data());
+  encoder.backward(dAnnotations.data(), dEmbedded.data());
   sourceEmbedding.backward(batch.src.data(), Tx * B, dEmbedded.data());
 }
 

@@ -34,6 +34,7 @@
 #include "models/common/Linear.h"
 #include "models/common/LinearSum.h"
 #include "models/common/Recurrent.h"
+#include "models/nmt/SourceEncoder.h"
 
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ struct ModelConfig {
   /// The text of `cell` when it is a .cell file (models/common/Cells.h
   /// readCellSource): kept in the checkpoint, compiled instead of the file.
   std::string cellSource;
+  /// The encoder (SourceEncoder.h): rnnsearch or ca.
+  std::string arch = "rnnsearch";
 };
 
 class BeamSearch;
@@ -153,7 +156,7 @@ private:
   ParamStore store;
   // In parameter order: the layers register themselves in `store`.
   Embedding sourceEmbedding, targetEmbedding;
-  SequenceEncoder encoder;
+  SourceEncoder encoder;
   CellLayer decoder1, decoder2;
   Linear init;
   AdditiveAttention attention;
@@ -163,7 +166,6 @@ private:
 
   // Workspace of the last encode().
   std::vector<float> sourceEmbedded, annotations, meanAnnotation, s0;
-  SequenceEncoder::Trace encoderTrace;
   AdditiveAttention::Keys keys;
   std::vector<float> dAnnotations;
   // Workspace of the last teacher-forced decode ([Ty, B, width] arrays and

@@ -43,6 +43,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["min-count"] = std::to_string(minCount);
   m["max-len"] = std::to_string(maxLen);
   m["cell"] = model.cell;
+  m["arch"] = model.arch;
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -116,6 +117,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("min-count", o.minCount);
   number("max-len", o.maxLen);
   text("cell", o.model.cell);
+  text("arch", o.model.arch);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);

@@ -243,9 +243,13 @@ void Session::train(const TrainData &data) {
   std::ostream &log = runLog.text();
   char line[512];
   std::snprintf(line, sizeof line,
-                "cell %s, %lld parameters, vocab %lld/%lld, %zu training "
+                "cell %s%s, %lld parameters, vocab %lld/%lld, %zu training "
                 "pairs (%zu dropped by --max-len)",
-                options.model.cell.c_str(), (long long)model->parameterCount(),
+                options.model.cell.c_str(),
+                options.model.arch == "rnnsearch"
+                    ? ""
+                    : (" (" + options.model.arch + " encoder)").c_str(),
+                (long long)model->parameterCount(),
                 (long long)srcVocab.size(), (long long)tgtVocab.size(),
                 exs.size(), data.trainSrc.size() - exs.size());
   log << line << std::endl;

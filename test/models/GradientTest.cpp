@@ -29,9 +29,11 @@ Batch tinyBatch() {
   return makeBatch(examples, {0, 1, 2});
 }
 
-Worst checkGradients(const std::string &cellName, bool broken) {
+Worst checkGradients(const std::string &cellName, bool broken,
+                     const std::string &arch = "rnnsearch") {
   ModelConfig config;
   config.cell = cellName;
+  config.arch = arch;
   config.srcVocab = 9;
   config.tgtVocab = 8;
   config.emb = 4;
@@ -63,6 +65,17 @@ TEST_P(GradientTest, WholeModelMatchesFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Cells, GradientTest,
                          testing::Values("atr", "gru", "lstm", "ran", "lau",
                                          "rnn", "deeptrans", "sru", "srnmt"));
+
+// The context-aware encoder (--arch ca) in the whole model.
+class ContextAwareGradientTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ContextAwareGradientTest, WholeModelMatchesFiniteDifferences) {
+  Worst worst = checkGradients(GetParam(), false, "ca");
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, ContextAwareGradientTest,
+                         testing::Values("atr", "gru", "lstm"));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

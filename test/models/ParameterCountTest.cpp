@@ -72,6 +72,29 @@ INSTANTIATE_TEST_SUITE_P(Cells, ParameterCount,
                          testing::Values("atr", "gru", "lstm", "ran", "lau",
                                          "rnn", "deeptrans", "sru", "srnmt"));
 
+// The context-aware encoder (--arch ca): a backward layer over the
+// embeddings, a forward one over [x ; backward state]; H-wide annotations.
+TEST_P(ParameterCount, ContextAwareIsItsFormula) {
+  ModelConfig config;
+  config.cell = GetParam();
+  config.arch = "ca";
+  config.srcVocab = 11;
+  config.tgtVocab = 13;
+  config.emb = 5;
+  config.hidden = 7;
+  config.att = 6;
+  config.readout = 4;
+  Model model(config, models::loadCell(config.cell));
+  const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4, C = H;
+  int64_t expected = (Vs + Vt) * E + cellParams(config.cell, E, H) +
+                     cellParams(config.cell, E + H, H) +
+                     cellParams(config.cell, E, H) +
+                     cellParams(config.cell, C, H) + H * C + H +
+                     A * H + A * C + A + A + R * H + R * E + R * C + R +
+                     Vt * R + Vt;
+  EXPECT_EQ(model.parameterCount(), expected);
+}
+
 TEST(ParameterCount, CoversEveryBuiltinCell) {
   for (const std::string &cell : models::builtinCells())
     EXPECT_NO_THROW(cellParams(cell, 5, 7)) << cell << " has no formula";

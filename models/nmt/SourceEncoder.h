@@ -1,0 +1,53 @@
+//===- models/nmt/SourceEncoder.h - NMT's source encoders -------*- C++ -*-===//
+//
+// The encoder an NMT architecture uses (--arch):
+//   rnnsearch  one bidirectional layer, annotations [fwd ; bwd], 2H wide
+//              (parameters encoder_fwd.*, encoder_bwd.*, as the first
+//              checkpoints have them);
+//   ca         the ATR paper's context-aware encoder (§4.3): a backward
+//              layer, then a forward one over [x ; backward state];
+//              annotations H wide (encoder.bwd.*, encoder.fwd.*).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_NMT_SOURCEENCODER_H
+#define CELLC_MODELS_NMT_SOURCEENCODER_H
+
+#include "models/common/ContextAwareEncoder.h"
+#include "models/common/Recurrent.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+/// The architectures --arch accepts.
+std::vector<std::string> architectures();
+
+class SourceEncoder {
+public:
+  /// Throws models::DataError for an unknown architecture.
+  SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
+                int64_t inputWidth, int64_t stateSize, models::ParamStore &store);
+
+  int64_t outputWidth() const;
+  /// input [T, B, inputWidth] (alive until backward) to the annotations'
+  /// pre-activations [T, B, outputWidth()].
+  void forward(const float *input, const int32_t *lengths, int64_t T,
+               int64_t B, float *output, bool train);
+  /// ACCUMULATES dInput and the params' gradients.
+  void backward(const float *dOutput, float *dInput);
+  /// The layer that runs forward in time (0) or backward (1).
+  models::CellLayer &layer(int64_t direction);
+
+private:
+  std::unique_ptr<models::SequenceEncoder> bidirectional;
+  std::unique_ptr<models::ContextAwareEncoder> contextAware;
+  models::SequenceEncoder::Trace bidirectionalTrace;
+  models::ContextAwareEncoder::Trace contextAwareTrace;
+};
+
+} // namespace nmt
+
+#endif

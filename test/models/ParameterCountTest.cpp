@@ -44,17 +44,24 @@ int64_t cellParams(const std::string &cell, int64_t I, int64_t H) {
   return formulas.at(cell)(I, H);
 }
 
-class ParameterCount : public testing::TestWithParam<std::string> {};
-
-TEST_P(ParameterCount, IsTheModelsFormula) {
+/// A small model whose every width differs, so each term is told apart.
+ModelConfig smallConfig(const std::string &cell, const std::string &arch) {
   ModelConfig config;
-  config.cell = GetParam();
+  config.cell = cell;
+  config.arch = arch;
   config.srcVocab = 11;
   config.tgtVocab = 13;
   config.emb = 5;
   config.hidden = 7;
   config.att = 6;
   config.readout = 4;
+  return config;
+}
+
+class ParameterCount : public testing::TestWithParam<std::string> {};
+
+TEST_P(ParameterCount, IsTheModelsFormula) {
+  ModelConfig config = smallConfig(GetParam(), "rnnsearch");
   Model model(config, models::loadCell(config.cell));
   const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4, C = 2 * H;
   int64_t expected = (Vs + Vt) * E                      // embeddings
@@ -75,15 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Cells, ParameterCount,
 // The context-aware encoder (--arch ca): a backward layer over the
 // embeddings, a forward one over [x ; backward state]; H-wide annotations.
 TEST_P(ParameterCount, ContextAwareIsItsFormula) {
-  ModelConfig config;
-  config.cell = GetParam();
-  config.arch = "ca";
-  config.srcVocab = 11;
-  config.tgtVocab = 13;
-  config.emb = 5;
-  config.hidden = 7;
-  config.att = 6;
-  config.readout = 4;
+  ModelConfig config = smallConfig(GetParam(), "ca");
   Model model(config, models::loadCell(config.cell));
   const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4, C = H;
   int64_t expected = (Vs + Vt) * E + cellParams(config.cell, E, H) +

@@ -3,7 +3,8 @@
 # paper's Table 4 comparison on this machine): trains each cell, translates
 # test_2016_flickr with beam 5 and scores it (multi-bleu on the tokenised,
 # lower-cased text). EPOCHS (default 15; early stopping usually ends it
-# sooner), LR (default 1e-3), THREADS (default 2), CELLS.
+# sooner), LR (default 1e-3), THREADS (default 2), CELLS, ARCH (rnnsearch
+# or ca; runs are named CELL or CELL-ARCH).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/multi30k/tok}
@@ -14,10 +15,13 @@ fi
 BIN=${BUILD_DIR:-build}/bin
 OUT=${OUT:-${BUILD_DIR:-build}/m30k}
 mkdir -p "$OUT"
+ARCH=${ARCH:-rnnsearch}
 for cell in ${CELLS:-atr gru lstm}; do
+  run=$cell
+  [ "$ARCH" = rnnsearch ] || run=$cell-$ARCH
   start=$(date +%s)
   "$BIN/nmt" train --task files --threads "${THREADS:-2}" \
-    --out "$OUT/$cell.ckpt" --no-progress \
+    --out "$OUT/$run.ckpt" --no-progress --arch "$ARCH" \
     --train-src "$D/train.lc.norm.tok.en" --train-tgt "$D/train.lc.norm.tok.de" \
     --valid-src "$D/val.lc.norm.tok.en" --valid-tgt "$D/val.lc.norm.tok.de" \
     --tokenizer bpe --bpe-src 8000 --bpe-tgt 8000 \
@@ -25,11 +29,11 @@ for cell in ${CELLS:-atr gru lstm}; do
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
     --lr-decay plateau --patience 3 --resume
   trained=$(date +%s)
-  "$BIN/nmt" translate --model "$OUT/$cell.ckpt.best" --threads "${THREADS:-2}" \
+  "$BIN/nmt" translate --model "$OUT/$run.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \
-    --output "$OUT/$cell.hyp.de"
-  echo "$cell: trained in $((trained - start)) s; $(grep -E 'epoch [0-9]+ done' "$OUT/$cell.ckpt.log" | tail -1)"
-  echo -n "$cell test_2016_flickr: "
+    --output "$OUT/$run.hyp.de"
+  echo "$run: trained in $((trained - start)) s; $(grep -E 'epoch [0-9]+ done' "$OUT/$run.ckpt.log" | tail -1)"
+  echo -n "$run test_2016_flickr: "
   "$BIN/nmt" score --ref "$D/test_2016_flickr.lc.norm.tok.de" \
-    --hyp "$OUT/$cell.hyp.de" --tokenize none
+    --hyp "$OUT/$run.hyp.de" --tokenize none
 done

@@ -7,6 +7,7 @@
 #include "jit/Jit.h"
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,22 +56,24 @@ splitCellSpec(const std::string &spec) {
   return {spec, ""};
 }
 
-/// A .cell file through the JIT, from `source` when it is given (a
-/// checkpoint's copy) or else from the file. The compiled code must outlive
-/// the Cell, so both are kept.
-static cellrt_image compileCellFile(const std::string &spec,
-                                    const std::string &source,
-                                    std::vector<cellc::jit::CompiledCell> &keep) {
+/// A cell through the JIT: `spec` (path.cell[:NAME]) from `source` when it
+/// is given (a checkpoint's copy, a built-in's text) or else from the file,
+/// with `probes`. Errors say "cannot compile WHAT". The compiled code must
+/// outlive the Cell, so it is kept.
+static cellrt_image compileCell(const std::string &spec,
+                                const std::string &source,
+                                const std::vector<std::string> &probes,
+                                const std::string &what,
+                                std::vector<cellc::jit::CompiledCell> &keep) {
   auto [path, cellName] = splitCellSpec(spec);
   cellc::jit::CompileOptions options;
   options.cellName = cellName;
+  options.probes = probes;
   auto compiled = source.empty()
                       ? cellc::jit::compileFile(path, options)
                       : cellc::jit::compileSource(source, path, options);
   if (!compiled)
-    throw DataError("cannot compile " + path +
-                    (source.empty() ? "" : " (the copy kept in the model)") +
-                    ":\n" + compiled.error());
+    throw DataError("cannot compile " + what + ":\n" + compiled.error());
   keep.push_back(std::move(*compiled));
   return keep.back().image();
 }
@@ -98,38 +101,27 @@ std::string readCellSource(const std::string &name) {
   return text.str();
 }
 
-const cellrt::Cell &loadProbedCell(const std::string &name,
-                                   const std::string &source,
-                                   const std::vector<std::string> &probes) {
+static DataError unknownCell(const std::string &name) {
+  return DataError("unknown cell '" + name + "' (built in: " +
+                   builtinCellList() +
+                   "; or a .cell file, path.cell or path.cell:NAME)");
+}
+
+/// The cell cached under `key`, or the one `image` makes (keeping any JIT
+/// code in its argument), loaded and cached for the life of the process.
+static const cellrt::Cell &
+cachedCell(const std::vector<std::string> &key, const std::string &name,
+           const std::function<cellrt_image(
+               std::vector<cellc::jit::CompiledCell> &)> &image) {
   static std::mutex mutex;
   static std::map<std::vector<std::string>, std::unique_ptr<cellrt::Cell>>
       cells;
   static std::vector<cellc::jit::CompiledCell> compiled;
   std::lock_guard<std::mutex> lock(mutex);
-  std::vector<std::string> key = {name, source};
-  key.insert(key.end(), probes.begin(), probes.end());
   auto it = cells.find(key);
   if (it != cells.end())
     return *it->second;
-  const BuiltinCell *builtin = findBuiltin(name);
-  std::string text = builtin ? builtin->source
-                     : source.empty() ? readCellSource(name)
-                                      : source;
-  if (text.empty())
-    throw DataError("unknown cell '" + name + "' (built in: " +
-                    builtinCellList() +
-                    "; or a .cell file, path.cell or path.cell:NAME)");
-  std::string spec = builtin ? std::string("cells/") + name + ".cell" : name;
-  cellc::jit::CompileOptions options;
-  options.cellName = splitCellSpec(spec).second;
-  options.probes = probes;
-  auto result = cellc::jit::compileSource(text, splitCellSpec(spec).first,
-                                          options);
-  if (!result)
-    throw DataError("cannot compile " + spec + " with probes:\n" +
-                    result.error());
-  compiled.push_back(std::move(*result));
-  auto loaded = cellrt::Cell::load(compiled.back().image());
+  auto loaded = cellrt::Cell::load(image(compiled));
   if (!loaded)
     throw DataError("cell " + name + ": " + loaded.error());
   auto &slot = cells[key];
@@ -137,32 +129,36 @@ const cellrt::Cell &loadProbedCell(const std::string &name,
   return *slot;
 }
 
+const cellrt::Cell &loadProbedCell(const std::string &name,
+                                   const std::string &source,
+                                   const std::vector<std::string> &probes) {
+  std::vector<std::string> key = {name, source, "--probe"};
+  key.insert(key.end(), probes.begin(), probes.end());
+  return cachedCell(key, name, [&](auto &keep) {
+    if (const BuiltinCell *builtin = findBuiltin(name)) {
+      std::string spec = std::string("cells/") + name + ".cell";
+      return compileCell(spec, builtin->source, probes, spec + " with probes",
+                         keep);
+    }
+    if (!isCellFile(name))
+      throw unknownCell(name);
+    return compileCell(name, source, probes,
+                       splitCellSpec(name).first + " with probes", keep);
+  });
+}
+
 const cellrt::Cell &loadCell(const std::string &name,
                              const std::string &source) {
-  static std::mutex mutex;
-  static std::map<std::pair<std::string, std::string>,
-                  std::unique_ptr<cellrt::Cell>>
-      cells;
-  static std::vector<cellc::jit::CompiledCell> compiled;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cells.find({name, source});
-  if (it != cells.end())
-    return *it->second;
-  cellrt_image image;
-  if (const BuiltinCell *builtin = findBuiltin(name))
-    image = builtin->image();
-  else if (isCellFile(name))
-    image = compileCellFile(name, source, compiled);
-  else
-    throw DataError("unknown cell '" + name + "' (built in: " +
-                    builtinCellList() +
-                    "; or a .cell file, path.cell or path.cell:NAME)");
-  auto loaded = cellrt::Cell::load(image);
-  if (!loaded)
-    throw DataError("cell " + name + ": " + loaded.error());
-  auto &slot = cells[{name, source}];
-  slot = std::make_unique<cellrt::Cell>(std::move(*loaded));
-  return *slot;
+  return cachedCell({name, source}, name, [&](auto &keep) {
+    if (const BuiltinCell *builtin = findBuiltin(name))
+      return builtin->image();
+    if (!isCellFile(name))
+      throw unknownCell(name);
+    return compileCell(name, source, {},
+                       splitCellSpec(name).first +
+                           (source.empty() ? "" : " (the copy kept in the model)"),
+                       keep);
+  });
 }
 
 } // namespace models

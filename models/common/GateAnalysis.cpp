@@ -2,6 +2,7 @@
 
 #include "models/common/GateAnalysis.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace models {
@@ -58,16 +59,36 @@ std::vector<double> AdditiveWeights::state(int64_t t, const float *p) const {
   return h;
 }
 
-std::vector<int64_t> AdditiveWeights::strongestEarlier() const {
-  std::vector<int64_t> links(T, -1);
-  for (int64_t t = 1; t < T; ++t) {
-    double best = -INFINITY;
-    for (int64_t k = 0; k < t; ++k)
-      if (double w = meanWeight(t, k); w > best) {
-        best = w;
-        links[t] = k;
-      }
+std::vector<std::vector<double>> AdditiveWeights::meanWeights() const {
+  // g_k^t = g_k^{t-1} * f_t: each row extends the previous one.
+  std::vector<std::vector<double>> means(T);
+  std::vector<std::vector<double>> g; // g[k][j] for the current t
+  for (int64_t t = 0; t < T; ++t) {
+    for (std::vector<double> &weights : g)
+      for (int64_t j = 0; j < H; ++j)
+        weights[j] *= f[t * H + j];
+    g.emplace_back(i + t * H, i + (t + 1) * H);
+    for (const std::vector<double> &weights : g) {
+      double sum = 0;
+      for (double w : weights)
+        sum += w;
+      means[t].push_back(H ? sum / double(H) : 0);
+    }
   }
+  return means;
+}
+
+std::vector<int64_t> AdditiveWeights::strongestEarlier() const {
+  return strongestEarlier(meanWeights());
+}
+
+std::vector<int64_t> AdditiveWeights::strongestEarlier(
+    const std::vector<std::vector<double>> &meanWeights) {
+  std::vector<int64_t> links(meanWeights.size(), -1);
+  for (size_t t = 1; t < meanWeights.size(); ++t)
+    links[t] = int64_t(std::max_element(meanWeights[t].begin(),
+                                        meanWeights[t].begin() + t) -
+                       meanWeights[t].begin());
   return links;
 }
 

@@ -38,9 +38,15 @@ public:
   /// sum_{k<=t} g_k^t * p_k for candidates p [T, H]: the state h_t when the
   /// cell is additive and started from zero.
   std::vector<double> state(int64_t t, const float *p) const;
+  /// meanWeight(t, k) for every t and k <= t, [t][k], in one pass over
+  /// the products of forget gates.
+  std::vector<std::vector<double>> meanWeights() const;
   /// For each step t >= 1, the earlier step k < t with the largest mean
   /// weight (Figure 4's arc); -1 at t = 0.
   std::vector<int64_t> strongestEarlier() const;
+  /// The same from meanWeights()' result.
+  static std::vector<int64_t>
+  strongestEarlier(const std::vector<std::vector<double>> &meanWeights);
 
 private:
   const float *i, *f;

@@ -132,13 +132,9 @@ void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
       for (float &value : f)
         value = 1.0f - value;
     models::AdditiveWeights weights(i.data(), f.data(), length, width);
-    SideStats::Sentence sentence{words[b], weights.strongestEarlier(), {}};
-    for (int64_t t = 0; t < length; ++t) {
-      sentence.weights.emplace_back();
-      for (int64_t k = 0; k <= t; ++k)
-        sentence.weights.back().push_back(weights.meanWeight(t, k));
-    }
-    stats.sentences.push_back(std::move(sentence));
+    std::vector<std::vector<double>> means = weights.meanWeights();
+    stats.sentences.push_back(
+        {words[b], models::AdditiveWeights::strongestEarlier(means), means});
   }
 }
 

@@ -100,6 +100,11 @@ TEST(GateAnalysis, StrongestEarlierWordFollowsTheLargestWeight) {
   EXPECT_EQ(weights.strongestEarlier(), (std::vector<int64_t>{-1, 0, 0, 2}));
   EXPECT_NEAR(weights.meanWeight(1, 0), 0.9 * 0.9, 1e-7);
   EXPECT_NEAR(weights.meanWeight(3, 0), 0.9 * 0.9 * 0.1 * 0.95, 1e-7);
+  // The one-pass table agrees with the weights one by one.
+  std::vector<std::vector<double>> table = weights.meanWeights();
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t k = 0; k <= t; ++k)
+      EXPECT_NEAR(table[t][k], weights.meanWeight(t, k), 1e-12) << t << k;
 }
 
 TEST(GateAnalysis, PearsonOfPerfectAndNoCorrelation) {

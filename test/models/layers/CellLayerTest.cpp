@@ -227,6 +227,32 @@ TEST(CellLayer, MismatchesNameTheCell) {
   }
 }
 
+/// Every param of `store` as a float64 leaf tensor, by name.
+std::map<std::string, torch::Tensor> torchParams(ParamStore &store) {
+  std::map<std::string, torch::Tensor> params;
+  for (Param *p : store.all())
+    params[p->name] = toTorch(p->value, p->shape, true);
+  return params;
+}
+
+/// kElman's step with the leaves PREFIX.W, PREFIX.U and PREFIX.b.
+Step elmanStep(std::map<std::string, torch::Tensor> &params,
+               const std::string &prefix) {
+  return [&params, prefix](const std::vector<torch::Tensor> &xs,
+                           const torch::Tensor &s) {
+    return torch::tanh(torch::mv(params[prefix + ".W"], xs[0]) +
+                       torch::mv(params[prefix + ".U"], s) +
+                       params[prefix + ".b"]);
+  };
+}
+
+/// Every param's gradient against its leaf's after backward().
+void expectParamGradients(ParamStore &store,
+                          std::map<std::string, torch::Tensor> &params) {
+  for (Param *p : store.all())
+    expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+}
+
 TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   JitCell jit(kElman);
   const int64_t T = 4, B = 2, I = 3, H = 2;
@@ -245,28 +271,22 @@ TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   encoder.backward(trace, G.data(), dX.data());
 
   torch::Tensor x = toTorch(X, {T, B, I}, true);
-  std::map<std::string, torch::Tensor> params;
-  for (Param *p : store.all())
-    params[p->name] = toTorch(p->value, p->shape, true);
+  std::map<std::string, torch::Tensor> params = torchParams(store);
   torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64), input = x;
   for (int l = 0; l < 2; ++l) {
     std::vector<torch::Tensor> outs;
     for (int d = 0; d < 2; ++d) {
       std::string name = "enc.l" + std::to_string(l) + (d ? ".bwd" : ".fwd");
-      torch::Tensor W = params[name + ".W"], U = params[name + ".U"],
-                    b = params[name + ".b"];
-      Step step = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
-        return torch::tanh(torch::mv(W, xs[0]) + torch::mv(U, s) + b);
-      };
-      outs.push_back(reference(step, {input}, lengths, d == 1, zeros).first);
+      outs.push_back(reference(elmanStep(params, name), {input}, lengths,
+                               d == 1, zeros)
+                         .first);
     }
     input = torch::cat(outs, 2);
   }
   (input * toTorch(G, {T, B, 2 * H})).sum().backward();
   expectClose(Y, input, "Y");
   expectClose(dX, x.grad(), "dX");
-  for (Param *p : store.all())
-    expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+  expectParamGradients(store, params);
 }
 
 // The context-aware encoder: a backward layer, then a forward one over
@@ -291,28 +311,19 @@ TEST(ContextAwareEncoder, MatchesTorch) {
   encoder.backward(trace, G.data(), dX.data());
 
   torch::Tensor x = toTorch(X, {T, B, I}, true);
-  std::map<std::string, torch::Tensor> params;
-  for (Param *p : store.all())
-    params[p->name] = toTorch(p->value, p->shape, true);
-  auto stepOf = [&](const std::string &prefix) -> Step {
-    return [&, prefix](const std::vector<torch::Tensor> &xs,
-                       const torch::Tensor &s) {
-      return torch::tanh(torch::mv(params[prefix + ".W"], xs[0]) +
-                         torch::mv(params[prefix + ".U"], s) +
-                         params[prefix + ".b"]);
-    };
-  };
+  std::map<std::string, torch::Tensor> params = torchParams(store);
   torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
-  torch::Tensor back =
-      reference(stepOf("ca.bwd"), {x}, lengths, /*reverse=*/true, zeros).first;
-  torch::Tensor y = reference(stepOf("ca.fwd"), {torch::cat({x, back}, 2)},
-                              lengths, /*reverse=*/false, zeros)
-                        .first;
+  torch::Tensor back = reference(elmanStep(params, "ca.bwd"), {x}, lengths,
+                                 /*reverse=*/true, zeros)
+                           .first;
+  torch::Tensor y =
+      reference(elmanStep(params, "ca.fwd"), {torch::cat({x, back}, 2)},
+                lengths, /*reverse=*/false, zeros)
+          .first;
   (y * toTorch(G, {T, B, H})).sum().backward();
   expectClose(Y, y, "Y");
   expectClose(dX, x.grad(), "dX");
-  for (Param *p : store.all())
-    expectClose(p->grad, params[p->name].grad(), "d" + p->name);
+  expectParamGradients(store, params);
 }
 
 /// The two-state cell written with LibTorch.

@@ -18,20 +18,56 @@ SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
 SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
                                  const EncoderShape &shape, ParamStore &store,
                                  const LayerNames &names) {
-  if (shape.layers < 1)
+  std::vector<LayerDirection> directions = shape.directions;
+  if (directions.empty())
+    directions.assign(std::max<int64_t>(shape.layers, 0),
+                      shape.bidirectional ? LayerDirection::Both
+                                          : LayerDirection::Forward);
+  if (directions.empty())
     throw DataError(names(0, 0) + ": an encoder needs at least one layer");
   widths.push_back(shape.inputWidth);
-  int64_t directions = shape.bidirectional ? 2 : 1;
-  for (int64_t l = 0; l < shape.layers; ++l) {
+  for (size_t l = 0; l < directions.size(); ++l) {
     cells.emplace_back();
     int64_t width = 0;
-    for (int64_t d = 0; d < directions; ++d) {
+    for (int64_t d : {0, 1}) {
+      if (directions[l] == (d == 0 ? LayerDirection::Backward
+                                   : LayerDirection::Forward))
+        continue;
       cells[l].push_back(std::make_unique<CellLayer>(
-          cell, names(l, d), widths.back(), shape.stateSize, store, d == 1));
-      width += cells[l][d]->outputWidth();
+          cell, names(int64_t(l), d), widths.back(), shape.stateSize, store,
+          d == 1));
+      width += cells[l].back()->outputWidth();
     }
+    residual.push_back(shape.residualFrom >= 0 &&
+                       int64_t(l) >= shape.residualFrom);
+    if (residual.back() && width != widths.back())
+      throw DataError(names(int64_t(l), 0) + ": a residual layer needs its "
+                      "input width (" + std::to_string(widths.back()) +
+                      ") to equal its output width (" +
+                      std::to_string(width) + ")");
     widths.push_back(width);
   }
+}
+
+CellLayer *SequenceEncoder::lowestCell(bool reverse) {
+  for (auto &layerCells : cells)
+    for (auto &cell : layerCells)
+      if (cell->isReverse() == reverse)
+        return cell.get();
+  return nullptr;
+}
+
+void SequenceEncoder::addValidSteps(const float *from, const int32_t *lengths,
+                                    int64_t T, int64_t B, int64_t width,
+                                    float *to) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      if (t >= lengths[b])
+        continue;
+      int64_t offset = (t * B + b) * width;
+      for (int64_t i = 0; i < width; ++i)
+        to[offset + i] += from[offset + i];
+    }
 }
 
 void SequenceEncoder::forward(const float *input, const int32_t *lengths,
@@ -71,6 +107,8 @@ void SequenceEncoder::forward(const float *input, const int32_t *lengths,
                     trace.outputs[l].data() + r * width + offset);
         offset += w;
       }
+    if (residual[l])
+      addValidSteps(layerInput, lengths, T, B, width, trace.outputs[l].data());
     layerInput = trace.outputs[l].data();
   }
   std::copy(trace.outputs.back().begin(), trace.outputs.back().end(), output);
@@ -98,6 +136,9 @@ void SequenceEncoder::backward(Trace &trace, const float *dOutput,
       offset += w;
       cell.backward(trace.cells[l][d], dOut.data(), {target});
     }
+    if (residual[l] && target)
+      addValidSteps(dLayerOutput.data(), trace.lengths, trace.T, trace.B,
+                    widths[l], target);
     dLayerOutput = std::move(dLayerInput);
   }
 }

@@ -1,9 +1,10 @@
 //===- models/common/Recurrent.h - Stacked, bidirectional cells -*- C++ -*-===//
 //
-// A sequence encoder of `layers` cell layers over one input [T, B, in]:
-// each layer runs forward in time, or both ways with its two outputs
+// A sequence encoder of cell layers over one input [T, B, in]: each layer
+// runs forward in time, backward, or both ways with its two outputs
 // concatenated ([fwd ; bwd] per position); layer l reads layer l-1's
-// output. Parameters are `PREFIX.lL.fwd.*` and `PREFIX.lL.bwd.*`, or
+// output, and from `residualFrom` on adds it to its own (GNMT's residual
+// connections). Parameters are `PREFIX.lL.fwd.*` and `PREFIX.lL.bwd.*`, or
 // whatever names the model gives (the NMT encoder keeps its first
 // checkpoints' `encoder_fwd.*`).
 //
@@ -21,10 +22,20 @@
 
 namespace models {
 
+/// Which way in time a layer runs.
+enum class LayerDirection { Forward, Backward, Both };
+
 struct EncoderShape {
   int64_t inputWidth = 0, stateSize = 0;
   int64_t layers = 1;
   bool bidirectional = false;
+  /// One per layer; when given, it replaces `layers` and `bidirectional`
+  /// (GNMT: a bidirectional layer, then forward ones; DeepLAU: layers
+  /// alternating backward and forward).
+  std::vector<LayerDirection> directions = {};
+  /// Layers l >= residualFrom (0-based; negative: none) add their input to
+  /// their output at each sequence's steps; their widths must be equal.
+  int64_t residualFrom = -1;
 };
 
 class SequenceEncoder {
@@ -53,9 +64,13 @@ public:
 
   int64_t outputWidth() const { return widths.back(); }
   int64_t numLayers() const { return int64_t(cells.size()); }
-  /// Layer l's direction d (0 forward, 1 backward).
+  /// Layer l's cells: 1 (forward or backward) or 2 (forward, backward).
+  int64_t numCells(int64_t l) const { return int64_t(cells[l].size()); }
+  /// Layer l's cell d (in a bidirectional layer, 0 forward, 1 backward).
   const CellLayer &layer(int64_t l, int64_t d) const { return *cells[l][d]; }
   CellLayer &layer(int64_t l, int64_t d) { return *cells[l][d]; }
+  /// The lowest layer's cell running backward (or forward), or nullptr.
+  CellLayer *lowestCell(bool reverse);
 
   /// input [T, B, inputWidth]; output [T, B, outputWidth()] is written
   /// (zeros at padded steps). The input must stay alive until backward.
@@ -71,7 +86,12 @@ public:
   }
 
 private:
+  /// Adds each sequence's steps of `from` [T, B, width] into `to`.
+  static void addValidSteps(const float *from, const int32_t *lengths,
+                            int64_t T, int64_t B, int64_t width, float *to);
+
   std::vector<std::vector<std::unique_ptr<CellLayer>>> cells;
+  std::vector<bool> residual;
   /// widths[l]: the input width of layer l; widths.back(): the output's.
   std::vector<int64_t> widths;
 };

@@ -144,8 +144,11 @@ double BeamSearch::normalised(double score, size_t length) const {
   return score / std::pow(double(length), double(lengthPenalty));
 }
 
-std::vector<std::vector<int32_t>> BeamSearch::best() const {
+std::vector<std::vector<int32_t>>
+BeamSearch::best(std::vector<double> *scores) const {
   std::vector<std::vector<int32_t>> result(B);
+  if (scores)
+    scores->assign(B, -std::numeric_limits<double>::infinity());
   for (int64_t b = 0; b < B; ++b) {
     double bestScore = -std::numeric_limits<double>::infinity();
     for (const Finished &f : finished[b])
@@ -153,6 +156,8 @@ std::vector<std::vector<int32_t>> BeamSearch::best() const {
         bestScore = f.score;
         result[b] = f.tokens;
       }
+    if (scores)
+      (*scores)[b] = bestScore;
   }
   return result;
 }

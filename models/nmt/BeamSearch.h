@@ -41,8 +41,10 @@ public:
   /// vocab] over the next word.
   void advance(const float *logProbs, int64_t vocab);
 
-  /// The best finished hypothesis of each sentence (without </s>).
-  std::vector<std::vector<int32_t>> best() const;
+  /// The best finished hypothesis of each sentence (without </s>), and
+  /// into `scores` (when given) its normalised score.
+  std::vector<std::vector<int32_t>>
+  best(std::vector<double> *scores = nullptr) const;
 
 private:
   struct Candidate {

@@ -57,9 +57,20 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "cell", o.model.cell, cellOptionHelp())
       ->group(group);
   option(cmd, "arch", o.model.arch,
-         "rnnsearch (bidirectional encoder) or ca (the ATR paper's "
-         "context-aware encoder)")
+         "rnnsearch (bidirectional encoder), ca (the ATR paper's "
+         "context-aware encoder), gnmt (stacked: bidirectional then forward "
+         "layers, residual from layer 3, the context fed to every decoder "
+         "layer) or deep (DeepLAU: encoder layers alternate direction)")
       ->check(CLI::IsMember(architectures()))
+      ->group(group);
+  option(cmd, "enc-layers", o.model.encLayers,
+         "encoder layers (gnmt, deep; default 2)")
+      ->check(CLI::Range(1, 16))
+      ->group(group);
+  option(cmd, "dec-layers", o.model.decLayers,
+         "decoder layers, the attention's pair counting as one (gnmt, deep; "
+         "default 2)")
+      ->check(CLI::Range(1, 16))
       ->group(group);
   for (auto [name, field] : {std::pair{"emb", &o.model.emb},
                              {"hidden", &o.model.hidden},

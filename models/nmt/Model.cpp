@@ -14,11 +14,29 @@
 
 namespace nmt {
 
+void ModelConfig::resolveLayers() {
+  int64_t usual = isDeepArchitecture(arch) ? 2 : 1;
+  if (encLayers == 0)
+    encLayers = usual;
+  if (decLayers == 0)
+    decLayers = usual;
+}
+
+namespace {
+
+ModelConfig withLayers(ModelConfig config) {
+  config.resolveLayers();
+  return config;
+}
+
+} // namespace
+
 Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
-    : config(config),
+    : config(withLayers(config)),
       sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
-      encoder(config.arch, cell, config.emb, config.hidden, store),
+      encoder(config.arch, cell, config.emb, config.hidden,
+              this->config.encLayers, store),
       decoder1(cell, "decoder1", config.emb, config.hidden, store),
       decoder2(cell, "decoder2", encoder.outputWidth(), config.hidden, store),
       init(store, "init", encoder.outputWidth(), decoder1.stateWidths()[0]),
@@ -34,6 +52,7 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
   // Cell 2 continues from cell 1's states.
   if (decoder1.stateWidths() != decoder2.stateWidths())
     throw DataError("decoder cells have different state widths");
+  addUpperLayers(cell);
 }
 
 void Model::initialize(Rng &rng, float scale) {
@@ -42,10 +61,11 @@ void Model::initialize(Rng &rng, float scale) {
 }
 
 void Model::recordProbes(ModelProbes *probes) {
-  encoder.layer(0).setProbeRecorder(probes ? &probes->encoderForward
-                                           : nullptr);
-  encoder.layer(1).setProbeRecorder(probes ? &probes->encoderBackward
-                                           : nullptr);
+  for (int64_t direction : {0, 1})
+    if (CellLayer *layer = encoder.layer(direction))
+      layer->setProbeRecorder(!probes ? nullptr
+                              : direction == 0 ? &probes->encoderForward
+                                               : &probes->encoderBackward);
   decoder1.setProbeRecorder(probes ? &probes->decoder1 : nullptr);
   decoder2.setProbeRecorder(probes ? &probes->decoder2 : nullptr);
 }
@@ -89,7 +109,7 @@ void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
 
 void Model::readoutForward(const float *s, const float *y, const float *c,
                            int64_t rows, Rng *dropoutRng, Readout &out) const {
-  const int64_t S = decoder2.outputWidth(), R = readout.outputWidth();
+  const int64_t S = topWidth(), R = readout.outputWidth();
   out.tanhState.assign(s, s + rows * S);
   tanhInPlace(out.tanhState.data(), rows * S);
   out.hidden.resize(rows * R);
@@ -113,7 +133,7 @@ void Model::readoutBackward(const float *s, const float *y, const float *c,
   tanhBackward(out.hidden.data(), dHidden.data(), rows * R);
   readout.backward({out.tanhState.data(), y, c}, rows, dHidden.data(),
                    {ds, dy, dc}, /*accumulateDx=*/false);
-  tanhBackward(out.tanhState.data(), ds, rows * decoder2.outputWidth());
+  tanhBackward(out.tanhState.data(), ds, rows * topWidth());
 }
 
 double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
@@ -121,8 +141,9 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   const int64_t V = config.tgtVocab;
   encode(batch, backward);
   decodeForward(batch, backward);
-  readoutForward(out2.data(), targetEmbedded.data(), contexts.data(), N,
-                 dropoutRng, trainReadout);
+  const float *top = upperForward(batch, backward);
+  readoutForward(top, targetEmbedded.data(), contexts.data(), N, dropoutRng,
+                 trainReadout);
   std::vector<uint8_t> mask(N);
   for (int64_t j = 0; j < Ty; ++j)
     for (int64_t b = 0; b < B; ++b)
@@ -134,11 +155,12 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   if (!backward)
     return total;
 
-  std::vector<float> dOut2(out2.size()), dEmbedded(targetEmbedded.size()),
-      dContexts(contexts.size());
-  readoutBackward(out2.data(), targetEmbedded.data(), contexts.data(), N,
-                  trainReadout, dLogits.data(), dOut2.data(), dEmbedded.data(),
+  std::vector<float> dTop(N * topWidth()), dOut2(out2.size()),
+      dEmbedded(targetEmbedded.size()), dContexts(contexts.size());
+  readoutBackward(top, targetEmbedded.data(), contexts.data(), N,
+                  trainReadout, dLogits.data(), dTop.data(), dEmbedded.data(),
                   dContexts.data());
+  upperBackward(batch, dTop.data(), dOut2.data(), dContexts.data());
   dAnnotations.assign(annotations.size(), 0.f);
   States dInitial = decodeBackward(batch, dOut2.data(), dEmbedded.data(),
                                    dContexts.data());
@@ -146,6 +168,16 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   // Only s_0's first state comes from the encoder.
   encodeBackward(batch, dInitial[0].data());
   return total;
+}
+
+std::vector<float> Model::targetLogProbs(const Batch &batch) {
+  loss(batch, false, nullptr);
+  // The loss leaves the log-probabilities in the logits.
+  const int64_t N = batch.Ty * batch.B, V = config.tgtVocab;
+  std::vector<float> result(N);
+  for (int64_t r = 0; r < N; ++r)
+    result[r] = trainReadout.logits[r * V + batch.tgtOut[r]];
+  return result;
 }
 
 } // namespace nmt

@@ -15,6 +15,15 @@
 //                                                  LinearSum `readout`
 //             p(y_j) = softmax(Wout dropout(t_j) + bout)  Linear `output`
 //
+// Deep architectures (--arch gnmt|deep, SourceEncoder.h) stack the encoder
+// and put decoder layers 2..M (CellLayers `decoder.lL`) above s_j: layer l
+// reads [s^{l-1}_j ; c_j] (gnmt: the context goes to every layer, and from
+// layer 3 on a layer adds its input's s^{l-1}_j to its output) or s^{l-1}_j
+// alone (deep); the readout reads the top layer's output. The attention
+// stays on the bottom layer, so the upper layers read nothing of their own
+// past but their states: in training each runs as one whole sequence
+// (DecoderStack.cpp), in decoding one step per layer.
+//
 // Training runs each decoder step as a length-1 sequence through
 // CellLayer::forward (one CellTrace per step) and backpropagates them last
 // step first; decoding runs CellLayer::step with a beam's parent rows
@@ -36,6 +45,7 @@
 #include "models/common/Recurrent.h"
 #include "models/nmt/SourceEncoder.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,8 +61,14 @@ struct ModelConfig {
   /// The text of `cell` when it is a .cell file (models/common/Cells.h
   /// readCellSource): kept in the checkpoint, compiled instead of the file.
   std::string cellSource;
-  /// The encoder (SourceEncoder.h): rnnsearch or ca.
+  /// The encoder (SourceEncoder.h): rnnsearch, ca, gnmt or deep.
   std::string arch = "rnnsearch";
+  /// Encoder layers and decoder layers (the conditional pair counts as one);
+  /// 0: the architecture's default (gnmt, deep: 2; others: 1).
+  int64_t encLayers = 0, decLayers = 0;
+
+  /// Replaces 0 layer counts by the architecture's default.
+  void resolveLayers();
 };
 
 class BeamSearch;
@@ -88,9 +104,15 @@ public:
   /// Beam search (beam 1 = greedy) over a source batch, scores normalised
   /// by length^lengthPenalty. Returns one id sequence (without </s>) per
   /// sentence.
-  std::vector<std::vector<int32_t>> translate(const Batch &batch,
-                                              int64_t beam, int64_t maxLength,
-                                              float lengthPenalty);
+  /// With `scores`, also each hypothesis' normalised score.
+  std::vector<std::vector<int32_t>>
+  translate(const Batch &batch, int64_t beam, int64_t maxLength,
+            float lengthPenalty, std::vector<double> *scores = nullptr);
+
+  /// Forced decoding: log p(tgtOut[j, b]) for every target step [Ty, B]
+  /// (padded steps included). Decoding and training share no code above the
+  /// cells, so the tests check each against the other with this.
+  std::vector<float> targetLogProbs(const Batch &batch);
 
   /// From now on inference forwards (loss without backward: forced
   /// decoding) run each recorder's probed cell and record into `probes`;
@@ -116,6 +138,13 @@ private:
   struct StateGradients;
   /// What decoding keeps of its current step (Translate.cpp).
   struct DecodeStep;
+  /// The upper decoder layers' states before and after a decoding step,
+  /// their inputs and outputs, and their weights stacked once per pass.
+  struct UpperStep {
+    std::vector<States> states, next;
+    std::vector<std::vector<float>> inputs, outputs;
+    std::vector<cellrt::PackedWeights> packed;
+  };
 
   // Shared by training and decoding (Model.cpp).
   /// Annotations, attention keys and s_0 of the batch's sources.
@@ -145,6 +174,28 @@ private:
                           float *dEmbedded, float *dContexts,
                           StateGradients &grads);
 
+  // The decoder's layers 2..M (DecoderStack.cpp).
+  /// Builds decoder layers 2..config.decLayers.
+  void addUpperLayers(const cellrt::Cell &cell);
+  /// The width of the output the readout reads (the top layer's).
+  int64_t topWidth() const;
+  /// Layer k's (0: decoder layer 2) input at `rows` rows into `input`:
+  /// [below ; context] (gnmt) or below.
+  void upperInput(size_t k, const float *below, const float *context,
+                  int64_t rows, std::vector<float> &input) const;
+  /// The upper layers over the teacher-forced steps; returns the top
+  /// layer's output [Ty, B, width] (out2 itself when there is none).
+  const float *upperForward(const Batch &batch, bool train);
+  /// Given the top layer's output gradient: writes dOut2, ADDS into
+  /// dContexts.
+  void upperBackward(const Batch &batch, const float *dTop, float *dOut2,
+                     float *dContexts);
+  /// One decoding step of the upper layers over out2 and the contexts;
+  /// returns the top layer's output.
+  const float *upperStep(const BeamSearch &search, const float *out2,
+                         const float *context, int64_t stateRows,
+                         UpperStep &step);
+
   // Decoding (Translate.cpp).
   /// One beam-search step of the search's active rows: log-probabilities in
   /// step.readout.logits.
@@ -163,6 +214,9 @@ private:
   LinearSum readout;
   Linear output;
   Dropout readoutDropout;
+  /// Decoder layers 2..M and whether each adds its input's s^{l-1}.
+  std::vector<std::unique_ptr<CellLayer>> upper;
+  std::vector<bool> upperResidual;
 
   // Workspace of the last encode().
   std::vector<float> sourceEmbedded, annotations, meanAnnotation, s0;
@@ -175,6 +229,9 @@ private:
   std::vector<CellTrace> traces1, traces2;
   std::vector<AdditiveAttention::Step> attentionSteps;
   std::vector<float> dProjectedQueries;
+  // The upper decoder layers' inputs, outputs and traces ([Ty, B, width]).
+  std::vector<std::vector<float>> upperInputs, upperOutputs;
+  std::vector<CellTrace> upperTraces;
   // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
   // afresh per batch cost more in page faults than the softmax itself.
   Readout trainReadout;

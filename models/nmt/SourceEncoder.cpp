@@ -6,53 +6,96 @@
 
 namespace nmt {
 
-std::vector<std::string> architectures() { return {"rnnsearch", "ca"}; }
+using models::LayerDirection;
+
+std::vector<std::string> architectures() {
+  return {"rnnsearch", "ca", "gnmt", "deep"};
+}
+
+bool isDeepArchitecture(const std::string &arch) {
+  return arch == "gnmt" || arch == "deep";
+}
+
+namespace {
+
+/// GNMT's encoder: bidirectional, then forward; residual from layer 3.
+models::EncoderShape gnmtShape(int64_t inputWidth, int64_t stateSize,
+                               int64_t layers) {
+  models::EncoderShape shape{inputWidth, stateSize};
+  shape.directions.assign(layers, LayerDirection::Forward);
+  shape.directions[0] = LayerDirection::Both;
+  shape.residualFrom = 2;
+  return shape;
+}
+
+/// DeepLAU's encoder: d = (-1)^l for layers l = 1..N.
+models::EncoderShape alternatingShape(int64_t inputWidth, int64_t stateSize,
+                                      int64_t layers) {
+  models::EncoderShape shape{inputWidth, stateSize};
+  for (int64_t l = 1; l <= layers; ++l)
+    shape.directions.push_back(l % 2 ? LayerDirection::Backward
+                                     : LayerDirection::Forward);
+  return shape;
+}
+
+} // namespace
 
 SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
                              int64_t inputWidth, int64_t stateSize,
-                             models::ParamStore &store) {
+                             int64_t layers, models::ParamStore &store) {
+  if (!isDeepArchitecture(arch) && layers != 1)
+    throw models::DataError("--arch " + arch + " has one encoder layer (" +
+                            std::to_string(layers) +
+                            " asked); stacks: --arch gnmt or deep");
+  if (isDeepArchitecture(arch) && (layers < 1 || layers > 16))
+    throw models::DataError("--enc-layers: 1 to 16, not " +
+                            std::to_string(layers));
   if (arch == "rnnsearch") {
     // The first checkpoints' names.
     auto names = [](int64_t, int64_t direction) {
       return std::string(direction == 0 ? "encoder_fwd" : "encoder_bwd");
     };
-    bidirectional = std::make_unique<models::SequenceEncoder>(
+    stacked = std::make_unique<models::SequenceEncoder>(
         cell, models::EncoderShape{inputWidth, stateSize, 1, true}, store,
         names);
   } else if (arch == "ca") {
     contextAware = std::make_unique<models::ContextAwareEncoder>(
         cell, "encoder", inputWidth, stateSize, store);
+  } else if (arch == "gnmt" || arch == "deep") {
+    stacked = std::make_unique<models::SequenceEncoder>(
+        cell, "encoder",
+        arch == "gnmt" ? gnmtShape(inputWidth, stateSize, layers)
+                       : alternatingShape(inputWidth, stateSize, layers),
+        store);
   } else {
     throw models::DataError("unknown architecture '" + arch +
-                            "' (rnnsearch or ca)");
+                            "' (rnnsearch, ca, gnmt or deep)");
   }
 }
 
 int64_t SourceEncoder::outputWidth() const {
-  return bidirectional ? bidirectional->outputWidth()
-                       : contextAware->outputWidth();
+  return stacked ? stacked->outputWidth() : contextAware->outputWidth();
 }
 
 void SourceEncoder::forward(const float *input, const int32_t *lengths,
                             int64_t T, int64_t B, float *output, bool train) {
-  if (bidirectional)
-    bidirectional->forward(input, lengths, T, B, output, bidirectionalTrace,
-                           train);
+  if (stacked)
+    stacked->forward(input, lengths, T, B, output, stackedTrace, train);
   else
     contextAware->forward(input, lengths, T, B, output, contextAwareTrace,
                           train);
 }
 
 void SourceEncoder::backward(const float *dOutput, float *dInput) {
-  if (bidirectional)
-    bidirectional->backward(bidirectionalTrace, dOutput, dInput);
+  if (stacked)
+    stacked->backward(stackedTrace, dOutput, dInput);
   else
     contextAware->backward(contextAwareTrace, dOutput, dInput);
 }
 
-models::CellLayer &SourceEncoder::layer(int64_t direction) {
-  return bidirectional ? bidirectional->layer(0, direction)
-                       : contextAware->layer(direction);
+models::CellLayer *SourceEncoder::layer(int64_t direction) {
+  return stacked ? stacked->lowestCell(direction == 1)
+                 : &contextAware->layer(direction);
 }
 
 } // namespace nmt

@@ -6,7 +6,14 @@
 //              checkpoints have them);
 //   ca         the ATR paper's context-aware encoder (§4.3): a backward
 //              layer, then a forward one over [x ; backward state];
-//              annotations H wide (encoder.bwd.*, encoder.fwd.*).
+//              annotations H wide (encoder.bwd.*, encoder.fwd.*);
+//   gnmt       GNMT (Wu et al. 2016; ATR paper §4.2): a bidirectional
+//              layer, then forward layers, residual from the third on;
+//              annotations the top layer's (H wide from two layers on);
+//   deep       DeepLAU (LAU paper §3.4): layer l runs in direction (-1)^l
+//              (backward first) over the layer below, no concatenation;
+//              annotations the top layer's, H wide.
+// Deep encoders' parameters are encoder.lL.fwd.* / encoder.lL.bwd.*.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +31,16 @@ namespace nmt {
 
 /// The architectures --arch accepts.
 std::vector<std::string> architectures();
+/// Whether the architecture stacks layers (--enc-layers, --dec-layers).
+bool isDeepArchitecture(const std::string &arch);
 
 class SourceEncoder {
 public:
-  /// Throws models::DataError for an unknown architecture.
+  /// Throws models::DataError for an unknown architecture or a layer count
+  /// it cannot take.
   SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
-                int64_t inputWidth, int64_t stateSize, models::ParamStore &store);
+                int64_t inputWidth, int64_t stateSize, int64_t layers,
+                models::ParamStore &store);
 
   int64_t outputWidth() const;
   /// input [T, B, inputWidth] (alive until backward) to the annotations'
@@ -38,13 +49,14 @@ public:
                int64_t B, float *output, bool train);
   /// ACCUMULATES dInput and the params' gradients.
   void backward(const float *dOutput, float *dInput);
-  /// The layer that runs forward in time (0) or backward (1).
-  models::CellLayer &layer(int64_t direction);
+  /// The lowest layer that runs forward in time (direction 0) or backward
+  /// (1), or nullptr (nmt analyze probes these).
+  models::CellLayer *layer(int64_t direction);
 
 private:
-  std::unique_ptr<models::SequenceEncoder> bidirectional;
+  std::unique_ptr<models::SequenceEncoder> stacked;
   std::unique_ptr<models::ContextAwareEncoder> contextAware;
-  models::SequenceEncoder::Trace bidirectionalTrace;
+  models::SequenceEncoder::Trace stackedTrace;
   models::ContextAwareEncoder::Trace contextAwareTrace;
 };
 

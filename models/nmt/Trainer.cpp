@@ -44,6 +44,8 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["max-len"] = std::to_string(maxLen);
   m["cell"] = model.cell;
   m["arch"] = model.arch;
+  m["enc-layers"] = std::to_string(model.encLayers);
+  m["dec-layers"] = std::to_string(model.decLayers);
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -118,6 +120,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("max-len", o.maxLen);
   text("cell", o.model.cell);
   text("arch", o.model.arch);
+  number("enc-layers", o.model.encLayers);
+  number("dec-layers", o.model.decLayers);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);
@@ -245,6 +249,7 @@ void Session::build() {
   // with the cell it started with.
   if (options.model.cellSource.empty())
     options.model.cellSource = readCellSource(options.model.cell);
+  options.model.resolveLayers();
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();

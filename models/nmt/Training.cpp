@@ -41,6 +41,16 @@ double secondsSince(Clock::time_point start) {
 
 /// The first parameter whose gradient holds a NaN or Inf (or whose squares
 /// overflow), or null. Only called once the norm is known to be non-finite.
+/// "" for RNNSearch, else e.g. " (gnmt 2+2 layers)".
+std::string architectureText(const ModelConfig &model) {
+  if (model.arch == "rnnsearch")
+    return "";
+  if (!isDeepArchitecture(model.arch))
+    return " (" + model.arch + " encoder)";
+  return " (" + model.arch + " " + std::to_string(model.encLayers) + "+" +
+         std::to_string(model.decLayers) + " layers)";
+}
+
 const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
   for (Param *p : params)
     if (!std::isfinite(gradientNorm({p})))
@@ -245,10 +255,7 @@ void Session::train(const TrainData &data) {
   std::snprintf(line, sizeof line,
                 "cell %s%s, %lld parameters, vocab %lld/%lld, %zu training "
                 "pairs (%zu dropped by --max-len)",
-                options.model.cell.c_str(),
-                options.model.arch == "rnnsearch"
-                    ? ""
-                    : (" (" + options.model.arch + " encoder)").c_str(),
+                options.model.cell.c_str(), architectureText(options.model).c_str(),
                 (long long)model->parameterCount(),
                 (long long)srcVocab.size(), (long long)tgtVocab.size(),
                 exs.size(), data.trainSrc.size() - exs.size());

@@ -23,12 +23,13 @@ struct Model::DecodeStep {
   int64_t stateRows = 0;
   std::vector<float> embedded, out1, context, out2;
   AdditiveAttention::Step attention;
+  UpperStep upper;
   Readout readout;
 };
 
 std::vector<std::vector<int32_t>>
 Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
-                 float lengthPenalty) {
+                 float lengthPenalty, std::vector<double> *scores) {
   const int64_t B = batch.B;
   encode(batch, false);
   std::vector<int64_t> limits(B);
@@ -49,11 +50,23 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   // The decoder cells' weights stay fixed while decoding: stack them once.
   cellrt::PackedWeights packed1 = decoder1.packWeights();
   cellrt::PackedWeights packed2 = decoder2.packWeights();
+  // The upper layers start from zeros.
+  UpperStep &upperArrays = step.upper;
+  upperArrays.states.resize(upper.size());
+  upperArrays.next.resize(upper.size());
+  upperArrays.inputs.resize(upper.size());
+  upperArrays.outputs.resize(upper.size());
+  for (size_t k = 0; k < upper.size(); ++k) {
+    for (int64_t width : upper[k]->stateWidths())
+      upperArrays.states[k].emplace_back(B * width, 0.f);
+    upperArrays.next[k].resize(upper[k]->stateWidths().size());
+    upperArrays.packed.push_back(upper[k]->packWeights());
+  }
   while (search.nextStep()) {
     decodeStep(search, packed1, packed2, step);
     search.advance(step.readout.logits.data(), config.tgtVocab);
   }
-  return search.best();
+  return search.best(scores);
 }
 
 void Model::decodeStep(const BeamSearch &search,
@@ -89,8 +102,10 @@ void Model::decodeStep(const BeamSearch &search,
                   statePointers<float>(step.next),
                   step.out2.data()};
   decoder2.step(second, &packed2);
-  readoutForward(step.out2.data(), step.embedded.data(), step.context.data(),
-                 n, nullptr, step.readout);
+  const float *top = upperStep(search, step.out2.data(), step.context.data(),
+                               step.stateRows, step.upper);
+  readoutForward(top, step.embedded.data(), step.context.data(), n, nullptr,
+                 step.readout);
   logSoftmax(step.readout.logits.data(), n, config.tgtVocab);
   step.states.swap(step.next);
   step.stateRows = n;

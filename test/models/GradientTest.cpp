@@ -29,11 +29,12 @@ Batch tinyBatch() {
   return makeBatch(examples, {0, 1, 2});
 }
 
-Worst checkGradients(const std::string &cellName, bool broken,
-                     const std::string &arch = "rnnsearch") {
+ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
+                       int64_t layers) {
   ModelConfig config;
   config.cell = cellName;
   config.arch = arch;
+  config.encLayers = config.decLayers = layers;
   config.srcVocab = 9;
   config.tgtVocab = 8;
   config.emb = 4;
@@ -41,7 +42,13 @@ Worst checkGradients(const std::string &cellName, bool broken,
   config.att = 3;
   config.readout = 4;
   config.dropout = 0;
-  Model model(config, loadCell(cellName));
+  return config;
+}
+
+Worst checkGradients(const std::string &cellName, bool broken,
+                     const std::string &arch = "rnnsearch",
+                     int64_t layers = 1) {
+  Model model(tinyConfig(cellName, arch, layers), loadCell(cellName));
   model.breakGradientForTest = broken;
   Rng rng(11);
   model.initialize(rng, 0.5f);
@@ -76,6 +83,65 @@ TEST_P(ContextAwareGradientTest, WholeModelMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Cells, ContextAwareGradientTest,
                          testing::Values("atr", "gru", "lstm"));
+
+// The deep architectures at three layers each way, so that GNMT's
+// residual connections (from layer 3) are in the model.
+class DeepGradientTest
+    : public testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(DeepGradientTest, WholeModelMatchesFiniteDifferences) {
+  auto [cell, arch] = GetParam();
+  Worst worst = checkGradients(cell, false, arch, 3);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cells, DeepGradientTest,
+    testing::Combine(testing::Values("atr", "gru", "lstm", "lau", "sru"),
+                     testing::Values("gnmt", "deep")));
+
+// Decoding (CellLayer::step over the beam's rows, layer by layer) and
+// training (whole sequences) share no code above the cells: beam search
+// must score its own output as forced decoding of that output does.
+class DecodingTest
+    : public testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+
+TEST_P(DecodingTest, SearchScoresEqualForcedDecoding) {
+  auto [arch, layers] = GetParam();
+  ModelConfig config = tinyConfig("gru", arch, layers);
+  Model model(config, loadCell("gru"));
+  Rng rng(5);
+  model.initialize(rng, 0.8f);
+  const int64_t maxLength = 6;
+  std::vector<std::vector<int32_t>> sources = {{4, 5, 6, 7}, {8, 4}, {5, 6}};
+  // Beam 3 starts rows from other rows' states (their parents').
+  for (int64_t beam : {1, 3}) {
+    std::vector<double> scores;
+    auto hyps = model.translate(makeSourceBatch(sources, {0, 1, 2}), beam,
+                                maxLength, 0.f, &scores);
+    std::vector<Example> examples;
+    for (size_t b = 0; b < sources.size(); ++b)
+      examples.push_back({sources[b], hyps[b]});
+    Batch forced = makeBatch(examples, {0, 1, 2});
+    std::vector<float> logProbs = model.targetLogProbs(forced);
+    for (size_t b = 0; b < hyps.size(); ++b) {
+      // A hypothesis cut at the limit has no </s> in its score.
+      size_t scored =
+          hyps[b].size() + (hyps[b].size() < size_t(maxLength) ? 1 : 0);
+      double sum = 0;
+      for (size_t j = 0; j < scored; ++j)
+        sum += logProbs[j * forced.B + b];
+      EXPECT_NEAR(sum, scores[b], 1e-4 * (1 + std::abs(sum)))
+          << "beam " << beam << ", sentence " << b;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, DecodingTest,
+                         testing::Values(std::tuple{"rnnsearch", 1},
+                                         std::tuple{"ca", 1},
+                                         std::tuple{"gnmt", 3},
+                                         std::tuple{"deep", 3}));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

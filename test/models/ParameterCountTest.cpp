@@ -94,6 +94,55 @@ TEST_P(ParameterCount, ContextAwareIsItsFormula) {
   EXPECT_EQ(model.parameterCount(), expected);
 }
 
+// GNMT (--arch gnmt): a bidirectional layer, forward layers above it;
+// decoder layers 2.. read [s ; c]; annotations H wide from two layers on.
+TEST_P(ParameterCount, GnmtIsItsFormula) {
+  for (int64_t layers : {1, 2, 4}) {
+    ModelConfig config = smallConfig(GetParam(), "gnmt");
+    config.encLayers = config.decLayers = layers;
+    Model model(config, models::loadCell(config.cell));
+    const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4;
+    const int64_t C = layers == 1 ? 2 * H : H;
+    int64_t expected = (Vs + Vt) * E + 2 * cellParams(config.cell, E, H);
+    if (layers > 1)
+      expected += cellParams(config.cell, 2 * H, H) +
+                  (layers - 2) * cellParams(config.cell, H, H);
+    expected += cellParams(config.cell, E, H) + cellParams(config.cell, C, H) +
+                (layers - 1) * cellParams(config.cell, H + C, H) + H * C + H +
+                A * H + A * C + A + A + R * H + R * E + R * C + R + Vt * R +
+                Vt;
+    EXPECT_EQ(model.parameterCount(), expected) << layers << " layers";
+  }
+}
+
+// DeepLAU (--arch deep): one-direction layers of H; decoder layers 2.. read
+// the layer below only.
+TEST_P(ParameterCount, DeepIsItsFormula) {
+  for (int64_t layers : {2, 4}) {
+    ModelConfig config = smallConfig(GetParam(), "deep");
+    config.encLayers = config.decLayers = layers;
+    Model model(config, models::loadCell(config.cell));
+    const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4, C = H;
+    int64_t expected = (Vs + Vt) * E + cellParams(config.cell, E, H) +
+                       (layers - 1) * cellParams(config.cell, H, H) +
+                       cellParams(config.cell, E, H) +
+                       cellParams(config.cell, C, H) +
+                       (layers - 1) * cellParams(config.cell, H, H) + H * C +
+                       H + A * H + A * C + A + A + R * H + R * E + R * C + R +
+                       Vt * R + Vt;
+    EXPECT_EQ(model.parameterCount(), expected) << layers << " layers";
+  }
+}
+
+TEST(ParameterCount, LayerCountsOutsideTheArchitectureAreErrors) {
+  ModelConfig config = smallConfig("atr", "rnnsearch");
+  config.decLayers = 2;
+  EXPECT_THROW(Model(config, models::loadCell("atr")), models::DataError);
+  config = smallConfig("atr", "ca");
+  config.encLayers = 3;
+  EXPECT_THROW(Model(config, models::loadCell("atr")), models::DataError);
+}
+
 TEST(ParameterCount, CoversEveryBuiltinCell) {
   for (const std::string &cell : models::builtinCells())
     EXPECT_NO_THROW(cellParams(cell, 5, 7)) << cell << " has no formula";

@@ -289,6 +289,62 @@ TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   expectParamGradients(store, params);
 }
 
+// GNMT's and DeepLAU's shapes in one stack: a bidirectional layer, a
+// forward one, then a backward one that adds its input to its output.
+TEST(SequenceEncoder, MixedDirectionsAndResidualMatchTorch) {
+  JitCell jit(kElman);
+  const int64_t T = 5, B = 3, I = 3, H = 2;
+  ParamStore store;
+  using Dir = LayerDirection;
+  EncoderShape shape{I, H, 0, false, {Dir::Both, Dir::Forward, Dir::Backward},
+                     /*residualFrom=*/2};
+  SequenceEncoder encoder(*jit.cell, "enc", shape, store);
+  ASSERT_EQ(encoder.outputWidth(), H);
+  ASSERT_EQ(encoder.numCells(1), 1);
+  EXPECT_TRUE(encoder.layer(2, 0).isReverse());
+  EXPECT_EQ(encoder.lowestCell(false), &encoder.layer(0, 0));
+  Rng rng(13);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  std::vector<int32_t> lengths = {5, 2, 4};
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     G = randomValues(T * B * H, rng);
+  std::vector<float> Y(T * B * H), dX(T * B * I, 0.f);
+  SequenceEncoder::Trace trace;
+  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
+  zeroGrads(store.all());
+  encoder.backward(trace, G.data(), dX.data());
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true);
+  std::map<std::string, torch::Tensor> params = torchParams(store);
+  torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
+  auto run = [&](const std::string &name, const torch::Tensor &in,
+                 bool reverse) {
+    return reference(elmanStep(params, name), {in}, lengths, reverse, zeros)
+        .first;
+  };
+  torch::Tensor l0 = torch::cat({run("enc.l0.fwd", x, false),
+                                 run("enc.l0.bwd", x, true)},
+                                2);
+  torch::Tensor l1 = run("enc.l1.fwd", l0, false);
+  // The residual adds l1 only at each sequence's steps: padding stays 0.
+  torch::Tensor valid = torch::zeros({T, B, 1}, torch::kFloat64);
+  for (int64_t b = 0; b < B; ++b)
+    valid.index_put_({torch::indexing::Slice(0, lengths[b]), b}, 1.0);
+  torch::Tensor y = run("enc.l2.bwd", l1, true) + l1 * valid;
+  (y * toTorch(G, {T, B, H})).sum().backward();
+  expectClose(Y, y, "Y");
+  expectClose(dX, x.grad(), "dX");
+  expectParamGradients(store, params);
+}
+
+TEST(SequenceEncoder, ResidualNeedsEqualWidths) {
+  JitCell jit(kElman);
+  ParamStore store;
+  EncoderShape shape{3, 2, 1, true, {}, /*residualFrom=*/0};
+  EXPECT_THROW(SequenceEncoder(*jit.cell, "enc", shape, store), DataError);
+}
+
 // The context-aware encoder: a backward layer, then a forward one over
 // [x ; backward state]; its output is the forward layer's (H wide).
 TEST(ContextAwareEncoder, MatchesTorch) {

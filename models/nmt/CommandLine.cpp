@@ -60,7 +60,9 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "rnnsearch (bidirectional encoder), ca (the ATR paper's "
          "context-aware encoder), gnmt (stacked: bidirectional then forward "
          "layers, residual from layer 3, the context fed to every decoder "
-         "layer) or deep (DeepLAU: encoder layers alternate direction)")
+         "layer), deep (DeepLAU: encoder layers alternate direction) or "
+         "cseq2seq-1 (Cseq2seq-I: a cell re-reads the source at every "
+         "target step instead of attention)")
       ->check(CLI::IsMember(architectures()))
       ->group(group);
   option(cmd, "enc-layers", o.model.encLayers,
@@ -71,6 +73,11 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "decoder layers, the attention's pair counting as one (gnmt, deep; "
          "default 2)")
       ->check(CLI::Range(1, 16))
+      ->group(group);
+  option(cmd, "context", o.model.context,
+         "cseq2seq-1's context: the cell's last output or the mean of its "
+         "outputs over the source")
+      ->check(CLI::IsMember({"last", "mean"}))
       ->group(group);
   for (auto [name, field] : {std::pair{"emb", &o.model.emb},
                              {"hidden", &o.model.hidden},

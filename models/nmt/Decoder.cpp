@@ -23,7 +23,7 @@ struct Model::StateGradients {
 void Model::decodeForward(const Batch &batch, bool train) {
   const int64_t B = batch.B, Ty = batch.Ty, N = Ty * B, E = config.emb;
   const int64_t O1 = decoder1.outputWidth(), O2 = decoder2.outputWidth();
-  const int64_t C = encoder.outputWidth();
+  const int64_t C = contextWidth();
   targetEmbedded.resize(N * E);
   targetEmbedding.forward(batch.tgtIn.data(), N, targetEmbedded.data());
   ones.assign(B, 1);
@@ -33,7 +33,7 @@ void Model::decodeForward(const Batch &batch, bool train) {
   if (int64_t(traces1.size()) < Ty) {
     traces1.resize(Ty);
     traces2.resize(Ty);
-    attentionSteps.resize(Ty);
+    contextSlots.resize(Ty);
   }
   // s_0 for the first state; the others start at zero.
   std::vector<const float *> states = {s0.data()};
@@ -44,7 +44,7 @@ void Model::decodeForward(const Batch &batch, bool train) {
     decoder1.forward({{targetEmbedded.data() + j * B * E}, ones.data(), 1, B,
                       states, query},
                      traces1[j], train);
-    attention.attend(keys, query, B, nullptr, attentionSteps[j], context);
+    contextForward(query, B, nullptr, contextSlots[j], context, train);
     decoder2.forward({{context}, ones.data(), 1, B,
                       traces1[j].finalStatePointers(), output},
                      traces2[j], train);
@@ -64,22 +64,24 @@ Model::States Model::decodeBackward(const Batch &batch, const float *dOut2,
   grads.query.resize(batch.B * decoder1.outputWidth());
   // The states after the last step do not reach the loss: `after` starts
   // at zero.
-  dProjectedQueries.resize(out1.size() / decoder1.outputWidth() *
-                           attention.attentionWidth());
+  if (attention)
+    dProjectedQueries.resize(out1.size() / decoder1.outputWidth() *
+                             attention->attentionWidth());
   for (int64_t j = batch.Ty - 1; j >= 0; --j)
     decodeStepBackward(batch, j, dOut2, dEmbedded, dContexts, grads);
   // All steps' queries at once: one GEMM rather than one per step.
-  attention.queryWeightBackward(out1.data(), batch.Ty * batch.B,
-                                dProjectedQueries.data());
+  if (attention)
+    attention->queryWeightBackward(out1.data(), batch.Ty * batch.B,
+                                   dProjectedQueries.data());
   return std::move(grads.after);
 }
 
 void Model::decodeStepBackward(const Batch &batch, int64_t j,
                                const float *dOut2, float *dEmbedded,
                                float *dContexts, StateGradients &grads) {
-  const int64_t B = batch.B, E = config.emb, C = encoder.outputWidth();
+  const int64_t B = batch.B, E = config.emb, C = contextWidth();
   const int64_t O1 = decoder1.outputWidth(), O2 = decoder2.outputWidth();
-  const int64_t A = attention.attentionWidth();
+  const int64_t A = attention ? attention->attentionWidth() : 0;
   // Cell 2, then the attention, then cell 1: their gradients accumulate.
   for (States *states : {&grads.between, &grads.before})
     for (std::vector<float> &state : *states)
@@ -88,10 +90,8 @@ void Model::decodeStepBackward(const Batch &batch, int64_t j,
   decoder2.backward(traces2[j], dOut2 + j * B * O2, {dContext},
                     statePointers<const float>(grads.after),
                     statePointers<float>(grads.between));
-  attention.backward(keys, out1.data() + j * B * O1, attentionSteps[j],
-                     dContext, dAnnotations.data(), grads.query.data(),
-                     /*accumulateDQuery=*/false,
-                     dProjectedQueries.data() + j * B * A);
+  contextBackward(out1.data() + j * B * O1, contextSlots[j], dContext,
+                  grads.query.data(), dProjectedQueries.data() + j * B * A);
   std::vector<const float *> dFinal1 =
       statePointers<const float>(grads.between);
   if (breakGradientForTest) // the classic bug: s~_j's state gradient lost

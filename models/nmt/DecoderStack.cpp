@@ -25,7 +25,7 @@ void Model::addUpperLayers(const cellrt::Cell &cell) {
   const int64_t width = decoder2.outputWidth();
   const bool gnmt = config.arch == "gnmt";
   for (int64_t l = 2; l <= config.decLayers; ++l) {
-    int64_t input = width + (gnmt ? encoder.outputWidth() : 0);
+    int64_t input = width + (gnmt ? contextWidth() : 0);
     upper.push_back(std::make_unique<CellLayer>(
         cell, "decoder.l" + std::to_string(l), input, config.hidden, store));
     if (upper.back()->outputWidth() != width)

@@ -38,14 +38,20 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
       encoder(config.arch, cell, config.emb, config.hidden,
               this->config.encLayers, store),
       decoder1(cell, "decoder1", config.emb, config.hidden, store),
-      decoder2(cell, "decoder2", encoder.outputWidth(), config.hidden, store),
+      decoder2(cell, "decoder2",
+               isCyclicArchitecture(config.arch) ? config.hidden
+                                                 : encoder.outputWidth(),
+               config.hidden, store),
       init(store, "init", encoder.outputWidth(), decoder1.stateWidths()[0]),
-      attention(store, "attention", decoder1.outputWidth(),
-                encoder.outputWidth(), config.att),
+      attention(isCyclicArchitecture(config.arch)
+                    ? nullptr
+                    : std::make_unique<AdditiveAttention>(
+                          store, "attention", decoder1.outputWidth(),
+                          encoder.outputWidth(), config.att)),
       readout(store, "readout",
               {{"Ws", decoder2.outputWidth()},
                {"Wy", config.emb},
-               {"Wc", encoder.outputWidth()}},
+               {"Wc", decoder2.inputWidth()}},
               config.readout),
       output(store, "output", config.readout, config.tgtVocab),
       readoutDropout(config.dropout) {
@@ -53,6 +59,10 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
   if (decoder1.stateWidths() != decoder2.stateWidths())
     throw DataError("decoder cells have different state widths");
   addUpperLayers(cell);
+  if (!attention)
+    cyclic = std::make_unique<CyclicContext>(
+        cell, "cyclic", decoder1.outputWidth(), encoder.outputWidth(),
+        config.hidden, cyclicPool(config.context), store);
 }
 
 void Model::initialize(Rng &rng, float scale) {
@@ -88,7 +98,11 @@ void Model::encode(const Batch &batch, bool train) {
   s0.resize(B * init.outputWidth());
   init.forward(meanAnnotation.data(), B, s0.data());
   tanhInPlace(s0.data(), int64_t(s0.size()));
-  attention.precompute(annotations.data(), batch.srcLen.data(), Tx, B, keys);
+  sourceLengths = batch.srcLen.data();
+  sourceSteps = Tx;
+  sourceBatch = B;
+  if (attention)
+    attention->precompute(annotations.data(), sourceLengths, Tx, B, keys);
 }
 
 void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
@@ -100,7 +114,8 @@ void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
                 /*accumulateDx=*/false);
   meanOverTimeBackward(dMean.data(), batch.srcLen.data(), B, C,
                        dAnnotations.data());
-  attention.keysBackward(keys, dAnnotations.data());
+  if (attention)
+    attention->keysBackward(keys, dAnnotations.data());
   tanhBackward(annotations.data(), dAnnotations.data(), Tx * B * C);
   std::vector<float> dEmbedded(sourceEmbedded.size(), 0.f);
   encoder.backward(dAnnotations.data(), dEmbedded.data());

@@ -24,6 +24,11 @@
 // past but their states: in training each runs as one whole sequence
 // (DecoderStack.cpp), in decoding one step per layer.
 //
+// Cseq2seq-I (--arch cseq2seq-1, Context.cpp) replaces the attention by a
+// cell that re-reads the annotations from tanh(V s~_j + b_0) at every step
+// (models/common/CyclicContext.h): c_j is its last output (--context last)
+// or their mean (--context mean), H wide.
+//
 // Training runs each decoder step as a length-1 sequence through
 // CellLayer::forward (one CellTrace per step) and backpropagates them last
 // step first; decoding runs CellLayer::step with a beam's parent rows
@@ -37,6 +42,7 @@
 
 #include "models/common/AdditiveAttention.h"
 #include "models/common/CellLayer.h"
+#include "models/common/CyclicContext.h"
 #include "models/common/Data.h"
 #include "models/common/Dropout.h"
 #include "models/common/Embedding.h"
@@ -67,11 +73,17 @@ struct ModelConfig {
   /// 0: the architecture's default (gnmt, deep: 2; others: 1).
   int64_t encLayers = 0, decLayers = 0;
 
+  /// Cseq2seq-I's context: last or mean (CyclicContext.h).
+  std::string context = "last";
+
   /// Replaces 0 layer counts by the architecture's default.
   void resolveLayers();
 };
 
 class BeamSearch;
+
+/// --context's pooling; throws DataError for another name.
+CyclicContext::Pool cyclicPool(const std::string &name);
 
 /// What every cell layer of the model records of its probes (nmt analyze):
 /// the encoder's one call per batch ([Tx, B, len]), each decoder cell's one
@@ -138,6 +150,11 @@ private:
   struct StateGradients;
   /// What decoding keeps of its current step (Translate.cpp).
   struct DecodeStep;
+  /// What one context computation keeps for its backward.
+  struct ContextSlot {
+    AdditiveAttention::Step attention;
+    CyclicContext::Step cyclic;
+  };
   /// The upper decoder layers' states before and after a decoding step,
   /// their inputs and outputs, and their weights stacked once per pass.
   struct UpperStep {
@@ -159,6 +176,20 @@ private:
   void readoutBackward(const float *s, const float *y, const float *c,
                        int64_t rows, Readout &out, const float *dLogits,
                        float *ds, float *dy, float *dc) const;
+
+  // The context c_j (Context.cpp).
+  int64_t contextWidth() const;
+  /// Of `rows` queries [rows, queryWidth] (row r reads sentence
+  /// sentences[r]; null: row r's own) into context [rows, contextWidth()].
+  void contextForward(const float *query, int64_t rows,
+                      const int32_t *sentences, ContextSlot &slot,
+                      float *context, bool train);
+  /// Backward of a training contextForward: ADDS into dAnnotations, writes
+  /// dQuery. The attention leaves its query weight's gradient in
+  /// dProjectedQuery for queryWeightBackward (one GEMM for all steps).
+  void contextBackward(const float *query, ContextSlot &slot,
+                       const float *dContext, float *dQuery,
+                       float *dProjectedQuery);
 
   // The teacher-forced decoder of training (Decoder.cpp).
   /// Over the batch's target inputs: out1, contexts and out2 [Ty, B, width].
@@ -210,16 +241,20 @@ private:
   SourceEncoder encoder;
   CellLayer decoder1, decoder2;
   Linear init;
-  AdditiveAttention attention;
+  /// The attention, or (cseq2seq-1) the cyclic context.
+  std::unique_ptr<AdditiveAttention> attention;
   LinearSum readout;
   Linear output;
   Dropout readoutDropout;
   /// Decoder layers 2..M and whether each adds its input's s^{l-1}.
   std::vector<std::unique_ptr<CellLayer>> upper;
   std::vector<bool> upperResidual;
+  std::unique_ptr<CyclicContext> cyclic;
 
   // Workspace of the last encode().
   std::vector<float> sourceEmbedded, annotations, meanAnnotation, s0;
+  const int32_t *sourceLengths = nullptr;
+  int64_t sourceSteps = 0, sourceBatch = 0;
   AdditiveAttention::Keys keys;
   std::vector<float> dAnnotations;
   // Workspace of the last teacher-forced decode ([Ty, B, width] arrays and
@@ -227,7 +262,7 @@ private:
   std::vector<int32_t> ones;
   std::vector<float> targetEmbedded, out1, contexts, out2;
   std::vector<CellTrace> traces1, traces2;
-  std::vector<AdditiveAttention::Step> attentionSteps;
+  std::vector<ContextSlot> contextSlots;
   std::vector<float> dProjectedQueries;
   // The upper decoder layers' inputs, outputs and traces ([Ty, B, width]).
   std::vector<std::vector<float>> upperInputs, upperOutputs;

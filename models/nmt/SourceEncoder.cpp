@@ -9,7 +9,11 @@ namespace nmt {
 using models::LayerDirection;
 
 std::vector<std::string> architectures() {
-  return {"rnnsearch", "ca", "gnmt", "deep"};
+  return {"rnnsearch", "ca", "gnmt", "deep", "cseq2seq-1"};
+}
+
+bool isCyclicArchitecture(const std::string &arch) {
+  return arch == "cseq2seq-1";
 }
 
 bool isDeepArchitecture(const std::string &arch) {
@@ -50,7 +54,7 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
   if (isDeepArchitecture(arch) && (layers < 1 || layers > 16))
     throw models::DataError("--enc-layers: 1 to 16, not " +
                             std::to_string(layers));
-  if (arch == "rnnsearch") {
+  if (arch == "rnnsearch" || arch == "cseq2seq-1") {
     // The first checkpoints' names.
     auto names = [](int64_t, int64_t direction) {
       return std::string(direction == 0 ? "encoder_fwd" : "encoder_bwd");
@@ -69,7 +73,7 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
         store);
   } else {
     throw models::DataError("unknown architecture '" + arch +
-                            "' (rnnsearch, ca, gnmt or deep)");
+                            "' (rnnsearch, ca, gnmt, deep or cseq2seq-1)");
   }
 }
 

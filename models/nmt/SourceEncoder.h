@@ -12,7 +12,8 @@
 //              annotations the top layer's (H wide from two layers on);
 //   deep       DeepLAU (LAU paper §3.4): layer l runs in direction (-1)^l
 //              (backward first) over the layer below, no concatenation;
-//              annotations the top layer's, H wide.
+//              annotations the top layer's, H wide;
+//   cseq2seq-1 RNNSearch's encoder (the model replaces the attention).
 // Deep encoders' parameters are encoder.lL.fwd.* / encoder.lL.bwd.*.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +34,9 @@ namespace nmt {
 std::vector<std::string> architectures();
 /// Whether the architecture stacks layers (--enc-layers, --dec-layers).
 bool isDeepArchitecture(const std::string &arch);
+/// Whether the context comes from a cell re-reading the annotations
+/// (Cseq2seq-I) instead of attention.
+bool isCyclicArchitecture(const std::string &arch);
 
 class SourceEncoder {
 public:

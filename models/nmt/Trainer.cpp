@@ -46,6 +46,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["arch"] = model.arch;
   m["enc-layers"] = std::to_string(model.encLayers);
   m["dec-layers"] = std::to_string(model.decLayers);
+  m["context"] = model.context;
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -122,6 +123,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   text("arch", o.model.arch);
   number("enc-layers", o.model.encLayers);
   number("dec-layers", o.model.decLayers);
+  text("context", o.model.context);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);

@@ -45,6 +45,8 @@ double secondsSince(Clock::time_point start) {
 std::string architectureText(const ModelConfig &model) {
   if (model.arch == "rnnsearch")
     return "";
+  if (isCyclicArchitecture(model.arch))
+    return " (" + model.arch + ", context " + model.context + ")";
   if (!isDeepArchitecture(model.arch))
     return " (" + model.arch + " encoder)";
   return " (" + model.arch + " " + std::to_string(model.encLayers) + "+" +

@@ -22,7 +22,7 @@ struct Model::DecodeStep {
   States states, between, next;
   int64_t stateRows = 0;
   std::vector<float> embedded, out1, context, out2;
-  AdditiveAttention::Step attention;
+  ContextSlot contextSlot;
   UpperStep upper;
   Readout readout;
 };
@@ -90,9 +90,9 @@ void Model::decodeStep(const BeamSearch &search,
                  statePointers<float>(step.between),
                  step.out1.data()};
   decoder1.step(first, &packed1);
-  step.context.resize(n * encoder.outputWidth());
-  attention.attend(keys, step.out1.data(), n, search.sentences().data(),
-                   step.attention, step.context.data());
+  step.context.resize(n * contextWidth());
+  contextForward(step.out1.data(), n, search.sentences().data(),
+                 step.contextSlot, step.context.data(), false);
   step.out2.resize(n * decoder2.outputWidth());
   CellStep second{{step.context.data()},
                   n,

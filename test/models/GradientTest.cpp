@@ -30,8 +30,9 @@ Batch tinyBatch() {
 }
 
 ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
-                       int64_t layers) {
+                       int64_t layers, const std::string &context = "last") {
   ModelConfig config;
+  config.context = context;
   config.cell = cellName;
   config.arch = arch;
   config.encLayers = config.decLayers = layers;
@@ -47,8 +48,8 @@ ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
 
 Worst checkGradients(const std::string &cellName, bool broken,
                      const std::string &arch = "rnnsearch",
-                     int64_t layers = 1) {
-  Model model(tinyConfig(cellName, arch, layers), loadCell(cellName));
+                     int64_t layers = 1, const std::string &context = "last") {
+  Model model(tinyConfig(cellName, arch, layers, context), loadCell(cellName));
   model.breakGradientForTest = broken;
   Rng rng(11);
   model.initialize(rng, 0.5f);
@@ -100,6 +101,22 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Combine(testing::Values("atr", "gru", "lstm", "lau", "sru"),
                      testing::Values("gnmt", "deep")));
 
+// Cseq2seq-I: the context from a cell re-reading the annotations at every
+// target step, its last output or their mean.
+class CyclicGradientTest
+    : public testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(CyclicGradientTest, WholeModelMatchesFiniteDifferences) {
+  auto [cell, context] = GetParam();
+  Worst worst = checkGradients(cell, false, "cseq2seq-1", 1, context);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cells, CyclicGradientTest,
+    testing::Combine(testing::Values("atr", "gru", "lstm"),
+                     testing::Values("last", "mean")));
+
 // Decoding (CellLayer::step over the beam's rows, layer by layer) and
 // training (whole sequences) share no code above the cells: beam search
 // must score its own output as forced decoding of that output does.
@@ -141,7 +158,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, DecodingTest,
                          testing::Values(std::tuple{"rnnsearch", 1},
                                          std::tuple{"ca", 1},
                                          std::tuple{"gnmt", 3},
-                                         std::tuple{"deep", 3}));
+                                         std::tuple{"deep", 3},
+                                         std::tuple{"cseq2seq-1", 1}));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

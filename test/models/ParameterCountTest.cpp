@@ -134,6 +134,21 @@ TEST_P(ParameterCount, DeepIsItsFormula) {
   }
 }
 
+// Cseq2seq-I (--arch cseq2seq-1): no attention; a cell over the 2H-wide
+// annotations started from tanh(V s~ + b0); the context is H wide.
+TEST_P(ParameterCount, CyclicIsItsFormula) {
+  ModelConfig config = smallConfig(GetParam(), "cseq2seq-1");
+  Model model(config, models::loadCell(config.cell));
+  const int64_t Vs = 11, Vt = 13, E = 5, H = 7, R = 4, C = 2 * H;
+  int64_t expected = (Vs + Vt) * E + 2 * cellParams(config.cell, E, H) +
+                     cellParams(config.cell, E, H) +    // decoder cell 1
+                     cellParams(config.cell, H, H) +    // cell 2 reads c_j
+                     H * C + H +                        // init
+                     H * H + H + cellParams(config.cell, C, H) + // cyclic
+                     R * H + R * E + R * H + R + Vt * R + Vt;
+  EXPECT_EQ(model.parameterCount(), expected);
+}
+
 TEST(ParameterCount, LayerCountsOutsideTheArchitectureAreErrors) {
   ModelConfig config = smallConfig("atr", "rnnsearch");
   config.decLayers = 2;

@@ -11,6 +11,7 @@
 
 #include "models/common/CellLayer.h"
 #include "models/common/ContextAwareEncoder.h"
+#include "models/common/CyclicContext.h"
 #include "models/common/Data.h"
 #include "models/common/Recurrent.h"
 
@@ -381,6 +382,66 @@ TEST(ContextAwareEncoder, MatchesTorch) {
   expectClose(dX, x.grad(), "dX");
   expectParamGradients(store, params);
 }
+
+// Cseq2seq-I's context: the cell re-reads the sequence from tanh(V q + b)
+// per query; the context is its last output or the mean of its outputs.
+class CyclicContextTest : public testing::TestWithParam<CyclicContext::Pool> {
+};
+
+TEST_P(CyclicContextTest, MatchesTorch) {
+  const CyclicContext::Pool pool = GetParam();
+  JitCell jit(kElman);
+  const int64_t T = 4, B = 3, C = 3, Q = 2, H = 3;
+  ParamStore store;
+  CyclicContext cyclic(*jit.cell, "cyc", Q, C, H, pool, store);
+  Rng rng(31);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  std::vector<int32_t> lengths = {4, 1, 3};
+  std::vector<float> X = randomValues(T * B * C, rng),
+                     Qs = randomValues(B * Q, rng), G = randomValues(B * H, rng);
+  std::vector<float> context(B * H), dX(T * B * C, 0.f), dQ(B * Q);
+  CyclicContext::Step step;
+  cyclic.forward(X.data(), lengths.data(), T, B, Qs.data(), B, nullptr, step,
+                 context.data(), true);
+  zeroGrads(store.all());
+  cyclic.backward(step, Qs.data(), G.data(), dX.data(), dQ.data());
+
+  torch::Tensor x = toTorch(X, {T, B, C}, true), q = toTorch(Qs, {B, Q}, true);
+  std::map<std::string, torch::Tensor> params = torchParams(store);
+  torch::Tensor init = torch::tanh(torch::matmul(q, params["cyc.V.W"].t()) +
+                                   params["cyc.V.b"]);
+  auto [outputs, finals] =
+      reference(elmanStep(params, "cyc.cell"), {x}, lengths, false, init);
+  torch::Tensor expected = finals;
+  if (pool == CyclicContext::Pool::Mean) {
+    torch::Tensor counts = torch::tensor(std::vector<double>(
+        lengths.begin(), lengths.end()), torch::kFloat64);
+    expected = outputs.sum(0) / counts.unsqueeze(1);
+  }
+  (expected * toTorch(G, {B, H})).sum().backward();
+  expectClose(context, expected, "context");
+  expectClose(dX, x.grad(), "dX");
+  expectClose(dQ, q.grad(), "dQ");
+  expectParamGradients(store, params);
+
+  // Rows that read other rows' sequences (beam search) get those rows'
+  // contexts.
+  std::vector<int32_t> sentences = {2, 0, 2, 1};
+  std::vector<float> queries, gathered(4 * H);
+  for (int32_t b : sentences)
+    queries.insert(queries.end(), Qs.begin() + b * Q, Qs.begin() + (b + 1) * Q);
+  CyclicContext::Step beam;
+  cyclic.forward(X.data(), lengths.data(), T, B, queries.data(), 4,
+                 sentences.data(), beam, gathered.data(), false);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < H; ++i)
+      EXPECT_FLOAT_EQ(gathered[r * H + i], context[sentences[r] * H + i]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pools, CyclicContextTest,
+                         testing::Values(CyclicContext::Pool::Last,
+                                         CyclicContext::Pool::Mean));
 
 /// The two-state cell written with LibTorch.
 struct TwoStatesReference {

@@ -68,6 +68,13 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
   bindWidths(inputWidths, stateSize, prefix, store);
 }
 
+CellLayer CellLayer::sharing(const CellLayer &owner, bool reverse) {
+  CellLayer twin = owner;
+  twin.reverse = reverse;
+  twin.recorder = nullptr;
+  return twin;
+}
+
 void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
                            int64_t stateSize, const std::string &prefix,
                            ParamStore &store) {
@@ -91,7 +98,7 @@ void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
       throw DataError(what + ": cannot bind input " + input.name + " [" +
                       input.length.str() + "] to width " +
                       std::to_string(inputWidths[k]));
-    projections.back() = std::make_unique<Linear>(
+    projections.back() = std::make_shared<Linear>(
         store, prefix + ".proj_" + input.name, inputWidths[k], *required,
         /*bias=*/false);
     cellInputs.push_back(*required);

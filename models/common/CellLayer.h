@@ -109,6 +109,11 @@ public:
   CellLayer(const cellrt::Cell &cell, const std::string &prefix,
             int64_t inputSize, int64_t stateSize, ParamStore &store,
             bool reverse = false);
+  /// A layer that shares every param (and projection) of `owner`, running
+  /// in direction `reverse`: its gradients add to the owner's, and the
+  /// store counts the params once (Cseq2seq's encoder run both ways, its
+  /// SGRU sharing of encoder and decoder cells). `owner` must outlive it.
+  static CellLayer sharing(const CellLayer &owner, bool reverse);
 
   const cellrt::Cell &cell() const { return *impl; }
   size_t numInputs() const { return inputs.size(); }
@@ -164,7 +169,7 @@ private:
   std::vector<int64_t> inputs, cellInputs;
   int64_t output = 0;
   std::vector<int64_t> states;
-  std::vector<std::unique_ptr<Linear>> projections;
+  std::vector<std::shared_ptr<Linear>> projections;
   std::vector<std::string> names;
   std::vector<Param *> params;
   /// The plan's dims as bound to the widths.

@@ -14,13 +14,18 @@ CyclicContext::CyclicContext(const cellrt::Cell &cell,
                              const std::string &prefix, int64_t queryWidth,
                              int64_t inputWidth, int64_t stateSize, Pool pool,
                              ParamStore &store)
-    : init(store, prefix + ".V", queryWidth, stateSize),
-      layer(cell, prefix + ".cell", inputWidth, stateSize, store),
+    : CyclicContext(CellLayer(cell, prefix + ".cell", inputWidth, stateSize,
+                              store),
+                    prefix, queryWidth, pool, store) {}
+
+CyclicContext::CyclicContext(CellLayer layer, const std::string &prefix,
+                             int64_t queryWidth, Pool pool, ParamStore &store)
+    : layer(std::move(layer)),
+      init(store, prefix + ".V", queryWidth, this->layer.stateWidths()[0]),
       pool(pool) {
-  if (layer.stateWidths()[0] != stateSize ||
-      layer.outputWidth() != stateSize)
-    throw DataError(prefix + ": the cell's first state and output must be " +
-                    std::to_string(stateSize) + " wide");
+  if (this->layer.outputWidth() != this->layer.stateWidths()[0])
+    throw DataError(prefix + ": the cell's output must be as wide as its "
+                    "first state");
 }
 
 namespace {

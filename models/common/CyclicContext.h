@@ -44,6 +44,10 @@ public:
   CyclicContext(const cellrt::Cell &cell, const std::string &prefix,
                 int64_t queryWidth, int64_t inputWidth, int64_t stateSize,
                 Pool pool, ParamStore &store);
+  /// Over a given layer (Cseq2seq-II: the encoder's cell, shared); only
+  /// PREFIX.V.* is registered.
+  CyclicContext(CellLayer layer, const std::string &prefix,
+                int64_t queryWidth, Pool pool, ParamStore &store);
 
   int64_t outputWidth() const { return layer.outputWidth(); }
   CellLayer &cellLayer() { return layer; }
@@ -62,8 +66,8 @@ public:
                 float *dSequence, float *dQuery) const;
 
 private:
-  Linear init;
   CellLayer layer;
+  Linear init;
   Pool pool;
 };
 

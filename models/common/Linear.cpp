@@ -13,6 +13,14 @@ Linear::Linear(ParamStore &store, const std::string &name, int64_t in,
     b = &store.add(name + ".b", {out});
 }
 
+Linear::Linear(ParamStore &store, const std::string &name, Param &tiedWeight,
+               bool bias)
+    : in(tiedWeight.shape.at(1)), out(tiedWeight.shape.at(0)),
+      W(&tiedWeight) {
+  if (bias)
+    b = &store.add(name + ".b", {out});
+}
+
 void Linear::forward(const float *X, int64_t rows, float *Y,
                      bool accumulate) const {
   linear(X, rows, in, W->value.data(), out, Y, accumulate);

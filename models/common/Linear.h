@@ -21,6 +21,11 @@ public:
   /// Registers `NAME.W` [out, in] and, with a bias, `NAME.b` [out].
   Linear(ParamStore &store, const std::string &name, int64_t in, int64_t out,
          bool bias = true);
+  /// A layer whose weight is another layer's [out, in] param (tied, as an
+  /// output layer to the target embeddings): only `NAME.b` is registered,
+  /// and W's gradient adds to the owner's.
+  Linear(ParamStore &store, const std::string &name, Param &tiedWeight,
+         bool bias = true);
 
   int64_t inputWidth() const { return in; }
   int64_t outputWidth() const { return out; }

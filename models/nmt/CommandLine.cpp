@@ -61,8 +61,9 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "context-aware encoder), gnmt (stacked: bidirectional then forward "
          "layers, residual from layer 3, the context fed to every decoder "
          "layer), deep (DeepLAU: encoder layers alternate direction) or "
-         "cseq2seq-1 (Cseq2seq-I: a cell re-reads the source at every "
-         "target step instead of attention)")
+         "cseq2seq-1 (Cseq2seq-I: a cell re-reads the annotations at every "
+         "target step instead of attention), cseq2seq-2 (Cseq2seq-II: the "
+         "encoder itself re-reads the source)")
       ->check(CLI::IsMember(architectures()))
       ->group(group);
   option(cmd, "enc-layers", o.model.encLayers,
@@ -75,9 +76,16 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(CLI::Range(1, 16))
       ->group(group);
   option(cmd, "context", o.model.context,
-         "cseq2seq-1's context: the cell's last output or the mean of its "
+         "cseq2seq's context: the cell's last output or the mean of its "
          "outputs over the source")
       ->check(CLI::IsMember({"last", "mean"}))
+      ->group(group);
+  cmd.add_flag("--share-cell", o.model.shareCell,
+               "cseq2seq-2's SGRU: decoder cell 1 shares the encoder cell")
+      ->group(group);
+  cmd.add_flag("--tie-output", o.model.tieOutput,
+               "SWord: the output layer's weight is the target embedding "
+               "table (needs --readout = --emb)")
       ->group(group);
   for (auto [name, field] : {std::pair{"emb", &o.model.emb},
                              {"hidden", &o.model.hidden},

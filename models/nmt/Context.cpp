@@ -28,8 +28,11 @@ void Model::contextForward(const float *query, int64_t rows,
     attention->attend(keys, query, rows, sentences, slot.attention, context);
     return;
   }
-  cyclic->forward(annotations.data(), sourceLengths, sourceSteps, sourceBatch,
-                  query, rows, sentences, slot.cyclic, context, train);
+  // Cseq2seq-II re-reads the source embeddings, Cseq2seq-I the annotations.
+  const float *source =
+      encoder.sharedLayer() ? sourceEmbedded.data() : annotations.data();
+  cyclic->forward(source, sourceLengths, sourceSteps, sourceBatch, query,
+                  rows, sentences, slot.cyclic, context, train);
 }
 
 void Model::contextBackward(const float *query, ContextSlot &slot,
@@ -40,7 +43,9 @@ void Model::contextBackward(const float *query, ContextSlot &slot,
                         dAnnotations.data(), dQuery,
                         /*accumulateDQuery=*/false, dProjectedQuery);
   else
-    cyclic->backward(slot.cyclic, query, dContext, dAnnotations.data(),
+    cyclic->backward(slot.cyclic, query, dContext,
+                     encoder.sharedLayer() ? dSourceEmbedded.data()
+                                           : dAnnotations.data(),
                      dQuery);
 }
 

@@ -29,6 +29,30 @@ ModelConfig withLayers(ModelConfig config) {
   return config;
 }
 
+/// Decoder cell 1: its own, or (SGRU) the encoder cell's params.
+CellLayer makeDecoder1(const ModelConfig &config, const cellrt::Cell &cell,
+                       const SourceEncoder &encoder, ParamStore &store) {
+  if (!config.shareCell)
+    return CellLayer(cell, "decoder1", config.emb, config.hidden, store);
+  if (!encoder.sharedLayer())
+    throw DataError("--share-cell: only --arch cseq2seq-2 has an encoder "
+                    "cell to share");
+  return CellLayer::sharing(*encoder.sharedLayer(), /*reverse=*/false);
+}
+
+/// The output layer: its own weight, or (SWord) the target embeddings.
+Linear makeOutput(const ModelConfig &config, Embedding &targetEmbedding,
+                  ParamStore &store) {
+  if (!config.tieOutput)
+    return Linear(store, "output", config.readout, config.tgtVocab);
+  if (config.readout != config.emb)
+    throw DataError("--tie-output: the output layer reads --readout (" +
+                    std::to_string(config.readout) +
+                    ") values; the target embeddings have --emb (" +
+                    std::to_string(config.emb) + ")");
+  return Linear(store, "output", targetEmbedding.weights());
+}
+
 } // namespace
 
 Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
@@ -37,7 +61,7 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
       encoder(config.arch, cell, config.emb, config.hidden,
               this->config.encLayers, store),
-      decoder1(cell, "decoder1", config.emb, config.hidden, store),
+      decoder1(makeDecoder1(this->config, cell, encoder, store)),
       decoder2(cell, "decoder2",
                isCyclicArchitecture(config.arch) ? config.hidden
                                                  : encoder.outputWidth(),
@@ -53,13 +77,17 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
                {"Wy", config.emb},
                {"Wc", decoder2.inputWidth()}},
               config.readout),
-      output(store, "output", config.readout, config.tgtVocab),
+      output(makeOutput(this->config, targetEmbedding, store)),
       readoutDropout(config.dropout) {
   // Cell 2 continues from cell 1's states.
   if (decoder1.stateWidths() != decoder2.stateWidths())
     throw DataError("decoder cells have different state widths");
   addUpperLayers(cell);
-  if (!attention)
+  if (encoder.sharedLayer())
+    cyclic = std::make_unique<CyclicContext>(
+        CellLayer::sharing(*encoder.sharedLayer(), /*reverse=*/false),
+        "cyclic", decoder1.outputWidth(), cyclicPool(config.context), store);
+  else if (!attention)
     cyclic = std::make_unique<CyclicContext>(
         cell, "cyclic", decoder1.outputWidth(), encoder.outputWidth(),
         config.hidden, cyclicPool(config.context), store);
@@ -92,11 +120,14 @@ void Model::encode(const Batch &batch, bool train) {
   encoder.forward(sourceEmbedded.data(), batch.srcLen.data(), Tx, B,
                   annotations.data(), train);
   tanhInPlace(annotations.data(), Tx * B * C);
-  meanAnnotation.resize(B * C);
-  meanOverTime(annotations.data(), batch.srcLen.data(), B, C,
-               meanAnnotation.data());
+  summary.resize(B * C);
+  if (encoder.sharedLayer()) // the backward run's state at position 0
+    std::copy_n(annotations.data(), B * C, summary.data());
+  else
+    meanOverTime(annotations.data(), batch.srcLen.data(), B, C,
+                 summary.data());
   s0.resize(B * init.outputWidth());
-  init.forward(meanAnnotation.data(), B, s0.data());
+  init.forward(summary.data(), B, s0.data());
   tanhInPlace(s0.data(), int64_t(s0.size()));
   sourceLengths = batch.srcLen.data();
   sourceSteps = Tx;
@@ -109,17 +140,21 @@ void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
   const int64_t B = batch.B, Tx = batch.Tx, C = encoder.outputWidth();
   std::vector<float> dPre(dInitialState, dInitialState + s0.size());
   tanhBackward(s0.data(), dPre.data(), int64_t(dPre.size()));
-  std::vector<float> dMean(B * C);
-  init.backward(meanAnnotation.data(), B, dPre.data(), dMean.data(),
+  std::vector<float> dSummary(B * C);
+  init.backward(summary.data(), B, dPre.data(), dSummary.data(),
                 /*accumulateDx=*/false);
-  meanOverTimeBackward(dMean.data(), batch.srcLen.data(), B, C,
-                       dAnnotations.data());
+  if (encoder.sharedLayer())
+    for (int64_t i = 0; i < B * C; ++i)
+      dAnnotations[i] += dSummary[i];
+  else
+    meanOverTimeBackward(dSummary.data(), batch.srcLen.data(), B, C,
+                         dAnnotations.data());
   if (attention)
     attention->keysBackward(keys, dAnnotations.data());
   tanhBackward(annotations.data(), dAnnotations.data(), Tx * B * C);
-  std::vector<float> dEmbedded(sourceEmbedded.size(), 0.f);
-  encoder.backward(dAnnotations.data(), dEmbedded.data());
-  sourceEmbedding.backward(batch.src.data(), Tx * B, dEmbedded.data());
+  // dSourceEmbedded holds what the cyclic context (Cseq2seq-II) added.
+  encoder.backward(dAnnotations.data(), dSourceEmbedded.data());
+  sourceEmbedding.backward(batch.src.data(), Tx * B, dSourceEmbedded.data());
 }
 
 void Model::readoutForward(const float *s, const float *y, const float *c,
@@ -177,6 +212,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
                   dContexts.data());
   upperBackward(batch, dTop.data(), dOut2.data(), dContexts.data());
   dAnnotations.assign(annotations.size(), 0.f);
+  dSourceEmbedded.assign(sourceEmbedded.size(), 0.f);
   States dInitial = decodeBackward(batch, dOut2.data(), dEmbedded.data(),
                                    dContexts.data());
   targetEmbedding.backward(batch.tgtIn.data(), N, dEmbedded.data());

@@ -27,7 +27,9 @@
 // Cseq2seq-I (--arch cseq2seq-1, Context.cpp) replaces the attention by a
 // cell that re-reads the annotations from tanh(V s~_j + b_0) at every step
 // (models/common/CyclicContext.h): c_j is its last output (--context last)
-// or their mean (--context mean), H wide.
+// or their mean (--context mean), H wide. Cseq2seq-II (cseq2seq-2) re-reads
+// the source embeddings with the encoder's own cell instead, and s_0 comes
+// from the first position of the encoder run backward (not the mean).
 //
 // Training runs each decoder step as a length-1 sequence through
 // CellLayer::forward (one CellTrace per step) and backpropagates them last
@@ -73,8 +75,13 @@ struct ModelConfig {
   /// 0: the architecture's default (gnmt, deep: 2; others: 1).
   int64_t encLayers = 0, decLayers = 0;
 
-  /// Cseq2seq-I's context: last or mean (CyclicContext.h).
+  /// Cseq2seq's context: last or mean (CyclicContext.h).
   std::string context = "last";
+  /// Cseq2seq-II's SGRU: decoder cell 1 shares the encoder cell's params.
+  bool shareCell = false;
+  /// SWord: the output layer's weight is the target embedding table (needs
+  /// readout = emb).
+  bool tieOutput = false;
 
   /// Replaces 0 layer counts by the architecture's default.
   void resolveLayers();
@@ -252,7 +259,10 @@ private:
   std::unique_ptr<CyclicContext> cyclic;
 
   // Workspace of the last encode().
-  std::vector<float> sourceEmbedded, annotations, meanAnnotation, s0;
+  /// The encoder's summary s_0 reads: the annotations' mean, or (Cseq2seq-
+  /// II) their first position.
+  std::vector<float> sourceEmbedded, annotations, summary, s0;
+  std::vector<float> dSourceEmbedded;
   const int32_t *sourceLengths = nullptr;
   int64_t sourceSteps = 0, sourceBatch = 0;
   AdditiveAttention::Keys keys;

@@ -9,11 +9,11 @@ namespace nmt {
 using models::LayerDirection;
 
 std::vector<std::string> architectures() {
-  return {"rnnsearch", "ca", "gnmt", "deep", "cseq2seq-1"};
+  return {"rnnsearch", "ca", "gnmt", "deep", "cseq2seq-1", "cseq2seq-2"};
 }
 
 bool isCyclicArchitecture(const std::string &arch) {
-  return arch == "cseq2seq-1";
+  return arch == "cseq2seq-1" || arch == "cseq2seq-2";
 }
 
 bool isDeepArchitecture(const std::string &arch) {
@@ -65,6 +65,11 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
   } else if (arch == "ca") {
     contextAware = std::make_unique<models::ContextAwareEncoder>(
         cell, "encoder", inputWidth, stateSize, store);
+  } else if (arch == "cseq2seq-2") {
+    shared = std::make_unique<models::CellLayer>(cell, "encoder", inputWidth,
+                                                 stateSize, store);
+    sharedBackward = std::make_unique<models::CellLayer>(
+        models::CellLayer::sharing(*shared, /*reverse=*/true));
   } else if (arch == "gnmt" || arch == "deep") {
     stacked = std::make_unique<models::SequenceEncoder>(
         cell, "encoder",
@@ -73,17 +78,22 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
         store);
   } else {
     throw models::DataError("unknown architecture '" + arch +
-                            "' (rnnsearch, ca, gnmt, deep or cseq2seq-1)");
+                            "' (rnnsearch, ca, gnmt, deep, cseq2seq-1 or cseq2seq-2)");
   }
 }
 
 int64_t SourceEncoder::outputWidth() const {
+  if (shared)
+    return shared->outputWidth();
   return stacked ? stacked->outputWidth() : contextAware->outputWidth();
 }
 
 void SourceEncoder::forward(const float *input, const int32_t *lengths,
                             int64_t T, int64_t B, float *output, bool train) {
-  if (stacked)
+  if (shared)
+    sharedBackward->forward({{input}, lengths, T, B, {}, output}, sharedTrace,
+                            train);
+  else if (stacked)
     stacked->forward(input, lengths, T, B, output, stackedTrace, train);
   else
     contextAware->forward(input, lengths, T, B, output, contextAwareTrace,
@@ -91,13 +101,17 @@ void SourceEncoder::forward(const float *input, const int32_t *lengths,
 }
 
 void SourceEncoder::backward(const float *dOutput, float *dInput) {
-  if (stacked)
+  if (shared)
+    sharedBackward->backward(sharedTrace, dOutput, {dInput});
+  else if (stacked)
     stacked->backward(stackedTrace, dOutput, dInput);
   else
     contextAware->backward(contextAwareTrace, dOutput, dInput);
 }
 
 models::CellLayer *SourceEncoder::layer(int64_t direction) {
+  if (shared)
+    return direction == 1 ? sharedBackward.get() : nullptr;
   return stacked ? stacked->lowestCell(direction == 1)
                  : &contextAware->layer(direction);
 }

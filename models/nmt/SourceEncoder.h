@@ -13,7 +13,11 @@
 //   deep       DeepLAU (LAU paper §3.4): layer l runs in direction (-1)^l
 //              (backward first) over the layer below, no concatenation;
 //              annotations the top layer's, H wide;
-//   cseq2seq-1 RNNSearch's encoder (the model replaces the attention).
+//   cseq2seq-1 RNNSearch's encoder (the model replaces the attention);
+//   cseq2seq-2 Cseq2seq-II (§4): one cell layer `encoder` whose params run
+//              backward over the source here (Eq. 10: the annotations, H
+//              wide, whose first position gives s_0) and forward in the
+//              model's cyclic context (Eq. 9).
 // Deep encoders' parameters are encoder.lL.fwd.* / encoder.lL.bwd.*.
 //
 //===----------------------------------------------------------------------===//
@@ -34,8 +38,8 @@ namespace nmt {
 std::vector<std::string> architectures();
 /// Whether the architecture stacks layers (--enc-layers, --dec-layers).
 bool isDeepArchitecture(const std::string &arch);
-/// Whether the context comes from a cell re-reading the annotations
-/// (Cseq2seq-I) instead of attention.
+/// Whether the context comes from a cell re-reading the source (Cseq2seq-I
+/// and -II) instead of attention.
 bool isCyclicArchitecture(const std::string &arch);
 
 class SourceEncoder {
@@ -56,10 +60,16 @@ public:
   /// The lowest layer that runs forward in time (direction 0) or backward
   /// (1), or nullptr (nmt analyze probes these).
   models::CellLayer *layer(int64_t direction);
+  /// Cseq2seq-II's encoder layer (forward), whose params other layers
+  /// share; nullptr in other architectures.
+  const models::CellLayer *sharedLayer() const { return shared.get(); }
 
 private:
   std::unique_ptr<models::SequenceEncoder> stacked;
   std::unique_ptr<models::ContextAwareEncoder> contextAware;
+  /// Cseq2seq-II: the encoder layer, and the same params run backward.
+  std::unique_ptr<models::CellLayer> shared, sharedBackward;
+  models::CellTrace sharedTrace;
   models::SequenceEncoder::Trace stackedTrace;
   models::ContextAwareEncoder::Trace contextAwareTrace;
 };

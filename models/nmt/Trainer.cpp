@@ -47,6 +47,8 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["enc-layers"] = std::to_string(model.encLayers);
   m["dec-layers"] = std::to_string(model.decLayers);
   m["context"] = model.context;
+  m["share-cell"] = model.shareCell ? "1" : "0";
+  m["tie-output"] = model.tieOutput ? "1" : "0";
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -124,6 +126,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("enc-layers", o.model.encLayers);
   number("dec-layers", o.model.decLayers);
   text("context", o.model.context);
+  number("share-cell", o.model.shareCell);
+  number("tie-output", o.model.tieOutput);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);

@@ -43,14 +43,19 @@ double secondsSince(Clock::time_point start) {
 /// overflow), or null. Only called once the norm is known to be non-finite.
 /// "" for RNNSearch, else e.g. " (gnmt 2+2 layers)".
 std::string architectureText(const ModelConfig &model) {
-  if (model.arch == "rnnsearch")
-    return "";
+  std::string text = model.arch;
   if (isCyclicArchitecture(model.arch))
-    return " (" + model.arch + ", context " + model.context + ")";
-  if (!isDeepArchitecture(model.arch))
-    return " (" + model.arch + " encoder)";
-  return " (" + model.arch + " " + std::to_string(model.encLayers) + "+" +
-         std::to_string(model.decLayers) + " layers)";
+    text += ", context " + model.context;
+  else if (isDeepArchitecture(model.arch))
+    text += " " + std::to_string(model.encLayers) + "+" +
+            std::to_string(model.decLayers) + " layers";
+  else if (model.arch != "rnnsearch")
+    text += " encoder";
+  if (model.shareCell)
+    text += ", shared cell";
+  if (model.tieOutput)
+    text += ", tied output";
+  return text == "rnnsearch" ? "" : " (" + text + ")";
 }
 
 const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {

@@ -46,10 +46,8 @@ ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
   return config;
 }
 
-Worst checkGradients(const std::string &cellName, bool broken,
-                     const std::string &arch = "rnnsearch",
-                     int64_t layers = 1, const std::string &context = "last") {
-  Model model(tinyConfig(cellName, arch, layers, context), loadCell(cellName));
+Worst checkGradients(const ModelConfig &config, bool broken = false) {
+  Model model(config, loadCell(config.cell));
   model.breakGradientForTest = broken;
   Rng rng(11);
   model.initialize(rng, 0.5f);
@@ -61,6 +59,12 @@ Worst checkGradients(const std::string &cellName, bool broken,
     return model.loss(batch, false, nullptr) / double(batch.targetTokens);
   };
   return compareWithFiniteDifferences(params, meanLoss, 1e-2f);
+}
+
+Worst checkGradients(const std::string &cellName, bool broken,
+                     const std::string &arch = "rnnsearch",
+                     int64_t layers = 1, const std::string &context = "last") {
+  return checkGradients(tinyConfig(cellName, arch, layers, context), broken);
 }
 
 class GradientTest : public testing::TestWithParam<std::string> {};
@@ -117,6 +121,24 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Combine(testing::Values("atr", "gru", "lstm"),
                      testing::Values("last", "mean")));
 
+// Cseq2seq-II: the encoder's cell runs backward for s_0 and forward from
+// the query at every step; SGRU shares it with decoder cell 1, SWord ties
+// the output weight to the target embeddings (their gradients add up).
+class Cseq2seq2GradientTest
+    : public testing::TestWithParam<std::tuple<std::string, bool>> {};
+
+TEST_P(Cseq2seq2GradientTest, WholeModelMatchesFiniteDifferences) {
+  auto [cell, shared] = GetParam();
+  ModelConfig config = tinyConfig(cell, "cseq2seq-2", 1);
+  config.shareCell = config.tieOutput = shared;
+  Worst worst = checkGradients(config);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, Cseq2seq2GradientTest,
+                         testing::Combine(testing::Values("atr", "gru", "lstm"),
+                                          testing::Bool()));
+
 // Decoding (CellLayer::step over the beam's rows, layer by layer) and
 // training (whole sequences) share no code above the cells: beam search
 // must score its own output as forced decoding of that output does.
@@ -126,6 +148,7 @@ class DecodingTest
 TEST_P(DecodingTest, SearchScoresEqualForcedDecoding) {
   auto [arch, layers] = GetParam();
   ModelConfig config = tinyConfig("gru", arch, layers);
+  config.shareCell = config.tieOutput = arch == "cseq2seq-2";
   Model model(config, loadCell("gru"));
   Rng rng(5);
   model.initialize(rng, 0.8f);
@@ -159,7 +182,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, DecodingTest,
                                          std::tuple{"ca", 1},
                                          std::tuple{"gnmt", 3},
                                          std::tuple{"deep", 3},
-                                         std::tuple{"cseq2seq-1", 1}));
+                                         std::tuple{"cseq2seq-1", 1},
+                                         std::tuple{"cseq2seq-2", 1}));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

@@ -149,6 +149,38 @@ TEST_P(ParameterCount, CyclicIsItsFormula) {
   EXPECT_EQ(model.parameterCount(), expected);
 }
 
+// Cseq2seq-II (--arch cseq2seq-2): one encoder cell (run backward for s_0
+// and forward in the context), SGRU sharing it with decoder cell 1, SWord
+// tying the output weight to the target embeddings.
+TEST_P(ParameterCount, Cseq2seq2IsItsFormula) {
+  for (bool share : {false, true})
+    for (bool tie : {false, true}) {
+      ModelConfig config = smallConfig(GetParam(), "cseq2seq-2");
+      config.shareCell = share;
+      config.tieOutput = tie;
+      config.readout = config.emb;
+      Model model(config, models::loadCell(config.cell));
+      const int64_t Vs = 11, Vt = 13, E = 5, H = 7, R = E;
+      int64_t expected = (Vs + Vt) * E + cellParams(config.cell, E, H) +
+                         (share ? 0 : cellParams(config.cell, E, H)) +
+                         cellParams(config.cell, H, H) + // cell 2 reads c_j
+                         H * H + H +                     // init from <-h_0
+                         H * H + H +                     // cyclic V
+                         R * H + R * E + R * H + R + (tie ? 0 : Vt * R) + Vt;
+      EXPECT_EQ(model.parameterCount(), expected)
+          << "share " << share << ", tie " << tie;
+    }
+}
+
+TEST(ParameterCount, SharingNeedsWhatItShares) {
+  ModelConfig config = smallConfig("atr", "rnnsearch");
+  config.shareCell = true;
+  EXPECT_THROW(Model(config, models::loadCell("atr")), models::DataError);
+  config = smallConfig("atr", "cseq2seq-2");
+  config.tieOutput = true; // readout 4, emb 5
+  EXPECT_THROW(Model(config, models::loadCell("atr")), models::DataError);
+}
+
 TEST(ParameterCount, LayerCountsOutsideTheArchitectureAreErrors) {
   ModelConfig config = smallConfig("atr", "rnnsearch");
   config.decLayers = 2;

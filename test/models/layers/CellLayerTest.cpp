@@ -383,6 +383,48 @@ TEST(ContextAwareEncoder, MatchesTorch) {
   expectParamGradients(store, params);
 }
 
+// A layer sharing another's params (Cseq2seq's encoder run both ways) runs
+// them in its own direction, and its gradients add to the owner's.
+TEST(CellLayer, SharingRunsTheOwnersParamsAndAddsItsGradients) {
+  JitCell jit(kElman);
+  const int64_t T = 4, B = 2, I = 3, H = 2;
+  ParamStore store;
+  CellLayer owner(*jit.cell, "enc", I, H, store);
+  CellLayer twin = CellLayer::sharing(owner, /*reverse=*/true);
+  ASSERT_EQ(store.all().size(), 3u);
+  EXPECT_TRUE(twin.isReverse());
+  Rng rng(41);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  std::vector<int32_t> lengths = {4, 3};
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     G1 = randomValues(T * B * H, rng),
+                     G2 = randomValues(T * B * H, rng);
+  std::vector<float> Y1(T * B * H), Y2(T * B * H), dX(T * B * I, 0.f);
+  CellTrace trace1, trace2;
+  owner.forward({{X.data()}, lengths.data(), T, B, {}, Y1.data()}, trace1,
+                true);
+  twin.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, trace2,
+               true);
+  zeroGrads(store.all());
+  owner.backward(trace1, G1.data(), {dX.data()});
+  twin.backward(trace2, G2.data(), {dX.data()});
+
+  torch::Tensor x = toTorch(X, {T, B, I}, true);
+  std::map<std::string, torch::Tensor> params = torchParams(store);
+  torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
+  torch::Tensor y1 =
+      reference(elmanStep(params, "enc"), {x}, lengths, false, zeros).first;
+  torch::Tensor y2 =
+      reference(elmanStep(params, "enc"), {x}, lengths, true, zeros).first;
+  ((y1 * toTorch(G1, {T, B, H})).sum() + (y2 * toTorch(G2, {T, B, H})).sum())
+      .backward();
+  expectClose(Y1, y1, "Y1");
+  expectClose(Y2, y2, "Y2");
+  expectClose(dX, x.grad(), "dX");
+  expectParamGradients(store, params);
+}
+
 // Cseq2seq-I's context: the cell re-reads the sequence from tanh(V q + b)
 // per query; the context is its last output or the mean of its outputs.
 class CyclicContextTest : public testing::TestWithParam<CyclicContext::Pool> {

@@ -20,6 +20,9 @@ namespace {
 
 /// What one side (a cell layer of the model) gave over all sentences.
 struct SideStats {
+  SideStats(std::string side, bool perStep)
+      : side(std::move(side)), perStep(perStep) {}
+
   std::string side;
   /// Whether the recorder has one call per step (decoder) or one per batch.
   bool perStep = false;

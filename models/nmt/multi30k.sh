@@ -3,8 +3,10 @@
 # paper's Table 4 comparison on this machine): trains each cell, translates
 # test_2016_flickr with beam 5 and scores it (multi-bleu on the tokenised,
 # lower-cased text). EPOCHS (default 15; early stopping usually ends it
-# sooner), LR (default 1e-3), THREADS (default 2), CELLS, ARCH (rnnsearch
-# or ca; runs are named CELL or CELL-ARCH).
+# sooner), LR (default 1e-3), THREADS (default 2), CELLS, ARCH (any of
+# `nmt train --arch`), LAYERS (gnmt, deep: N encoder and N decoder layers),
+# FLAGS (more train options, e.g. "--share-cell --tie-output"); runs are
+# named CELL, CELL-ARCH or CELL-ARCH-LAYERS, and RUN_SUFFIX is appended.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/multi30k/tok}
@@ -19,6 +21,12 @@ ARCH=${ARCH:-rnnsearch}
 for cell in ${CELLS:-atr gru lstm}; do
   run=$cell
   [ "$ARCH" = rnnsearch ] || run=$cell-$ARCH
+  layers=()
+  if [ -n "${LAYERS:-}" ]; then
+    run=$run-$LAYERS
+    layers=(--enc-layers "$LAYERS" --dec-layers "$LAYERS")
+  fi
+  run=$run${RUN_SUFFIX:-}
   start=$(date +%s)
   "$BIN/nmt" train --task files --threads "${THREADS:-2}" \
     --out "$OUT/$run.ckpt" --no-progress --arch "$ARCH" \
@@ -27,7 +35,7 @@ for cell in ${CELLS:-atr gru lstm}; do
     --tokenizer bpe --bpe-src 8000 --bpe-tgt 8000 \
     --cell "$cell" --emb 256 --hidden 256 --att 256 --readout 256 \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
-    --lr-decay plateau --patience 3 --resume
+    --lr-decay plateau --patience 3 --resume "${layers[@]}" ${FLAGS:-}
   trained=$(date +%s)
   "$BIN/nmt" translate --model "$OUT/$run.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \

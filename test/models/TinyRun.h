@@ -22,7 +22,12 @@ inline TrainOptions tinyRun(const std::string &name, const std::string &cell) {
   o.taskValid = 10;
   o.taskTest = 10;
   o.maxTokens = 300;
-  o.model = {cell, 0, 0, 8, 12, 8, 8, 0.1f};
+  o.model.cell = cell;
+  o.model.emb = 8;
+  o.model.hidden = 12;
+  o.model.att = 8;
+  o.model.readout = 8;
+  o.model.dropout = 0.1f;
   o.lr = 5e-3f;
   o.epochs = 100;
   o.patience = 0;

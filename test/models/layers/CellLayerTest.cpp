@@ -254,22 +254,42 @@ void expectParamGradients(ParamStore &store,
     expectClose(p->grad, params[p->name].grad(), "d" + p->name);
 }
 
+/// An encoder's (SequenceEncoder's, ContextAwareEncoder's) forward and
+/// backward over random inputs X [T, B, I] with the output gradient G
+/// [T, B, outputWidth], its params drawn from `seed`.
+struct EncoderRun {
+  std::vector<float> X, G, Y, dX;
+};
+
+template <typename Encoder>
+EncoderRun runEncoder(const Encoder &encoder, ParamStore &store,
+                      const std::vector<int32_t> &lengths, int64_t T,
+                      int64_t I, uint64_t seed) {
+  const int64_t B = int64_t(lengths.size()), O = encoder.outputWidth();
+  Rng rng(seed);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  EncoderRun run;
+  run.X = randomValues(T * B * I, rng);
+  run.G = randomValues(T * B * O, rng);
+  run.Y.resize(T * B * O);
+  run.dX.assign(T * B * I, 0.f);
+  typename Encoder::Trace trace;
+  encoder.forward(run.X.data(), lengths.data(), T, B, run.Y.data(), trace,
+                  true);
+  zeroGrads(store.all());
+  encoder.backward(trace, run.G.data(), run.dX.data());
+  return run;
+}
+
 TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
   JitCell jit(kElman);
   const int64_t T = 4, B = 2, I = 3, H = 2;
   ParamStore store;
   SequenceEncoder encoder(*jit.cell, "enc", {I, H, 2, true}, store);
   ASSERT_EQ(encoder.outputWidth(), 2 * H);
-  Rng rng(12);
-  for (Param *p : store.all())
-    uniformInit(p->value, 0.7f, rng);
   std::vector<int32_t> lengths = {2, 4};
-  std::vector<float> X = randomValues(T * B * I, rng), G = randomValues(T * B * 2 * H, rng);
-  std::vector<float> Y(T * B * 2 * H), dX(T * B * I, 0.f);
-  SequenceEncoder::Trace trace;
-  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
-  zeroGrads(store.all());
-  encoder.backward(trace, G.data(), dX.data());
+  auto [X, G, Y, dX] = runEncoder(encoder, store, lengths, T, I, 12);
 
   torch::Tensor x = toTorch(X, {T, B, I}, true);
   std::map<std::string, torch::Tensor> params = torchParams(store);
@@ -304,17 +324,8 @@ TEST(SequenceEncoder, MixedDirectionsAndResidualMatchTorch) {
   ASSERT_EQ(encoder.numCells(1), 1);
   EXPECT_TRUE(encoder.layer(2, 0).isReverse());
   EXPECT_EQ(encoder.lowestCell(false), &encoder.layer(0, 0));
-  Rng rng(13);
-  for (Param *p : store.all())
-    uniformInit(p->value, 0.7f, rng);
   std::vector<int32_t> lengths = {5, 2, 4};
-  std::vector<float> X = randomValues(T * B * I, rng),
-                     G = randomValues(T * B * H, rng);
-  std::vector<float> Y(T * B * H), dX(T * B * I, 0.f);
-  SequenceEncoder::Trace trace;
-  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
-  zeroGrads(store.all());
-  encoder.backward(trace, G.data(), dX.data());
+  auto [X, G, Y, dX] = runEncoder(encoder, store, lengths, T, I, 13);
 
   torch::Tensor x = toTorch(X, {T, B, I}, true);
   std::map<std::string, torch::Tensor> params = torchParams(store);
@@ -355,17 +366,8 @@ TEST(ContextAwareEncoder, MatchesTorch) {
   ContextAwareEncoder encoder(*jit.cell, "ca", I, H, store);
   ASSERT_EQ(encoder.outputWidth(), H);
   ASSERT_EQ(store.find("ca.fwd.W")->shape, (std::vector<int64_t>{H, I + H}));
-  Rng rng(21);
-  for (Param *p : store.all())
-    uniformInit(p->value, 0.7f, rng);
   std::vector<int32_t> lengths = {5, 2, 4};
-  std::vector<float> X = randomValues(T * B * I, rng),
-                     G = randomValues(T * B * H, rng);
-  std::vector<float> Y(T * B * H), dX(T * B * I, 0.f);
-  ContextAwareEncoder::Trace trace;
-  encoder.forward(X.data(), lengths.data(), T, B, Y.data(), trace, true);
-  zeroGrads(store.all());
-  encoder.backward(trace, G.data(), dX.data());
+  auto [X, G, Y, dX] = runEncoder(encoder, store, lengths, T, I, 21);
 
   torch::Tensor x = toTorch(X, {T, B, I}, true);
   std::map<std::string, torch::Tensor> params = torchParams(store);

@@ -56,16 +56,41 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
                      int64_t stateSize, ParamStore &store, bool reverse)
     : impl(&cell), reverse(reverse),
       what("cell " + cell.getPlan().cellName + " (" + prefix + ")"),
-      inputs(inputWidths) {
+      sources(inputWidths), inputs(inputWidths) {
   const cellrt::Plan &plan = cell.getPlan();
-  if (plan.inputs.size() != inputWidths.size())
+  joined = plan.inputs.size() == 1 && inputWidths.size() > 1;
+  if (joined) {
+    int64_t sum = 0;
+    for (int64_t width : inputWidths)
+      sum += width;
+    inputs = {sum};
+  } else if (plan.inputs.size() != inputWidths.size()) {
     throw DataError(what + ": the cell has " +
                     std::to_string(plan.inputs.size()) +
                     " inputs, the model gives it " +
                     std::to_string(inputWidths.size()));
+  }
   if (!cell.hasBackward())
     throw DataError(what + ": compiled without backward directives");
-  bindWidths(inputWidths, stateSize, prefix, store);
+  bindWidths(inputs, stateSize, prefix, store);
+}
+
+void CellLayer::joinSources(const std::vector<const float *> &given,
+                            int64_t rows, std::vector<float> &out) const {
+  const int64_t width = inputs[0];
+  out.resize(rows * width);
+  for (int64_t r = 0; r < rows; ++r)
+    for (size_t k = 0, offset = 0; k < sources.size(); offset += sources[k++])
+      std::copy_n(given[k] + r * sources[k], sources[k],
+                  out.data() + r * width + offset);
+}
+
+void CellLayer::forwardJoined(const CellSequence &sequence, CellTrace &trace,
+                              bool train) const {
+  joinSources(sequence.inputs, sequence.T * sequence.B, trace.joined);
+  CellSequence inner = sequence;
+  inner.inputs = {trace.joined.data()};
+  forward(inner, trace, train);
 }
 
 CellLayer CellLayer::sharing(const CellLayer &owner, bool reverse) {
@@ -154,6 +179,8 @@ const float *CellLayer::cellInput(const CellSequence &sequence,
 
 void CellLayer::forward(const CellSequence &sequence, CellTrace &trace,
                         bool train) const {
+  if (joined && sequence.inputs.size() == sources.size())
+    return forwardJoined(sequence, trace, train);
   if (sequence.inputs.size() != inputs.size())
     throw CellRuntimeError(what + ": " + std::to_string(inputs.size()) +
                            " inputs expected, got " +
@@ -249,13 +276,32 @@ void CellLayer::backward(CellTrace &trace, const float *dOutput,
     }
     grads.inputGradients.push_back({target, {T, B, cellInputs[k]}});
   }
+  // Joined sources: the cell's input gradient is split among them after.
+  std::vector<float> dJoined;
+  std::vector<float *> dCellInputs = dInputs;
+  if (joined) {
+    dJoined.assign(T * B * inputs[0], 0.f);
+    dCellInputs = {dJoined.data()};
+    if (projections[0])
+      grads.inputGradients[0].data = dProjected[0].data();
+    else
+      grads.inputGradients[0].data = dJoined.data();
+  }
   grads.paramGradients = gradArrays();
   check(impl->backward(trace.args, grads, trace.tape), what.c_str());
   for (size_t k = 0; k < inputs.size(); ++k)
     if (projections[k])
       projections[k]->backward(trace.rawInputs[k], T * B,
                                dProjected[k].data(),
-                               k < dInputs.size() ? dInputs[k] : nullptr);
+                               k < dCellInputs.size() ? dCellInputs[k]
+                                                      : nullptr);
+  if (!joined)
+    return;
+  for (int64_t r = 0; r < T * B; ++r)
+    for (size_t k = 0, offset = 0; k < sources.size(); offset += sources[k++])
+      if (k < dInputs.size() && dInputs[k])
+        for (int64_t i = 0; i < sources[k]; ++i)
+          dInputs[k][r * sources[k] + i] += dJoined[r * inputs[0] + offset + i];
 }
 
 cellrt::PackedWeights CellLayer::packWeights() const {
@@ -266,6 +312,13 @@ cellrt::PackedWeights CellLayer::packWeights() const {
 
 void CellLayer::step(const CellStep &step,
                      const cellrt::PackedWeights *packed) const {
+  if (joined && step.inputs.size() == sources.size()) {
+    std::vector<float> rows;
+    joinSources(step.inputs, step.rows, rows);
+    CellStep inner = step;
+    inner.inputs = {rows.data()};
+    return this->step(inner, packed);
+  }
   if (step.inputs.size() != inputs.size())
     throw CellRuntimeError(what + ": " + std::to_string(inputs.size()) +
                            " inputs expected, got " +

@@ -6,6 +6,10 @@
 //   - input k gets inputWidths[k]; where the cell fixes that input's width
 //     otherwise (SRU's `x: [H]` with a 2H-wide context), a Linear projection
 //     without bias (`PREFIX.proj_NAME`) maps the given width to the cell's;
+//   - a model gives a layer its sources (a CA layer's x and backward state,
+//     a decoder layer's state below and context): a cell with as many
+//     inputs reads them separately, a cell with one input reads their
+//     concatenation (joined per row here);
 //   - the cell's params become model Params named `PREFIX.NAME`.
 // A layer runs in one direction; SequenceEncoder (Recurrent.h) stacks them
 // and runs both directions. A decoder runs a layer one step at a time:
@@ -53,8 +57,10 @@ struct CellTrace {
   cellrt::Tape tape;
   /// Each state after each sequence's last step, [B, width].
   std::vector<std::vector<float>> finalStates;
-  /// The projected inputs (empty where input k is not projected).
+  /// The projected inputs (empty where input k is not projected), and the
+  /// joined sources of a one-input cell given several.
   std::vector<std::vector<float>> projected;
+  std::vector<float> joined;
   std::vector<const float *> rawInputs;
   int64_t T = 0, B = 0;
 
@@ -105,7 +111,7 @@ public:
   CellLayer(const cellrt::Cell &cell, const std::string &prefix,
             const std::vector<int64_t> &inputWidths, int64_t stateSize,
             ParamStore &store, bool reverse = false);
-  /// A cell with exactly one input.
+  /// One source.
   CellLayer(const cellrt::Cell &cell, const std::string &prefix,
             int64_t inputSize, int64_t stateSize, ParamStore &store,
             bool reverse = false);
@@ -116,9 +122,9 @@ public:
   static CellLayer sharing(const CellLayer &owner, bool reverse);
 
   const cellrt::Cell &cell() const { return *impl; }
-  size_t numInputs() const { return inputs.size(); }
-  /// The width the caller gives input k (before any projection).
-  int64_t inputWidth(size_t k = 0) const { return inputs[k]; }
+  size_t numInputs() const { return sources.size(); }
+  /// The width the caller gives input k (before any joining or projection).
+  int64_t inputWidth(size_t k = 0) const { return sources[k]; }
   int64_t outputWidth() const { return output; }
   const std::vector<int64_t> &stateWidths() const { return states; }
   bool isReverse() const { return reverse; }
@@ -162,11 +168,19 @@ private:
                   const std::string &prefix, ParamStore &store);
   const float *cellInput(const CellSequence &sequence, CellTrace &trace,
                          size_t k) const;
+  /// The sources' rows side by side into `joined` [rows, sum of widths].
+  void joinSources(const std::vector<const float *> &given, int64_t rows,
+                   std::vector<float> &joined) const;
+  void forwardJoined(const CellSequence &sequence, CellTrace &trace,
+                     bool train) const;
 
   const cellrt::Cell *impl;
   bool reverse;
   std::string what;
-  std::vector<int64_t> inputs, cellInputs;
+  /// The caller's widths; the cell's inputs before and after projection
+  /// (with joined sources, one input of their summed width).
+  std::vector<int64_t> sources, inputs, cellInputs;
+  bool joined = false;
   int64_t output = 0;
   std::vector<int64_t> states;
   std::vector<std::shared_ptr<Linear>> projections;

@@ -4,7 +4,8 @@
 // 2017b): a backward cell layer over the input, then a forward cell layer
 // over each position's input and backward state, [x_i ; <-h_i]; the
 // annotations are the forward layer's states, H wide (a bidirectional
-// encoder's are 2H). Parameters PREFIX.bwd.* and PREFIX.fwd.*.
+// encoder's are 2H). Parameters PREFIX.bwd.* and PREFIX.fwd.*. The forward
+// layer's cell may differ (a two-input cell reads x_i and <-h_i apart).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,14 +23,15 @@ class ContextAwareEncoder {
 public:
   struct Trace {
     CellTrace backward, forward;
-    /// The backward layer's states [T, B, H] and the forward layer's input
-    /// [T, B, inputWidth + H].
-    std::vector<float> backwardStates, joined;
+    /// The backward layer's states [T, B, H].
+    std::vector<float> backwardStates;
     int64_t T = 0, B = 0;
   };
 
+  /// `upperCell` (default `cell`) runs the forward layer.
   ContextAwareEncoder(const cellrt::Cell &cell, const std::string &prefix,
-                      int64_t inputWidth, int64_t stateSize, ParamStore &store);
+                      int64_t inputWidth, int64_t stateSize, ParamStore &store,
+                      const cellrt::Cell *upperCell = nullptr);
 
   int64_t outputWidth() const { return forwardLayer.outputWidth(); }
   /// 0: the forward (upper) layer, 1: the backward (lower) one.
@@ -43,7 +45,6 @@ public:
   void backward(Trace &trace, const float *dOutput, float *dInput) const;
 
 private:
-  int64_t inputWidth;
   CellLayer backwardLayer, forwardLayer;
 };
 

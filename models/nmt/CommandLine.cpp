@@ -56,6 +56,11 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Model";
   option(cmd, "cell", o.model.cell, cellOptionHelp())
       ->group(group);
+  option(cmd, "cell2", o.model.cell2,
+         "the cell of the layers with two sources (ca's forward encoder "
+         "layer, gnmt's decoder layers 2..M): a two-input cell reads them "
+         "apart (default: --cell over their concatenation)")
+      ->group(group);
   option(cmd, "arch", o.model.arch,
          "rnnsearch (bidirectional encoder), ca (the ATR paper's "
          "context-aware encoder), gnmt (stacked: bidirectional then forward "

@@ -15,6 +15,9 @@
 namespace nmt {
 
 void Model::addUpperLayers(const cellrt::Cell &cell) {
+  // gnmt's layers have two sources (the state below and the context).
+  const cellrt::Cell &upperCell =
+      twoSourceCell && config.arch == "gnmt" ? *twoSourceCell : cell;
   if (!isDeepArchitecture(config.arch) && config.decLayers != 1)
     throw DataError("--arch " + config.arch + " has one decoder layer (" +
                     std::to_string(config.decLayers) +
@@ -25,9 +28,12 @@ void Model::addUpperLayers(const cellrt::Cell &cell) {
   const int64_t width = decoder2.outputWidth();
   const bool gnmt = config.arch == "gnmt";
   for (int64_t l = 2; l <= config.decLayers; ++l) {
-    int64_t input = width + (gnmt ? contextWidth() : 0);
+    std::vector<int64_t> sources = {width};
+    if (gnmt)
+      sources.push_back(contextWidth());
     upper.push_back(std::make_unique<CellLayer>(
-        cell, "decoder.l" + std::to_string(l), input, config.hidden, store));
+        upperCell, "decoder.l" + std::to_string(l), sources, config.hidden,
+        store));
     if (upper.back()->outputWidth() != width)
       throw DataError("decoder layer " + std::to_string(l) + ": cell '" +
                       config.cell + "' writes " +
@@ -40,19 +46,11 @@ void Model::addUpperLayers(const cellrt::Cell &cell) {
 
 int64_t Model::topWidth() const { return decoder2.outputWidth(); }
 
-void Model::upperInput(size_t k, const float *below, const float *context,
-                       int64_t rows, std::vector<float> &input) const {
-  const int64_t W = topWidth(), In = upper[k]->inputWidth();
-  input.resize(rows * In);
-  if (In == W) {
-    std::copy_n(below, rows * W, input.data());
-    return;
-  }
-  const int64_t C = In - W;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::copy_n(below + r * W, W, input.data() + r * In);
-    std::copy_n(context + r * C, C, input.data() + r * In + W);
-  }
+std::vector<const float *> Model::upperSources(size_t k, const float *below,
+                                               const float *context) const {
+  if (upper[k]->numInputs() == 2)
+    return {below, context};
+  return {below};
 }
 
 /// out += below where the layer is residual.
@@ -65,15 +63,14 @@ static void addResidual(bool residual, const float *below, int64_t n,
 
 const float *Model::upperForward(const Batch &batch, bool train) {
   const int64_t N = batch.Ty * batch.B;
-  upperInputs.resize(upper.size());
   upperOutputs.resize(upper.size());
   upperTraces.resize(upper.size());
   const float *below = out2.data();
   for (size_t k = 0; k < upper.size(); ++k) {
-    upperInput(k, below, contexts.data(), N, upperInputs[k]);
     upperOutputs[k].resize(N * topWidth());
-    upper[k]->forward({{upperInputs[k].data()}, batch.tgtLen.data(),
-                       batch.Ty, batch.B, {}, upperOutputs[k].data()},
+    upper[k]->forward({upperSources(k, below, contexts.data()),
+                       batch.tgtLen.data(), batch.Ty, batch.B, {},
+                       upperOutputs[k].data()},
                       upperTraces[k], train);
     addResidual(upperResidual[k], below, N * topWidth(),
                 upperOutputs[k].data());
@@ -85,19 +82,13 @@ const float *Model::upperForward(const Batch &batch, bool train) {
 void Model::upperBackward(const Batch &batch, const float *dTop, float *dOut2,
                           float *dContexts) {
   const int64_t N = batch.Ty * batch.B, W = topWidth();
-  std::vector<float> dOutput(dTop, dTop + N * W), dInput;
+  std::vector<float> dOutput(dTop, dTop + N * W), dBelow;
   for (size_t k = upper.size(); k-- > 0;) {
-    const int64_t In = upper[k]->inputWidth(), C = In - W;
-    dInput.assign(N * In, 0.f);
-    upper[k]->backward(upperTraces[k], dOutput.data(), {dInput.data()});
     // The gradient reaching the layer below: through the cell's input and,
     // for a residual layer, straight through the sum.
-    std::vector<float> dBelow(N * W);
-    for (int64_t r = 0; r < N; ++r) {
-      std::copy_n(dInput.data() + r * In, W, dBelow.data() + r * W);
-      for (int64_t i = 0; i < C; ++i)
-        dContexts[r * C + i] += dInput[r * In + W + i];
-    }
+    dBelow.assign(N * W, 0.f);
+    upper[k]->backward(upperTraces[k], dOutput.data(),
+                       {dBelow.data(), dContexts});
     addResidual(upperResidual[k], dOutput.data(), N * W, dBelow.data());
     dOutput.swap(dBelow);
   }
@@ -113,9 +104,8 @@ const float *Model::upperStep(const BeamSearch &search, const float *out2,
     const std::vector<int64_t> &widths = upper[k]->stateWidths();
     for (size_t s = 0; s < widths.size(); ++s)
       step.next[k][s].resize(n * widths[s]);
-    upperInput(k, below, context, n, step.inputs[k]);
     step.outputs[k].resize(n * W);
-    CellStep cellStep{{step.inputs[k].data()},
+    CellStep cellStep{upperSources(k, below, context),
                       n,
                       statePointers<const float>(step.states[k]),
                       stateRows,

@@ -55,12 +55,13 @@ Linear makeOutput(const ModelConfig &config, Embedding &targetEmbedding,
 
 } // namespace
 
-Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
-    : config(withLayers(config)),
+Model::Model(const ModelConfig &config, const cellrt::Cell &cell,
+             const cellrt::Cell *twoSourceCell)
+    : config(withLayers(config)), twoSourceCell(twoSourceCell),
       sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
       encoder(config.arch, cell, config.emb, config.hidden,
-              this->config.encLayers, store),
+              this->config.encLayers, store, twoSourceCell),
       decoder1(makeDecoder1(this->config, cell, encoder, store)),
       decoder2(cell, "decoder2",
                isCyclicArchitecture(config.arch) ? config.hidden
@@ -82,6 +83,9 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
   // Cell 2 continues from cell 1's states.
   if (decoder1.stateWidths() != decoder2.stateWidths())
     throw DataError("decoder cells have different state widths");
+  if (twoSourceCell && config.arch != "ca" && config.arch != "gnmt")
+    throw DataError("--cell2: only --arch ca and gnmt have layers with two "
+                    "sources");
   addUpperLayers(cell);
   if (encoder.sharedLayer())
     cyclic = std::make_unique<CyclicContext>(

@@ -82,6 +82,10 @@ struct ModelConfig {
   /// SWord: the output layer's weight is the target embedding table (needs
   /// readout = emb).
   bool tieOutput = false;
+  /// The cell of the layers with two sources (ca's forward encoder layer,
+  /// gnmt's decoder layers 2..M), read apart by a two-input cell; empty:
+  /// `cell` over their concatenation. Its text, as cellSource.
+  std::string cell2, cell2Source;
 
   /// Replaces 0 layer counts by the architecture's default.
   void resolveLayers();
@@ -110,7 +114,9 @@ std::vector<T *> statePointers(std::vector<std::vector<float>> &states) {
 
 class Model {
 public:
-  Model(const ModelConfig &config, const cellrt::Cell &cell);
+  /// `twoSourceCell` (config.cell2) runs the layers with two sources.
+  Model(const ModelConfig &config, const cellrt::Cell &cell,
+        const cellrt::Cell *twoSourceCell = nullptr);
 
   /// Every parameter uniform in [-scale, scale].
   void initialize(Rng &rng, float scale);
@@ -166,7 +172,7 @@ private:
   /// their inputs and outputs, and their weights stacked once per pass.
   struct UpperStep {
     std::vector<States> states, next;
-    std::vector<std::vector<float>> inputs, outputs;
+    std::vector<std::vector<float>> outputs;
     std::vector<cellrt::PackedWeights> packed;
   };
 
@@ -217,10 +223,10 @@ private:
   void addUpperLayers(const cellrt::Cell &cell);
   /// The width of the output the readout reads (the top layer's).
   int64_t topWidth() const;
-  /// Layer k's (0: decoder layer 2) input at `rows` rows into `input`:
-  /// [below ; context] (gnmt) or below.
-  void upperInput(size_t k, const float *below, const float *context,
-                  int64_t rows, std::vector<float> &input) const;
+  /// Layer k's (0: decoder layer 2) sources: the state below and (gnmt)
+  /// the context.
+  std::vector<const float *> upperSources(size_t k, const float *below,
+                                          const float *context) const;
   /// The upper layers over the teacher-forced steps; returns the top
   /// layer's output [Ty, B, width] (out2 itself when there is none).
   const float *upperForward(const Batch &batch, bool train);
@@ -242,6 +248,7 @@ private:
                   const cellrt::PackedWeights &packed2, DecodeStep &step);
 
   ModelConfig config;
+  const cellrt::Cell *twoSourceCell;
   ParamStore store;
   // In parameter order: the layers register themselves in `store`.
   Embedding sourceEmbedding, targetEmbedding;
@@ -275,7 +282,7 @@ private:
   std::vector<ContextSlot> contextSlots;
   std::vector<float> dProjectedQueries;
   // The upper decoder layers' inputs, outputs and traces ([Ty, B, width]).
-  std::vector<std::vector<float>> upperInputs, upperOutputs;
+  std::vector<std::vector<float>> upperOutputs;
   std::vector<CellTrace> upperTraces;
   // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
   // afresh per batch cost more in page faults than the softmax itself.

@@ -46,7 +46,8 @@ models::EncoderShape alternatingShape(int64_t inputWidth, int64_t stateSize,
 
 SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
                              int64_t inputWidth, int64_t stateSize,
-                             int64_t layers, models::ParamStore &store) {
+                             int64_t layers, models::ParamStore &store,
+                             const cellrt::Cell *twoSourceCell) {
   if (!isDeepArchitecture(arch) && layers != 1)
     throw models::DataError("--arch " + arch + " has one encoder layer (" +
                             std::to_string(layers) +
@@ -64,7 +65,7 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
         names);
   } else if (arch == "ca") {
     contextAware = std::make_unique<models::ContextAwareEncoder>(
-        cell, "encoder", inputWidth, stateSize, store);
+        cell, "encoder", inputWidth, stateSize, store, twoSourceCell);
   } else if (arch == "cseq2seq-2") {
     shared = std::make_unique<models::CellLayer>(cell, "encoder", inputWidth,
                                                  stateSize, store);

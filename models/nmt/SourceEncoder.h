@@ -46,9 +46,11 @@ class SourceEncoder {
 public:
   /// Throws models::DataError for an unknown architecture or a layer count
   /// it cannot take.
+  /// `twoSourceCell` runs ca's forward layer (null: `cell`).
   SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
                 int64_t inputWidth, int64_t stateSize, int64_t layers,
-                models::ParamStore &store);
+                models::ParamStore &store,
+                const cellrt::Cell *twoSourceCell = nullptr);
 
   int64_t outputWidth() const;
   /// input [T, B, inputWidth] (alive until backward) to the annotations'

@@ -49,6 +49,8 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["context"] = model.context;
   m["share-cell"] = model.shareCell ? "1" : "0";
   m["tie-output"] = model.tieOutput ? "1" : "0";
+  m["cell2"] = model.cell2;
+  m["cell2-source"] = model.cell2Source;
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -128,6 +130,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   text("context", o.model.context);
   number("share-cell", o.model.shareCell);
   number("tie-output", o.model.tieOutput);
+  text("cell2", o.model.cell2);
+  text("cell2-source", o.model.cell2Source);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);
@@ -256,11 +260,16 @@ void Session::build() {
   if (options.model.cellSource.empty())
     options.model.cellSource = readCellSource(options.model.cell);
   options.model.resolveLayers();
+  if (!options.model.cell2.empty() && options.model.cell2Source.empty())
+    options.model.cell2Source = readCellSource(options.model.cell2);
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();
-  model = std::make_unique<Model>(config,
-                                  loadCell(config.cell, config.cellSource));
+  const cellrt::Cell *cell2 =
+      config.cell2.empty() ? nullptr
+                           : &loadCell(config.cell2, config.cell2Source);
+  model = std::make_unique<Model>(
+      config, loadCell(config.cell, config.cellSource), cell2);
   adam.clipNorm = options.clip;
 }
 

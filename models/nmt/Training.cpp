@@ -55,6 +55,8 @@ std::string architectureText(const ModelConfig &model) {
     text += ", shared cell";
   if (model.tieOutput)
     text += ", tied output";
+  if (!model.cell2.empty())
+    text += ", cell2 " + model.cell2;
   return text == "rnnsearch" ? "" : " (" + text + ")";
 }
 

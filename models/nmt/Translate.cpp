@@ -54,7 +54,6 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
   UpperStep &upperArrays = step.upper;
   upperArrays.states.resize(upper.size());
   upperArrays.next.resize(upper.size());
-  upperArrays.inputs.resize(upper.size());
   upperArrays.outputs.resize(upper.size());
   for (size_t k = 0; k < upper.size(); ++k) {
     for (int64_t width : upper[k]->stateWidths())

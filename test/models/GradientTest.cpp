@@ -12,6 +12,8 @@
 
 #include "test/models/ParamChecks.h"
 
+#include "test/models/TestCells.h"
+
 #include <gtest/gtest.h>
 
 using namespace nmt;
@@ -46,8 +48,9 @@ ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
   return config;
 }
 
-Worst checkGradients(const ModelConfig &config, bool broken = false) {
-  Model model(config, loadCell(config.cell));
+Worst checkGradients(const ModelConfig &config, bool broken = false,
+                     const cellrt::Cell *twoSourceCell = nullptr) {
+  Model model(config, loadCell(config.cell), twoSourceCell);
   model.breakGradientForTest = broken;
   Rng rng(11);
   model.initialize(rng, 0.5f);
@@ -139,6 +142,23 @@ INSTANTIATE_TEST_SUITE_P(Cells, Cseq2seq2GradientTest,
                          testing::Combine(testing::Values("atr", "gru", "lstm"),
                                           testing::Bool()));
 
+
+// --cell2: a two-input cell reads the two sources of ca's forward encoder
+// layer and gnmt's upper decoder layers apart.
+class TwoSourceGradientTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(TwoSourceGradientTest, WholeModelMatchesFiniteDifferences) {
+  ModelConfig config = tinyConfig("gru", GetParam(), 1);
+  if (GetParam() == "gnmt")
+    config.encLayers = config.decLayers = 3;
+  Worst worst =
+      checkGradients(config, false, &loadCell("gru2.cell", modeltest::kTwoInputGru));
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TwoSourceGradientTest,
+                         testing::Values("ca", "gnmt"));
+
 // Decoding (CellLayer::step over the beam's rows, layer by layer) and
 // training (whole sequences) share no code above the cells: beam search
 // must score its own output as forced decoding of that output does.
@@ -149,7 +169,9 @@ TEST_P(DecodingTest, SearchScoresEqualForcedDecoding) {
   auto [arch, layers] = GetParam();
   ModelConfig config = tinyConfig("gru", arch, layers);
   config.shareCell = config.tieOutput = arch == "cseq2seq-2";
-  Model model(config, loadCell("gru"));
+  // gnmt's upper decoder layers run a two-input cell (--cell2).
+  Model model(config, loadCell("gru"),
+              arch == "gnmt" ? &loadCell("gru2.cell", modeltest::kTwoInputGru) : nullptr);
   Rng rng(5);
   model.initialize(rng, 0.8f);
   const int64_t maxLength = 6;

@@ -10,6 +10,8 @@
 #include "models/common/Cells.h"
 #include "models/nmt/Model.h"
 
+#include "test/models/TestCells.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -170,6 +172,37 @@ TEST_P(ParameterCount, Cseq2seq2IsItsFormula) {
       EXPECT_EQ(model.parameterCount(), expected)
           << "share " << share << ", tie " << tie;
     }
+}
+
+
+// --cell2: a two-input cell in the layers with two sources, reading them
+// with weights of their own (2 (H I + H C + H H + H)).
+TEST(ParameterCount, TwoSourceCellIsItsFormula) {
+  const cellrt::Cell &gru2 = models::loadCell("gru2.cell", modeltest::kTwoInputGru);
+  const int64_t Vs = 11, Vt = 13, E = 5, H = 7, A = 6, R = 4;
+  auto two = [&](int64_t I, int64_t C) {
+    return 2 * (H * I + H * C + H * H + H);
+  };
+  ModelConfig config = smallConfig("gru", "ca");
+  Model ca(config, models::loadCell("gru"), &gru2);
+  int64_t C = H;
+  int64_t common = (Vs + Vt) * E + cellParams("gru", E, H) * 2 +
+                   cellParams("gru", C, H) + H * C + H + A * H + A * C + A +
+                   A + R * H + R * E + R * C + R + Vt * R + Vt;
+  EXPECT_EQ(ca.parameterCount(),
+            common + two(E, H)); // the forward layer reads x, <-h apart
+  config = smallConfig("gru", "gnmt");
+  config.encLayers = config.decLayers = 3;
+  Model gnmt(config, models::loadCell("gru"), &gru2);
+  int64_t encoder = 2 * cellParams("gru", E, H) +
+                    cellParams("gru", 2 * H, H) + cellParams("gru", H, H);
+  EXPECT_EQ(gnmt.parameterCount(),
+            (Vs + Vt) * E + encoder + cellParams("gru", E, H) +
+                cellParams("gru", C, H) + 2 * two(H, C) + H * C + H + A * H +
+                A * C + A + A + R * H + R * E + R * C + R + Vt * R + Vt);
+  config = smallConfig("gru", "rnnsearch");
+  EXPECT_THROW(Model(config, models::loadCell("gru"), &gru2),
+               models::DataError);
 }
 
 TEST(ParameterCount, SharingNeedsWhatItShares) {

@@ -385,6 +385,60 @@ TEST(ContextAwareEncoder, MatchesTorch) {
   expectParamGradients(store, params);
 }
 
+// A one-input cell given two sources reads their concatenation: the same
+// outputs and gradients (each source gets its columns') as a layer given
+// the joined rows, through forward, backward and step.
+TEST(CellLayer, OneInputCellJoinsItsSources) {
+  JitCell jit(kElman);
+  const int64_t T = 3, B = 2, I1 = 2, I2 = 3, H = 2;
+  ParamStore store, joinedStore;
+  CellLayer apart(*jit.cell, "enc", std::vector<int64_t>{I1, I2}, H, store);
+  CellLayer joined(*jit.cell, "enc", I1 + I2, H, joinedStore);
+  ASSERT_EQ(apart.numInputs(), 2u);
+  ASSERT_EQ(apart.inputWidth(1), I2);
+  Rng rng(43);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.7f, rng);
+  for (size_t i = 0; i < store.all().size(); ++i)
+    joinedStore.all()[i]->value = store.all()[i]->value;
+  std::vector<int32_t> lengths = {3, 2};
+  std::vector<float> X1 = randomValues(T * B * I1, rng),
+                     X2 = randomValues(T * B * I2, rng),
+                     G = randomValues(T * B * H, rng), X;
+  for (int64_t r = 0; r < T * B; ++r) {
+    X.insert(X.end(), X1.begin() + r * I1, X1.begin() + (r + 1) * I1);
+    X.insert(X.end(), X2.begin() + r * I2, X2.begin() + (r + 1) * I2);
+  }
+  std::vector<float> Y(T * B * H), Yj(T * B * H), dX1(T * B * I1, 0.f),
+      dX2(T * B * I2, 0.f), dX(T * B * (I1 + I2), 0.f);
+  CellTrace trace, joinedTrace;
+  apart.forward({{X1.data(), X2.data()}, lengths.data(), T, B, {}, Y.data()},
+                trace, true);
+  joined.forward({{X.data()}, lengths.data(), T, B, {}, Yj.data()},
+                 joinedTrace, true);
+  EXPECT_EQ(Y, Yj);
+  zeroGrads(store.all());
+  zeroGrads(joinedStore.all());
+  apart.backward(trace, G.data(), {dX1.data(), dX2.data()});
+  joined.backward(joinedTrace, G.data(), {dX.data()});
+  for (int64_t r = 0; r < T * B; ++r)
+    for (int64_t i = 0; i < I1 + I2; ++i)
+      EXPECT_EQ(i < I1 ? dX1[r * I1 + i] : dX2[r * I2 + i - I1],
+                dX[r * (I1 + I2) + i]);
+  for (size_t i = 0; i < store.all().size(); ++i)
+    EXPECT_EQ(store.all()[i]->grad, joinedStore.all()[i]->grad);
+
+  std::vector<float> next(B * H), nextJoined(B * H), out(B * H),
+      outJoined(B * H);
+  apart.step({{X1.data(), X2.data()}, B, {}, B, nullptr, {next.data()},
+              out.data()},
+             nullptr);
+  joined.step({{X.data()}, B, {}, B, nullptr, {nextJoined.data()},
+               outJoined.data()},
+              nullptr);
+  EXPECT_EQ(out, outJoined);
+}
+
 // A layer sharing another's params (Cseq2seq's encoder run both ways) runs
 // them in its own direction, and its gradients add to the owner's.
 TEST(CellLayer, SharingRunsTheOwnersParamsAndAddsItsGradients) {

@@ -11,11 +11,22 @@ namespace models {
 
 AdditiveAttention::AdditiveAttention(ParamStore &store, const std::string &name,
                                      int64_t queryWidth, int64_t contextWidth,
-                                     int64_t attentionWidth)
+                                     int64_t attentionWidth,
+                                     const AttentionOptions &options)
     : Wa(&store.add(name + ".Wa", {attentionWidth, queryWidth})),
       Ua(&store.add(name + ".Ua", {attentionWidth, contextWidth})),
-      b(&store.add(name + ".b", {attentionWidth})),
-      v(&store.add(name + ".v", {attentionWidth})) {}
+      contextScale(options.contextScale) {
+  // The key norm's bias replaces b.
+  if (!options.layerNorm)
+    b = &store.add(name + ".b", {attentionWidth});
+  v = &store.add(name + ".v", {attentionWidth});
+  if (options.layerNorm) {
+    queryNorm =
+        std::make_unique<LayerNorm>(store, name + ".query_norm", attentionWidth);
+    keyNorm =
+        std::make_unique<LayerNorm>(store, name + ".key_norm", attentionWidth);
+  }
+}
 
 void AdditiveAttention::precompute(const float *ann, const int32_t *lengths,
                                    int64_t T, int64_t B, Keys &keys) const {
@@ -26,8 +37,13 @@ void AdditiveAttention::precompute(const float *ann, const int32_t *lengths,
   keys.T = T;
   keys.B = B;
   keys.UH.resize(T * B * A);
-  linear(ann, T * B, C, Ua->value.data(), A, keys.UH.data(), false);
-  addBias(keys.UH.data(), T * B, A, b->value.data());
+  std::vector<float> &projected = keyNorm ? keys.rawUH : keys.UH;
+  projected.resize(T * B * A);
+  linear(ann, T * B, C, Ua->value.data(), A, projected.data(), false);
+  if (b)
+    addBias(keys.UH.data(), T * B, A, b->value.data());
+  if (keyNorm)
+    keyNorm->forward(keys.rawUH.data(), T * B, keys.UH.data(), keys.keyStats);
   keys.dUH.clear();
 }
 
@@ -52,10 +68,25 @@ void AdditiveAttention::attend(const Keys &keys, const float *query, int64_t R,
     step.row2seq.clear();
   step.Q.resize(R * A);
   step.alpha.resize(keys.T * R);
-  linear(query, R, queryWidth(), Wa->value.data(), A, step.Q.data(), false);
+  std::vector<float> &projected = queryNorm ? step.rawQ : step.Q;
+  projected.resize(R * A);
+  linear(query, R, queryWidth(), Wa->value.data(), A, projected.data(), false);
+  if (queryNorm)
+    queryNorm->forward(step.rawQ.data(), R, step.Q.data(), step.queryStats);
   AttentionShape shape{keys.T, keys.B, contextWidth(), A, R};
   attentionForward(shape, keys.ann, keys.UH.data(), keys.lengths, row2seq,
                    step.Q.data(), v->value.data(), step.alpha.data(), context);
+  if (contextScale != 1.f)
+    for (int64_t i = 0; i < R * contextWidth(); ++i)
+      context[i] *= contextScale;
+}
+
+void AdditiveAttention::queryNormBackward(const Step &step, float *dQ) const {
+  const int64_t n = step.R * attentionWidth();
+  std::vector<float> dNormed(dQ, dQ + n);
+  std::fill(dQ, dQ + n, 0.f);
+  queryNorm->backward(step.rawQ.data(), step.R, step.queryStats,
+                      dNormed.data(), dQ);
 }
 
 void AdditiveAttention::backward(Keys &keys, const float *query,
@@ -74,11 +105,21 @@ void AdditiveAttention::backward(Keys &keys, const float *query,
     ownDQ.resize(R * A);
     dQ = ownDQ.data();
   }
+  // c = scale * sum(alpha h): every gradient through it scales alike.
+  std::vector<float> scaled;
+  if (contextScale != 1.f) {
+    scaled.assign(dContext, dContext + R * contextWidth());
+    for (float &value : scaled)
+      value *= contextScale;
+    dContext = scaled.data();
+  }
   AttentionShape shape{keys.T, keys.B, contextWidth(), A, R};
   attentionBackward(shape, keys.ann, keys.UH.data(), keys.lengths,
                     step.row2seq.empty() ? nullptr : step.row2seq.data(),
                     step.Q.data(), v->value.data(), step.alpha.data(), dContext,
                     dAnn, keys.dUH.data(), dQ, v->grad.data());
+  if (queryNorm)
+    queryNormBackward(step, dQ);
   float *dWa = dProjectedQuery ? nullptr : Wa->grad.data();
   linearBackward(query, R, queryWidth(), Wa->value.data(), A, dQ, dWa, dQuery,
                  accumulateDQuery);
@@ -88,7 +129,14 @@ void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
   if (keys.dUH.empty()) // no backward() since precompute
     return;
   const int64_t rows = keys.T * keys.B, A = attentionWidth();
-  biasBackward(keys.dUH.data(), rows, A, b->grad.data());
+  if (b)
+    biasBackward(keys.dUH.data(), rows, A, b->grad.data());
+  if (keyNorm) {
+    std::vector<float> dRaw(rows * A, 0.f);
+    keyNorm->backward(keys.rawUH.data(), rows, keys.keyStats,
+                      keys.dUH.data(), dRaw.data());
+    keys.dUH.swap(dRaw);
+  }
   linearBackward(keys.ann, rows, contextWidth(), Ua->value.data(), A,
                  keys.dUH.data(), Ua->grad.data(), dAnn, true);
   keys.dUH.clear();

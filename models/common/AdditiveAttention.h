@@ -14,13 +14,24 @@
 #ifndef CELLC_MODELS_COMMON_ADDITIVEATTENTION_H
 #define CELLC_MODELS_COMMON_ADDITIVEATTENTION_H
 
+#include "models/common/LayerNorm.h"
 #include "models/common/Param.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace models {
+
+struct AttentionOptions {
+  /// SR-NMT's attention (Di Gangi and Federico 2018, §3.2): a layer norm
+  /// (gain and bias, NAME.query_norm / NAME.key_norm) over the projected
+  /// query and keys, e = v . tanh(LN(Wa q) + LN(Ua a)); no bias b then.
+  bool layerNorm = false;
+  /// The context is multiplied by this (SR-NMT: 1/sqrt(d)).
+  float contextScale = 1.f;
+};
 
 class AdditiveAttention {
 public:
@@ -30,8 +41,10 @@ public:
     const float *ann = nullptr;
     const int32_t *lengths = nullptr;
     int64_t T = 0, B = 0;
-    /// ann Ua^T + b, [T, B, A].
-    std::vector<float> UH;
+    /// ann Ua^T + b, [T, B, A] (layer-normed: LN(ann Ua^T), and rawUH
+    /// before the norm).
+    std::vector<float> UH, rawUH;
+    LayerNorm::Stats keyStats;
     /// The gradient of UH summed over backward() calls, for keysBackward().
     std::vector<float> dUH;
   };
@@ -40,8 +53,10 @@ public:
     int64_t R = 0;
     /// Empty when row r attends sequence r.
     std::vector<int32_t> row2seq;
-    /// The projected queries Wa q, [R, A].
-    std::vector<float> Q;
+    /// The projected queries Wa q, [R, A] (layer-normed: LN(Wa q), and
+    /// rawQ before the norm).
+    std::vector<float> Q, rawQ;
+    LayerNorm::Stats queryStats;
     /// The attention weights, [T, R] (0 where masked).
     std::vector<float> alpha;
   };
@@ -50,7 +65,8 @@ public:
   /// and NAME.v [A], A = attentionWidth. All four are always trained.
   AdditiveAttention(ParamStore &store, const std::string &name,
                     int64_t queryWidth, int64_t contextWidth,
-                    int64_t attentionWidth);
+                    int64_t attentionWidth,
+                    const AttentionOptions &options = {});
 
   int64_t queryWidth() const { return Wa->shape[1]; }
   int64_t contextWidth() const { return Ua->shape[1]; }
@@ -87,7 +103,12 @@ public:
                            const float *dProjected) const;
 
 private:
-  Param *Wa, *Ua, *b, *v;
+  /// dQ (of the attention's input queries) back through the query norm.
+  void queryNormBackward(const Step &step, float *dQ) const;
+
+  Param *Wa, *Ua, *b = nullptr, *v;
+  float contextScale;
+  std::unique_ptr<LayerNorm> queryNorm, keyNorm;
 };
 
 } // namespace models

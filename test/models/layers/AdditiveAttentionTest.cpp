@@ -3,7 +3,9 @@
 // Two attend() calls share one precompute() (as two decoder steps do), so
 // the keys' gradient must be summed across steps before keysBackward().
 // The reference attends each row over its own sequence's valid prefix and
-// never reads padded annotations, which hold junk here.
+// never reads padded annotations, which hold junk here. Every case runs
+// plain and as SR-NMT's attention (layer norms over the projected query and
+// keys, the context scaled).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,7 @@ struct AttentionCase {
 /// The layer, its inputs, and the results of forward and backward.
 struct AttentionRun {
   const AttentionCase &c;
+  AttentionOptions options;
   ParamStore store;
   AdditiveAttention layer;
   int64_t R;
@@ -43,8 +46,8 @@ struct AttentionRun {
   AdditiveAttention::Keys keys;
   AdditiveAttention::Step steps[Steps];
 
-  explicit AttentionRun(const AttentionCase &c)
-      : c(c), layer(store, "att", c.Q, c.C, c.A),
+  AttentionRun(const AttentionCase &c, const AttentionOptions &options)
+      : c(c), options(options), layer(store, "att", c.Q, c.C, c.A, options),
         R(c.beam ? c.B * c.beam : c.B) {
     Rng rng(11);
     for (Param *p : store.all())
@@ -103,7 +106,14 @@ struct AttentionRun {
 /// The reference's inputs, as float64 leaves.
 struct TorchInputs {
   torch::Tensor ann, query[Steps], Wa, Ua, b, v;
+  /// With layer norms: their gains and biases.
+  torch::Tensor queryGain, queryBias, keyGain, keyBias;
 };
+
+torch::Tensor layerNorm(const torch::Tensor &x, const torch::Tensor &gain,
+                        const torch::Tensor &bias) {
+  return torch::layer_norm(x, {x.size(-1)}, gain, bias, 1e-5);
+}
 
 /// Row r's context: e = v . tanh(Wa q + Ua a_t + b) over its sequence's
 /// valid prefix, softmax, sum of the weighted annotations.
@@ -111,11 +121,14 @@ torch::Tensor torchContext(const AttentionRun &run, const TorchInputs &in,
                            const torch::Tensor &query, int64_t r) {
   int64_t seq = run.row2seq.empty() ? r : run.row2seq[r];
   torch::Tensor a = in.ann.narrow(0, 0, run.c.lengths[seq]).select(1, seq);
-  torch::Tensor pre =
-      torch::matmul(in.Wa, query[r]) + torch::matmul(a, in.Ua.t()) + in.b;
+  torch::Tensor q = torch::matmul(in.Wa, query[r]), k = torch::matmul(a, in.Ua.t());
+  torch::Tensor pre = run.options.layerNorm
+                          ? layerNorm(q, in.queryGain, in.queryBias) +
+                                layerNorm(k, in.keyGain, in.keyBias)
+                          : q + k + in.b;
   torch::Tensor alpha = torch::softmax(torch::matmul(torch::tanh(pre), in.v),
                                        /*dim=*/0);
-  return torch::matmul(alpha, a);
+  return torch::matmul(alpha, a) * run.options.contextScale;
 }
 
 /// The reference loss over both steps, from float64 leaves of the run's
@@ -125,7 +138,14 @@ torch::Tensor torchLoss(AttentionRun &run, TorchInputs &in) {
   in.ann = toTorch(run.ann, {c.T, c.B, c.C}, true);
   in.Wa = toTorch(run.param("Wa").value, {c.A, c.Q}, true);
   in.Ua = toTorch(run.param("Ua").value, {c.A, c.C}, true);
-  in.b = toTorch(run.param("b").value, {c.A}, true);
+  if (run.options.layerNorm) {
+    in.queryGain = toTorch(run.param("query_norm.gain").value, {c.A}, true);
+    in.queryBias = toTorch(run.param("query_norm.bias").value, {c.A}, true);
+    in.keyGain = toTorch(run.param("key_norm.gain").value, {c.A}, true);
+    in.keyBias = toTorch(run.param("key_norm.bias").value, {c.A}, true);
+  } else {
+    in.b = toTorch(run.param("b").value, {c.A}, true);
+  }
   in.v = toTorch(run.param("v").value, {c.A}, true);
   torch::Tensor total = torch::zeros({}, torch::kFloat64);
   for (int s = 0; s < Steps; ++s) {
@@ -140,12 +160,28 @@ torch::Tensor torchLoss(AttentionRun &run, TorchInputs &in) {
   return total;
 }
 
-class AdditiveAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+/// Plain, or SR-NMT's.
+AttentionOptions optionsFor(bool normed) {
+  AttentionOptions options;
+  options.layerNorm = normed;
+  options.contextScale = normed ? 0.5f : 1.f;
+  return options;
+}
+
+class AdditiveAttentionTest
+    : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {
+protected:
+  const AttentionCase &attentionCase() const { return std::get<0>(GetParam()); }
+  AttentionOptions options() const {
+    return optionsFor(std::get<1>(GetParam()));
+  }
+};
 
 /// Forward, backward (Wa's gradient per step or deferred), and every
 /// result against the reference.
-void expectMatchesTorch(const AttentionCase &c, bool deferQueryWeights) {
-  AttentionRun run(c);
+void expectMatchesTorch(const AttentionCase &c, const AttentionOptions &options,
+                        bool deferQueryWeights) {
+  AttentionRun run(c, options);
   double loss = run.forward();
   run.backward(deferQueryWeights);
   TorchInputs in;
@@ -158,20 +194,27 @@ void expectMatchesTorch(const AttentionCase &c, bool deferQueryWeights) {
     expectClose(run.dQuery[s], in.query[s].grad(), "dQuery");
   expectClose(run.param("Wa").grad, in.Wa.grad(), "dWa");
   expectClose(run.param("Ua").grad, in.Ua.grad(), "dUa");
-  expectClose(run.param("b").grad, in.b.grad(), "db");
+  if (options.layerNorm) {
+    expectClose(run.param("query_norm.gain").grad, in.queryGain.grad(), "dgq");
+    expectClose(run.param("query_norm.bias").grad, in.queryBias.grad(), "dbq");
+    expectClose(run.param("key_norm.gain").grad, in.keyGain.grad(), "dgk");
+    expectClose(run.param("key_norm.bias").grad, in.keyBias.grad(), "dbk");
+  } else {
+    expectClose(run.param("b").grad, in.b.grad(), "db");
+  }
   expectClose(run.param("v").grad, in.v.grad(), "dv");
 }
 
 TEST_P(AdditiveAttentionTest, MatchesTorch) {
-  expectMatchesTorch(GetParam(), false);
+  expectMatchesTorch(attentionCase(), options(), false);
 }
 
 TEST_P(AdditiveAttentionTest, DeferredQueryWeightsMatchTorch) {
-  expectMatchesTorch(GetParam(), true);
+  expectMatchesTorch(attentionCase(), options(), true);
 }
 
 TEST_P(AdditiveAttentionTest, MatchesDifferences) {
-  AttentionRun run(GetParam());
+  AttentionRun run(attentionCase(), options());
   run.forward();
   run.backward();
   auto loss = [&] { return run.forward(); };
@@ -182,8 +225,8 @@ TEST_P(AdditiveAttentionTest, MatchesDifferences) {
 }
 
 TEST_P(AdditiveAttentionTest, PaddedAnnotationsGetNoGradient) {
-  const AttentionCase c = GetParam();
-  AttentionRun run(c);
+  const AttentionCase c = attentionCase();
+  AttentionRun run(c, options());
   run.forward();
   run.backward();
   expectZeroPadding(run.dAnn, c.lengths, c.T, c.C, "dAnn");
@@ -203,10 +246,12 @@ TEST_P(AdditiveAttentionTest, PaddedAnnotationsGetNoGradient) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AdditiveAttentionTest,
-    ::testing::Values(AttentionCase{5, 4, 3, 4, 6, {5, 1, 3, 2}, 0},
-                      AttentionCase{1, 2, 4, 3, 5, {1, 1}, 0},
-                      AttentionCase{4, 3, 5, 2, 3, {2, 4, 1}, 2},
-                      AttentionCase{6, 1, 8, 8, 8, {6}, 3}),
+    ::testing::Combine(
+        ::testing::Values(AttentionCase{5, 4, 3, 4, 6, {5, 1, 3, 2}, 0},
+                          AttentionCase{1, 2, 4, 3, 5, {1, 1}, 0},
+                          AttentionCase{4, 3, 5, 2, 3, {2, 4, 1}, 2},
+                          AttentionCase{6, 1, 8, 8, 8, {6}, 3}),
+        ::testing::Bool()),
     // Stable names: the default prints the case's bytes, pointers included,
     // which differ between the run that lists the tests and the one that
     // runs them.
@@ -220,6 +265,13 @@ TEST(AdditiveAttention, RegistersFourParameters) {
   EXPECT_EQ(store.find("attention.b")->shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(store.find("attention.v")->shape, (std::vector<int64_t>{3}));
   EXPECT_EQ(store.count(), 3 * 7 + 3 * 5 + 3 + 3);
+}
+
+TEST(AdditiveAttention, LayerNormReplacesTheKeyBias) {
+  ParamStore store;
+  AdditiveAttention layer(store, "attention", 7, 5, 3, optionsFor(true));
+  EXPECT_EQ(store.find("attention.b"), nullptr);
+  EXPECT_EQ(store.count(), 3 * 7 + 3 * 5 + 3 + 4 * 3);
 }
 
 TEST(AdditiveAttention, RejectsEmptyAndOverlongSequences) {

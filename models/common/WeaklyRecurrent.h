@@ -1,0 +1,105 @@
+//===- models/common/WeaklyRecurrent.h - SR-NMT's units ---------*- C++ -*-===//
+//
+// The weakly-recurrent units of SR-NMT (Di Gangi and Federico 2018, §3).
+// Their only recurrence is an element-wise gated scan over inputs
+// (`gatedScanSource()`, compiled by cellc), so each layer runs as a few
+// whole-sequence GEMMs, one scan per direction and element-wise work.
+//
+// Encoder layer (§3.1), d wide, h = d/2:
+//   [x->, x<-, g->, g<-, z] = LN(x W)                 W: in -> 4h + d
+//   ->s_i = (1 - σ(g->_i)) ⊙ ->s_{i-1} + σ(g->_i) ⊙ x->_i  (forward scan)
+//   <-s_i = (1 - σ(g<-_i)) ⊙ <-s_{i+1} + σ(g<-_i) ⊙ x<-_i  (backward scan)
+//   out_i = (1 - σ(z_i)) ⊙ [->s_i ; <-s_i] + σ(z_i) ⊙ x_i  (highway)
+// Decoder layer (§3.2), d wide, over the encoder's top output H:
+//   [y~, g, z] = LN(y W)                              W: in -> 3d
+//   s~_i = (1 - σ(g_i)) ⊙ s~_{i-1} + σ(g_i) ⊙ y~_i          (scan)
+//   c_i  = attn(s~_i, H) / √d   (AdditiveAttention, layer-normed)
+//   o_i  = tanh(LN(s~_i Ws) + LN(c_i Wc))
+//   out_i = (1 - σ(z_i)) ⊙ o_i + σ(z_i) ⊙ y_i
+// The paper's ablations are options: without layer norms (the projections
+// get biases instead), without the highway (no z; out = the scans, or o).
+// Outputs are zero at padded steps.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_WEAKLYRECURRENT_H
+#define CELLC_MODELS_COMMON_WEAKLYRECURRENT_H
+
+#include "models/common/AdditiveAttention.h"
+#include "models/common/CellLayer.h"
+#include "models/common/LayerNorm.h"
+#include "models/common/Linear.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace models {
+
+/// The scan both units run: a cell of inputs x and g and state s.
+const char *gatedScanSource();
+
+struct WeaklyRecurrentOptions {
+  bool layerNorm = true;
+  bool highway = true;
+};
+
+/// LN(x W) (or x W + b without layer norms) over rows, with what backward
+/// needs.
+class NormedProjection {
+public:
+  struct Trace {
+    std::vector<float> raw, out;
+    LayerNorm::Stats stats;
+  };
+  NormedProjection(ParamStore &store, const std::string &name, int64_t in,
+                   int64_t out, bool layerNorm);
+  int64_t outputWidth() const { return linear.outputWidth(); }
+  void forward(const float *x, int64_t rows, Trace &trace) const;
+  /// ADDS dX (when given); the params' gradients accumulate.
+  void backward(const float *x, int64_t rows, Trace &trace, const float *dOut,
+                float *dX) const;
+
+private:
+  Linear linear;
+  std::unique_ptr<LayerNorm> norm;
+};
+
+class WeaklyRecurrentEncoderLayer {
+public:
+  struct Trace {
+    NormedProjection::Trace projection;
+    /// The scans' inputs (x->, g->, x<-, g<-) and outputs, [T, B, h] each.
+    std::vector<float> parts[4], forwardStates, backwardStates;
+    /// [->s ; <-s], [T, B, d].
+    std::vector<float> joined;
+    CellTrace forwardScan, backwardScan;
+    const float *input = nullptr;
+    const int32_t *lengths = nullptr;
+    int64_t T = 0, B = 0;
+  };
+
+  /// Throws DataError for an odd width, or a highway whose input is not d
+  /// wide.
+  WeaklyRecurrentEncoderLayer(const cellrt::Cell &scan, ParamStore &store,
+                              const std::string &name, int64_t inputWidth,
+                              int64_t width,
+                              const WeaklyRecurrentOptions &options = {});
+
+  int64_t outputWidth() const { return width; }
+  /// input [T, B, inputWidth] (alive until backward); output [T, B, d].
+  void forward(const float *input, const int32_t *lengths, int64_t T,
+               int64_t B, float *output, Trace &trace, bool train) const;
+  /// ADDS dInput (when given); the params' gradients accumulate.
+  void backward(Trace &trace, const float *dOutput, float *dInput) const;
+
+private:
+  int64_t inputWidth, width;
+  WeaklyRecurrentOptions options;
+  NormedProjection projection;
+  CellLayer forwardScan, backwardScan;
+};
+
+} // namespace models
+
+#endif

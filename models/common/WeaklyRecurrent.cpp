@@ -184,4 +184,155 @@ void WeaklyRecurrentEncoderLayer::backward(Trace &trace, const float *dOutput,
                       dInput);
 }
 
+WeaklyRecurrentDecoderLayer::WeaklyRecurrentDecoderLayer(
+    const cellrt::Cell &scanCell, ParamStore &store, const std::string &name,
+    int64_t inputWidth, int64_t width, int64_t memoryWidth,
+    int64_t attentionWidth, const WeaklyRecurrentOptions &options)
+    : inputWidth(inputWidth), width(width), options(options),
+      projection(store, name + ".W", inputWidth,
+                 2 * width + (options.highway ? width : 0), options.layerNorm),
+      scan(scanCell, name + ".scan", std::vector<int64_t>{width, width}, width,
+           store),
+      attention(store, name + ".attention", width, memoryWidth,
+                attentionWidth,
+                {options.layerNorm, 1.f / std::sqrt(float(width))}),
+      stateProjection(store, name + ".Ws", width, width, options.layerNorm),
+      contextProjection(store, name + ".Wc", memoryWidth, width,
+                        options.layerNorm) {
+  if (options.highway && inputWidth != width)
+    throw DataError(name + ": the highway needs the input as wide as the "
+                    "unit (" + std::to_string(inputWidth) + " != " +
+                    std::to_string(width) + ")");
+}
+
+void WeaklyRecurrentDecoderLayer::precompute(
+    const float *memory, const int32_t *memoryLengths, int64_t Tx, int64_t B,
+    AdditiveAttention::Keys &keys) const {
+  attention.precompute(memory, memoryLengths, Tx, B, keys);
+}
+
+void WeaklyRecurrentDecoderLayer::combine(const float *input, int64_t rows,
+                                          Trace &trace, float *output) const {
+  const int64_t n = rows * width;
+  stateProjection.forward(trace.states.data(), rows, trace.stateProjection);
+  contextProjection.forward(trace.contexts.data(), rows,
+                            trace.contextProjection);
+  trace.o.resize(n);
+  for (int64_t i = 0; i < n; ++i)
+    trace.o[i] = std::tanh(trace.stateProjection.out[i] +
+                           trace.contextProjection.out[i]);
+  if (!options.highway) {
+    std::copy(trace.o.begin(), trace.o.end(), output);
+    return;
+  }
+  std::vector<float> z;
+  copyColumns(trace.projection.out.data(), rows, projection.outputWidth(),
+              2 * width, width, z);
+  highwayForward(trace.o.data(), input, z.data(), n, output);
+}
+
+void WeaklyRecurrentDecoderLayer::forward(const AdditiveAttention::Keys &keys,
+                                          const float *input,
+                                          const int32_t *lengths, int64_t T,
+                                          int64_t B, float *output,
+                                          Trace &trace, bool train) const {
+  const int64_t N = T * B, P = projection.outputWidth();
+  trace.input = input;
+  trace.lengths = lengths;
+  trace.T = T;
+  trace.B = B;
+  projection.forward(input, N, trace.projection);
+  for (int64_t k = 0; k < 2; ++k)
+    copyColumns(trace.projection.out.data(), N, P, k * width, width,
+                trace.parts[k]);
+  trace.states.resize(N * width);
+  scan.forward({{trace.parts[0].data(), trace.parts[1].data()}, lengths, T, B,
+                {}, trace.states.data()},
+               trace.scan, train);
+  // Row t * B + b attends sentence b.
+  trace.rowSequences.resize(N);
+  for (int64_t r = 0; r < N; ++r)
+    trace.rowSequences[r] = int32_t(r % B);
+  trace.contexts.resize(N * attention.contextWidth());
+  attention.attend(keys, trace.states.data(), N, trace.rowSequences.data(),
+                   trace.attention, trace.contexts.data());
+  combine(input, N, trace, output);
+  zeroPadding(output, lengths, T, B, width);
+}
+
+void WeaklyRecurrentDecoderLayer::backward(AdditiveAttention::Keys &keys,
+                                           Trace &trace, const float *dOutput,
+                                           float *dInput,
+                                           float *dMemory) const {
+  const int64_t N = trace.T * trace.B, n = N * width,
+                P = projection.outputWidth();
+  std::vector<float> dOut(dOutput, dOutput + n), dO(n), dProjected(N * P, 0.f);
+  zeroPadding(dOut.data(), trace.lengths, trace.T, trace.B, width);
+  if (options.highway) {
+    std::vector<float> z, dZ(n);
+    copyColumns(trace.projection.out.data(), N, P, 2 * width, width, z);
+    highwayBackward(dOut.data(), trace.o.data(), trace.input, z.data(), n,
+                    dO.data(), dInput, dZ.data());
+    putColumns(dZ.data(), N, width, P, 2 * width, dProjected.data());
+  } else {
+    dO = dOut;
+  }
+  // o = tanh(a): the same gradient reaches both projections.
+  for (int64_t i = 0; i < n; ++i)
+    dO[i] *= 1.f - trace.o[i] * trace.o[i];
+  std::vector<float> dStates(n, 0.f),
+      dContexts(N * attention.contextWidth(), 0.f);
+  stateProjection.backward(trace.states.data(), N, trace.stateProjection,
+                           dO.data(), dStates.data());
+  contextProjection.backward(trace.contexts.data(), N,
+                             trace.contextProjection, dO.data(),
+                             dContexts.data());
+  std::vector<float> ownDMemory;
+  if (!dMemory) {
+    ownDMemory.assign(keys.T * keys.B * attention.contextWidth(), 0.f);
+    dMemory = ownDMemory.data();
+  }
+  attention.backward(keys, trace.states.data(), trace.attention,
+                     dContexts.data(), dMemory, dStates.data(),
+                     /*accumulateDQuery=*/true);
+  attention.keysBackward(keys, dMemory);
+  std::vector<float> dParts[2];
+  for (std::vector<float> &part : dParts)
+    part.assign(n, 0.f);
+  scan.backward(trace.scan, dStates.data(),
+                {dParts[0].data(), dParts[1].data()});
+  for (int64_t k = 0; k < 2; ++k)
+    putColumns(dParts[k].data(), N, width, P, k * width, dProjected.data());
+  projection.backward(trace.input, N, trace.projection, dProjected.data(),
+                      dInput);
+}
+
+void WeaklyRecurrentDecoderLayer::step(const AdditiveAttention::Keys &keys,
+                                       const float *input, int64_t rows,
+                                       const int32_t *sentences,
+                                       const float *states, int64_t stateRows,
+                                       const int32_t *parents,
+                                       float *nextStates,
+                                       float *output) const {
+  Trace trace;
+  const int64_t P = projection.outputWidth();
+  projection.forward(input, rows, trace.projection);
+  for (int64_t k = 0; k < 2; ++k)
+    copyColumns(trace.projection.out.data(), rows, P, k * width, width,
+                trace.parts[k]);
+  scan.step({{trace.parts[0].data(), trace.parts[1].data()},
+             rows,
+             {states},
+             stateRows,
+             parents,
+             {nextStates},
+             output}, // the scan's output (s~) is overwritten below
+            nullptr);
+  trace.states.assign(nextStates, nextStates + rows * width);
+  trace.contexts.resize(rows * attention.contextWidth());
+  attention.attend(keys, trace.states.data(), rows, sentences,
+                   trace.attention, trace.contexts.data());
+  combine(input, rows, trace, output);
+}
+
 } // namespace models

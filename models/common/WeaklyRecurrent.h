@@ -100,6 +100,67 @@ private:
   CellLayer forwardScan, backwardScan;
 };
 
+class WeaklyRecurrentDecoderLayer {
+public:
+  struct Trace {
+    NormedProjection::Trace projection, stateProjection, contextProjection;
+    /// The scan's inputs y~ and g, its states s~, the contexts and o,
+    /// [T, B, width] each.
+    std::vector<float> parts[2], states, contexts, o;
+    std::vector<int32_t> rowSequences;
+    CellTrace scan;
+    AdditiveAttention::Step attention;
+    const float *input = nullptr;
+    const int32_t *lengths = nullptr;
+    int64_t T = 0, B = 0;
+  };
+
+  /// Attends over a memory (the encoder's top output) `memoryWidth` wide
+  /// with `attentionWidth`-wide keys. Throws DataError for a highway whose
+  /// input is not d wide.
+  WeaklyRecurrentDecoderLayer(const cellrt::Cell &scan, ParamStore &store,
+                              const std::string &name, int64_t inputWidth,
+                              int64_t width, int64_t memoryWidth,
+                              int64_t attentionWidth,
+                              const WeaklyRecurrentOptions &options = {});
+
+  int64_t outputWidth() const { return width; }
+  int64_t stateWidth() const { return width; }
+  /// The keys of this layer's attention over memory [Tx, B, memoryWidth]
+  /// (alive while the keys are).
+  void precompute(const float *memory, const int32_t *memoryLengths,
+                  int64_t Tx, int64_t B, AdditiveAttention::Keys &keys) const;
+  /// input [T, B, inputWidth] (alive until backward); output [T, B, d].
+  /// Every step attends at once: nothing of the attention feeds the scan.
+  void forward(const AdditiveAttention::Keys &keys, const float *input,
+               const int32_t *lengths, int64_t T, int64_t B, float *output,
+               Trace &trace, bool train) const;
+  /// ADDS dInput and dMemory (when given) and the params' gradients; runs
+  /// the keys' backward too (one forward per batch and layer).
+  void backward(AdditiveAttention::Keys &keys, Trace &trace,
+                const float *dOutput, float *dInput, float *dMemory) const;
+  /// One decoding step of `rows` rows: row r reads sentence sentences[r]
+  /// of the memory and continues from row parents[r] of `states`
+  /// ([stateRows, d]; null: zeros). Writes nextStates and output [rows, d].
+  void step(const AdditiveAttention::Keys &keys, const float *input,
+            int64_t rows, const int32_t *sentences, const float *states,
+            int64_t stateRows, const int32_t *parents, float *nextStates,
+            float *output) const;
+
+private:
+  /// o = tanh(LN(s~ Ws) + LN(c Wc)) and the output from the projection's
+  /// z and the input; zero at padded rows when lengths are given.
+  void combine(const float *input, int64_t rows, Trace &trace,
+               float *output) const;
+
+  int64_t inputWidth, width;
+  WeaklyRecurrentOptions options;
+  NormedProjection projection;
+  CellLayer scan;
+  AdditiveAttention attention;
+  NormedProjection stateProjection, contextProjection;
+};
+
 } // namespace models
 
 #endif

@@ -100,6 +100,159 @@ INSTANTIATE_TEST_SUITE_P(Ablations, WeaklyRecurrentEncoderTest,
                                          std::tuple{false, true},
                                          std::tuple{true, false}));
 
+/// LN(x W) with the projection NAME's params, or x W + b without norms.
+torch::Tensor normedProjection(std::map<std::string, torch::Tensor> &params,
+                               const std::string &name,
+                               const torch::Tensor &x, bool layerNorm) {
+  torch::Tensor p = torch::matmul(x, params[name + ".W"].t());
+  if (!layerNorm)
+    return p + params[name + ".b"];
+  return torch::layer_norm(p, {p.size(-1)}, params[name + "_norm.gain"],
+                           params[name + "_norm.bias"], 1e-5);
+}
+
+/// Row (t, b)'s context: SR-NMT's attention over sentence b's memory.
+torch::Tensor srnmtContext(std::map<std::string, torch::Tensor> &params,
+                           const torch::Tensor &query,
+                           const torch::Tensor &memory, int64_t length,
+                           bool layerNorm, double scale) {
+  const std::string a = "dec.attention.";
+  torch::Tensor m = memory.narrow(0, 0, length);
+  torch::Tensor q = torch::matmul(params[a + "Wa"], query),
+                k = torch::matmul(m, params[a + "Ua"].t());
+  torch::Tensor pre;
+  if (layerNorm)
+    pre = torch::layer_norm(q, {q.size(0)}, params[a + "query_norm.gain"],
+                            params[a + "query_norm.bias"], 1e-5) +
+          torch::layer_norm(k, {k.size(1)}, params[a + "key_norm.gain"],
+                            params[a + "key_norm.bias"], 1e-5);
+  else
+    pre = q + k + params[a + "b"];
+  torch::Tensor alpha =
+      torch::softmax(torch::matmul(torch::tanh(pre), params[a + "v"]), 0);
+  return torch::matmul(alpha, m) * scale;
+}
+
+class WeaklyRecurrentDecoderTest
+    : public testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
+  WeaklyRecurrentOptions options;
+  std::tie(options.layerNorm, options.highway) = GetParam();
+  JitCell scan(gatedScanSource());
+  const int64_t T = 3, B = 2, d = 4, Tx = 4, C = 3, A = 5;
+  const int64_t I = options.highway ? d : 3;
+  ParamStore store;
+  WeaklyRecurrentDecoderLayer layer(*scan.cell, store, "dec", I, d, C, A,
+                                    options);
+  Rng rng(19);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.8f, rng);
+  std::vector<int32_t> lengths = {3, 2}, memoryLengths = {2, 4};
+  std::vector<float> Yin = randomValues(T * B * I, rng),
+                     M = randomValues(Tx * B * C, rng),
+                     G = randomValues(T * B * d, rng);
+  std::vector<float> Y(T * B * d), dY(T * B * I, 0.f), dM(Tx * B * C, 0.f);
+  AdditiveAttention::Keys keys;
+  WeaklyRecurrentDecoderLayer::Trace trace;
+  layer.precompute(M.data(), memoryLengths.data(), Tx, B, keys);
+  layer.forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace, true);
+  zeroGrads(store.all());
+  layer.backward(keys, trace, G.data(), dY.data(), dM.data());
+
+  torch::Tensor y = toTorch(Yin, {T, B, I}, true),
+                memory = toTorch(M, {Tx, B, C}, true);
+  std::map<std::string, torch::Tensor> params = torchParams(store);
+  torch::Tensor p = normedProjection(params, "dec.W", y, options.layerNorm);
+  torch::Tensor states =
+      reference(scanStep, {p.narrow(2, 0, d), p.narrow(2, d, d)}, lengths,
+                false, torch::zeros({B, d}, torch::kFloat64))
+          .first;
+  std::vector<torch::Tensor> rows;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b)
+      rows.push_back(srnmtContext(params, states[t][b], memory.select(1, b),
+                                  memoryLengths[b], options.layerNorm,
+                                  1.0 / std::sqrt(double(d))));
+  torch::Tensor contexts = torch::stack(rows).reshape({T, B, C});
+  torch::Tensor o = torch::tanh(
+      normedProjection(params, "dec.Ws", states, options.layerNorm) +
+      normedProjection(params, "dec.Wc", contexts, options.layerNorm));
+  torch::Tensor out = o;
+  if (options.highway) {
+    torch::Tensor gate = torch::sigmoid(p.narrow(2, 2 * d, d));
+    out = (1 - gate) * o + gate * y;
+  }
+  out = out * validSteps(lengths, T);
+  (out * toTorch(G, {T, B, d})).sum().backward();
+  expectClose(Y, out, "Y");
+  expectClose(dY, y.grad(), "dY");
+  expectClose(dM, memory.grad(), "dMemory");
+  expectParamGradients(store, params);
+
+  auto loss = [&] {
+    AdditiveAttention::Keys fresh;
+    layer.precompute(M.data(), memoryLengths.data(), Tx, B, fresh);
+    layer.forward(fresh, Yin.data(), lengths.data(), T, B, Y.data(), trace,
+                  false);
+    return weightedSum(Y, G);
+  };
+  expectFiniteDifferences(loss, Yin, dY, "dY");
+  expectFiniteDifferences(loss, M, dM, "dMemory", 8);
+  expectParamDifferences(loss, store);
+}
+
+// Decoding one step at a time from each row's previous states gives the
+// training forward's outputs.
+TEST_P(WeaklyRecurrentDecoderTest, StepsEqualTheSequence) {
+  WeaklyRecurrentOptions options;
+  std::tie(options.layerNorm, options.highway) = GetParam();
+  JitCell scan(gatedScanSource());
+  const int64_t T = 3, B = 2, d = 4, Tx = 4, C = 3, A = 5;
+  const int64_t I = options.highway ? d : 3;
+  ParamStore store;
+  WeaklyRecurrentDecoderLayer layer(*scan.cell, store, "dec", I, d, C, A,
+                                    options);
+  Rng rng(23);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.8f, rng);
+  std::vector<int32_t> lengths = {3, 3}, memoryLengths = {2, 4};
+  std::vector<float> Yin = randomValues(T * B * I, rng),
+                     M = randomValues(Tx * B * C, rng), Y(T * B * d);
+  AdditiveAttention::Keys keys;
+  WeaklyRecurrentDecoderLayer::Trace trace;
+  layer.precompute(M.data(), memoryLengths.data(), Tx, B, keys);
+  layer.forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace,
+                false);
+  // The rows swap places every step: each continues from its parent row.
+  std::vector<int32_t> sentences = {1, 0}, parents = {1, 0};
+  std::vector<float> states, next(B * d), out(B * d), input(B * I);
+  for (int64_t t = 0; t < T; ++t) {
+    bool swapped = t % 2 == 0;
+    for (int64_t r = 0; r < B; ++r) {
+      int64_t b = swapped ? sentences[r] : r;
+      std::copy_n(Yin.data() + (t * B + b) * I, I, input.data() + r * I);
+    }
+    std::vector<int32_t> rowSentences =
+        swapped ? sentences : std::vector<int32_t>{0, 1};
+    layer.step(keys, input.data(), B, rowSentences.data(),
+               states.empty() ? nullptr : states.data(), B,
+               t == 0 ? nullptr : parents.data(), next.data(), out.data());
+    for (int64_t r = 0; r < B; ++r)
+      for (int64_t i = 0; i < d; ++i)
+        EXPECT_NEAR(out[r * d + i], Y[(t * B + rowSentences[r]) * d + i],
+                    1e-5)
+            << "step " << t << " row " << r;
+    states = next;
+  }
+}
+
+// (layer norm, highway): the unit and the paper's two unit ablations.
+INSTANTIATE_TEST_SUITE_P(Ablations, WeaklyRecurrentDecoderTest,
+                         testing::Values(std::tuple{true, true},
+                                         std::tuple{false, true},
+                                         std::tuple{true, false}));
+
 TEST(WeaklyRecurrentEncoder, NamesItsWidthErrors) {
   JitCell scan(gatedScanSource());
   ParamStore store;

@@ -193,12 +193,14 @@ WeaklyRecurrentDecoderLayer::WeaklyRecurrentDecoderLayer(
                  2 * width + (options.highway ? width : 0), options.layerNorm),
       scan(scanCell, name + ".scan", std::vector<int64_t>{width, width}, width,
            store),
-      attention(store, name + ".attention", width, memoryWidth,
-                attentionWidth,
-                {options.layerNorm, 1.f / std::sqrt(float(width))}),
-      stateProjection(store, name + ".Ws", width, width, options.layerNorm),
-      contextProjection(store, name + ".Wc", memoryWidth, width,
-                        options.layerNorm) {
+      stateProjection(store, name + ".Ws", width, width, options.layerNorm) {
+  if (options.attention) {
+    attention = std::make_unique<AdditiveAttention>(
+        store, name + ".attention", width, memoryWidth, attentionWidth,
+        AttentionOptions{options.layerNorm, 1.f / std::sqrt(float(width))});
+    contextProjection = std::make_unique<NormedProjection>(
+        store, name + ".Wc", memoryWidth, width, options.layerNorm);
+  }
   if (options.highway && inputWidth != width)
     throw DataError(name + ": the highway needs the input as wide as the "
                     "unit (" + std::to_string(inputWidth) + " != " +
@@ -208,19 +210,23 @@ WeaklyRecurrentDecoderLayer::WeaklyRecurrentDecoderLayer(
 void WeaklyRecurrentDecoderLayer::precompute(
     const float *memory, const int32_t *memoryLengths, int64_t Tx, int64_t B,
     AdditiveAttention::Keys &keys) const {
-  attention.precompute(memory, memoryLengths, Tx, B, keys);
+  if (attention)
+    attention->precompute(memory, memoryLengths, Tx, B, keys);
 }
 
 void WeaklyRecurrentDecoderLayer::combine(const float *input, int64_t rows,
                                           Trace &trace, float *output) const {
   const int64_t n = rows * width;
   stateProjection.forward(trace.states.data(), rows, trace.stateProjection);
-  contextProjection.forward(trace.contexts.data(), rows,
-                            trace.contextProjection);
-  trace.o.resize(n);
-  for (int64_t i = 0; i < n; ++i)
-    trace.o[i] = std::tanh(trace.stateProjection.out[i] +
-                           trace.contextProjection.out[i]);
+  trace.o = trace.stateProjection.out;
+  if (attention) {
+    contextProjection->forward(trace.contexts.data(), rows,
+                               trace.contextProjection);
+    for (int64_t i = 0; i < n; ++i)
+      trace.o[i] += trace.contextProjection.out[i];
+  }
+  for (float &value : trace.o)
+    value = std::tanh(value);
   if (!options.highway) {
     std::copy(trace.o.begin(), trace.o.end(), output);
     return;
@@ -250,12 +256,14 @@ void WeaklyRecurrentDecoderLayer::forward(const AdditiveAttention::Keys &keys,
                 {}, trace.states.data()},
                trace.scan, train);
   // Row t * B + b attends sentence b.
-  trace.rowSequences.resize(N);
-  for (int64_t r = 0; r < N; ++r)
-    trace.rowSequences[r] = int32_t(r % B);
-  trace.contexts.resize(N * attention.contextWidth());
-  attention.attend(keys, trace.states.data(), N, trace.rowSequences.data(),
-                   trace.attention, trace.contexts.data());
+  if (attention) {
+    trace.rowSequences.resize(N);
+    for (int64_t r = 0; r < N; ++r)
+      trace.rowSequences[r] = int32_t(r % B);
+    trace.contexts.resize(N * attention->contextWidth());
+    attention->attend(keys, trace.states.data(), N, trace.rowSequences.data(),
+                      trace.attention, trace.contexts.data());
+  }
   combine(input, N, trace, output);
   zeroPadding(output, lengths, T, B, width);
 }
@@ -280,22 +288,11 @@ void WeaklyRecurrentDecoderLayer::backward(AdditiveAttention::Keys &keys,
   // o = tanh(a): the same gradient reaches both projections.
   for (int64_t i = 0; i < n; ++i)
     dO[i] *= 1.f - trace.o[i] * trace.o[i];
-  std::vector<float> dStates(n, 0.f),
-      dContexts(N * attention.contextWidth(), 0.f);
+  std::vector<float> dStates(n, 0.f);
   stateProjection.backward(trace.states.data(), N, trace.stateProjection,
                            dO.data(), dStates.data());
-  contextProjection.backward(trace.contexts.data(), N,
-                             trace.contextProjection, dO.data(),
-                             dContexts.data());
-  std::vector<float> ownDMemory;
-  if (!dMemory) {
-    ownDMemory.assign(keys.T * keys.B * attention.contextWidth(), 0.f);
-    dMemory = ownDMemory.data();
-  }
-  attention.backward(keys, trace.states.data(), trace.attention,
-                     dContexts.data(), dMemory, dStates.data(),
-                     /*accumulateDQuery=*/true);
-  attention.keysBackward(keys, dMemory);
+  if (attention)
+    attentionBackward(keys, trace, dO.data(), dStates.data(), dMemory);
   std::vector<float> dParts[2];
   for (std::vector<float> &part : dParts)
     part.assign(n, 0.f);
@@ -329,10 +326,30 @@ void WeaklyRecurrentDecoderLayer::step(const AdditiveAttention::Keys &keys,
              output}, // the scan's output (s~) is overwritten below
             nullptr);
   trace.states.assign(nextStates, nextStates + rows * width);
-  trace.contexts.resize(rows * attention.contextWidth());
-  attention.attend(keys, trace.states.data(), rows, sentences,
-                   trace.attention, trace.contexts.data());
+  if (attention) {
+    trace.contexts.resize(rows * attention->contextWidth());
+    attention->attend(keys, trace.states.data(), rows, sentences,
+                      trace.attention, trace.contexts.data());
+  }
   combine(input, rows, trace, output);
+}
+
+void WeaklyRecurrentDecoderLayer::attentionBackward(
+    AdditiveAttention::Keys &keys, Trace &trace, const float *dA,
+    float *dStates, float *dMemory) const {
+  const int64_t N = trace.T * trace.B;
+  std::vector<float> dContexts(N * attention->contextWidth(), 0.f);
+  contextProjection->backward(trace.contexts.data(), N,
+                              trace.contextProjection, dA, dContexts.data());
+  std::vector<float> ownDMemory;
+  if (!dMemory) {
+    ownDMemory.assign(keys.T * keys.B * attention->contextWidth(), 0.f);
+    dMemory = ownDMemory.data();
+  }
+  attention->backward(keys, trace.states.data(), trace.attention,
+                      dContexts.data(), dMemory, dStates,
+                      /*accumulateDQuery=*/true);
+  attention->keysBackward(keys, dMemory);
 }
 
 } // namespace models

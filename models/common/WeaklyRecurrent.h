@@ -42,6 +42,9 @@ const char *gatedScanSource();
 struct WeaklyRecurrentOptions {
   bool layerNorm = true;
   bool highway = true;
+  /// Decoder: without, o = tanh(LN(s~ Ws)) (SR-NMT's single-attention
+  /// ablation runs its lower decoder units so).
+  bool attention = true;
 };
 
 /// LN(x W) (or x W + b without layer norms) over rows, with what backward
@@ -152,13 +155,19 @@ private:
   /// z and the input; zero at padded rows when lengths are given.
   void combine(const float *input, int64_t rows, Trace &trace,
                float *output) const;
+  /// Given the gradient dA of o's pre-activation: through the context
+  /// projection and the attention, ADDING into dStates and dMemory.
+  void attentionBackward(AdditiveAttention::Keys &keys, Trace &trace,
+                         const float *dA, float *dStates,
+                         float *dMemory) const;
 
   int64_t inputWidth, width;
   WeaklyRecurrentOptions options;
   NormedProjection projection;
   CellLayer scan;
-  AdditiveAttention attention;
-  NormedProjection stateProjection, contextProjection;
+  NormedProjection stateProjection;
+  std::unique_ptr<AdditiveAttention> attention;
+  std::unique_ptr<NormedProjection> contextProjection;
 };
 
 } // namespace models

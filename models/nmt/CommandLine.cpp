@@ -68,7 +68,8 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "layer), deep (DeepLAU: encoder layers alternate direction) or "
          "cseq2seq-1 (Cseq2seq-I: a cell re-reads the annotations at every "
          "target step instead of attention), cseq2seq-2 (Cseq2seq-II: the "
-         "encoder itself re-reads the source)")
+         "encoder itself re-reads the source) or srnmt (SR-NMT: stacks of "
+         "weakly-recurrent units, an attention in every decoder unit)")
       ->check(CLI::IsMember(architectures()))
       ->group(group);
   option(cmd, "enc-layers", o.model.encLayers,
@@ -87,6 +88,15 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
       ->group(group);
   cmd.add_flag("--share-cell", o.model.shareCell,
                "cseq2seq-2's SGRU: decoder cell 1 shares the encoder cell")
+      ->group(group);
+  cmd.add_flag("--no-layernorm", o.model.noLayerNorm,
+               "srnmt ablation: no layer norms (the projections get biases)")
+      ->group(group);
+  cmd.add_flag("--no-highway", o.model.noHighway,
+               "srnmt ablation: no highway connections")
+      ->group(group);
+  cmd.add_flag("--single-attention", o.model.singleAttention,
+               "srnmt ablation: only the top decoder unit attends")
       ->group(group);
   cmd.add_flag("--tie-output", o.model.tieOutput,
                "SWord: the output layer's weight is the target embedding "

@@ -52,6 +52,7 @@
 #include "models/common/LinearSum.h"
 #include "models/common/Recurrent.h"
 #include "models/nmt/SourceEncoder.h"
+#include "models/nmt/TranslationModel.h"
 
 #include <memory>
 #include <string>
@@ -61,47 +62,10 @@ namespace nmt {
 // The driver is built from the layer library in models/common.
 using namespace models;
 
-struct ModelConfig {
-  std::string cell = "atr";
-  int64_t srcVocab = 0, tgtVocab = 0;
-  int64_t emb = 64, hidden = 128, att = 64, readout = 64;
-  float dropout = 0.2f;
-  /// The text of `cell` when it is a .cell file (models/common/Cells.h
-  /// readCellSource): kept in the checkpoint, compiled instead of the file.
-  std::string cellSource;
-  /// The encoder (SourceEncoder.h): rnnsearch, ca, gnmt or deep.
-  std::string arch = "rnnsearch";
-  /// Encoder layers and decoder layers (the conditional pair counts as one);
-  /// 0: the architecture's default (gnmt, deep: 2; others: 1).
-  int64_t encLayers = 0, decLayers = 0;
-
-  /// Cseq2seq's context: last or mean (CyclicContext.h).
-  std::string context = "last";
-  /// Cseq2seq-II's SGRU: decoder cell 1 shares the encoder cell's params.
-  bool shareCell = false;
-  /// SWord: the output layer's weight is the target embedding table (needs
-  /// readout = emb).
-  bool tieOutput = false;
-  /// The cell of the layers with two sources (ca's forward encoder layer,
-  /// gnmt's decoder layers 2..M), read apart by a two-input cell; empty:
-  /// `cell` over their concatenation. Its text, as cellSource.
-  std::string cell2, cell2Source;
-
-  /// Replaces 0 layer counts by the architecture's default.
-  void resolveLayers();
-};
-
 class BeamSearch;
 
 /// --context's pooling; throws DataError for another name.
 CyclicContext::Pool cyclicPool(const std::string &name);
-
-/// What every cell layer of the model records of its probes (nmt analyze):
-/// the encoder's one call per batch ([Tx, B, len]), each decoder cell's one
-/// call per target step ([1, B, len]).
-struct ModelProbes {
-  ProbeRecorder encoderForward, encoderBackward, decoder1, decoder2;
-};
 
 /// The data of each state array, as the layers take them.
 template <typename T>
@@ -112,40 +76,24 @@ std::vector<T *> statePointers(std::vector<std::vector<float>> &states) {
   return result;
 }
 
-class Model {
+class Model : public TranslationModel {
 public:
   /// `twoSourceCell` (config.cell2) runs the layers with two sources.
   Model(const ModelConfig &config, const cellrt::Cell &cell,
         const cellrt::Cell *twoSourceCell = nullptr);
 
-  /// Every parameter uniform in [-scale, scale].
-  void initialize(Rng &rng, float scale);
-
-  /// The summed cross-entropy of the batch's target tokens. With `backward`
-  /// it also ACCUMULATES the gradient of the MEAN per-token loss into every
-  /// Param::grad. Dropout is applied when dropoutRng is given.
-  double loss(const Batch &batch, bool backward, Rng *dropoutRng);
-
-  /// Beam search (beam 1 = greedy) over a source batch, scores normalised
-  /// by length^lengthPenalty. Returns one id sequence (without </s>) per
-  /// sentence.
-  /// With `scores`, also each hypothesis' normalised score.
+  // TranslationModel.
+  void initialize(Rng &rng, float scale) override;
+  double loss(const Batch &batch, bool backward, Rng *dropoutRng) override;
   std::vector<std::vector<int32_t>>
   translate(const Batch &batch, int64_t beam, int64_t maxLength,
-            float lengthPenalty, std::vector<double> *scores = nullptr);
-
-  /// Forced decoding: log p(tgtOut[j, b]) for every target step [Ty, B]
-  /// (padded steps included). Decoding and training share no code above the
-  /// cells, so the tests check each against the other with this.
-  std::vector<float> targetLogProbs(const Batch &batch);
-
-  /// From now on inference forwards (loss without backward: forced
-  /// decoding) run each recorder's probed cell and record into `probes`;
-  /// null: stop. Every recorder's `probed` must be set.
-  void recordProbes(ModelProbes *probes);
-
-  std::vector<Param *> params();
-  int64_t parameterCount();
+            float lengthPenalty,
+            std::vector<double> *scores = nullptr) override;
+  std::vector<float> targetLogProbs(const Batch &batch) override;
+  /// Every recorder's `probed` must be set.
+  void recordProbes(ModelProbes *probes) override;
+  std::vector<Param *> params() override;
+  int64_t parameterCount() override;
   const ModelConfig &getConfig() const { return config; }
 
   /// Test hook: drops the state gradient flowing from decoder cell 2 back

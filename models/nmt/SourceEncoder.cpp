@@ -9,7 +9,8 @@ namespace nmt {
 using models::LayerDirection;
 
 std::vector<std::string> architectures() {
-  return {"rnnsearch", "ca", "gnmt", "deep", "cseq2seq-1", "cseq2seq-2"};
+  return {"rnnsearch",  "ca",         "gnmt", "deep",
+          "cseq2seq-1", "cseq2seq-2", "srnmt"};
 }
 
 bool isCyclicArchitecture(const std::string &arch) {
@@ -17,7 +18,7 @@ bool isCyclicArchitecture(const std::string &arch) {
 }
 
 bool isDeepArchitecture(const std::string &arch) {
-  return arch == "gnmt" || arch == "deep";
+  return arch == "gnmt" || arch == "deep" || arch == "srnmt";
 }
 
 namespace {

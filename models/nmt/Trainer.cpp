@@ -51,6 +51,9 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["tie-output"] = model.tieOutput ? "1" : "0";
   m["cell2"] = model.cell2;
   m["cell2-source"] = model.cell2Source;
+  m["no-layernorm"] = model.noLayerNorm ? "1" : "0";
+  m["no-highway"] = model.noHighway ? "1" : "0";
+  m["single-attention"] = model.singleAttention ? "1" : "0";
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -132,6 +135,9 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("tie-output", o.model.tieOutput);
   text("cell2", o.model.cell2);
   text("cell2-source", o.model.cell2Source);
+  number("no-layernorm", o.model.noLayerNorm);
+  number("no-highway", o.model.noHighway);
+  number("single-attention", o.model.singleAttention);
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);
@@ -268,8 +274,7 @@ void Session::build() {
   const cellrt::Cell *cell2 =
       config.cell2.empty() ? nullptr
                            : &loadCell(config.cell2, config.cell2Source);
-  model = std::make_unique<Model>(
-      config, loadCell(config.cell, config.cellSource), cell2);
+  model = makeModel(config, loadCell(config.cell, config.cellSource), cell2);
   adam.clipNorm = options.clip;
 }
 

@@ -119,7 +119,7 @@ public:
   TrainOptions options;
   Codec codec;
   Vocab srcVocab, tgtVocab;
-  std::unique_ptr<Model> model;
+  std::unique_ptr<TranslationModel> model;
   Adam adam;
   TrainState state;
   /// Identifies the run across its checkpoints (0: a format-1 checkpoint),

@@ -41,8 +41,14 @@ double secondsSince(Clock::time_point start) {
 
 /// The first parameter whose gradient holds a NaN or Inf (or whose squares
 /// overflow), or null. Only called once the norm is known to be non-finite.
-/// "" for RNNSearch, else e.g. " (gnmt 2+2 layers)".
+/// "cell atr" for RNNSearch, else e.g. "cell atr (gnmt 2+2 layers)".
 std::string architectureText(const ModelConfig &model) {
+  if (model.arch == "srnmt")
+    return "srnmt " + std::to_string(model.encLayers) + "+" +
+           std::to_string(model.decLayers) + " units" +
+           (model.noLayerNorm ? ", no layer norm" : "") +
+           (model.noHighway ? ", no highway" : "") +
+           (model.singleAttention ? ", single attention" : "");
   std::string text = model.arch;
   if (isCyclicArchitecture(model.arch))
     text += ", context " + model.context;
@@ -57,7 +63,8 @@ std::string architectureText(const ModelConfig &model) {
     text += ", tied output";
   if (!model.cell2.empty())
     text += ", cell2 " + model.cell2;
-  return text == "rnnsearch" ? "" : " (" + text + ")";
+  return "cell " + model.cell +
+         (text == "rnnsearch" ? "" : " (" + text + ")");
 }
 
 const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
@@ -262,9 +269,9 @@ void Session::train(const TrainData &data) {
   std::ostream &log = runLog.text();
   char line[512];
   std::snprintf(line, sizeof line,
-                "cell %s%s, %lld parameters, vocab %lld/%lld, %zu training "
+                "%s, %lld parameters, vocab %lld/%lld, %zu training "
                 "pairs (%zu dropped by --max-len)",
-                options.model.cell.c_str(), architectureText(options.model).c_str(),
+                architectureText(options.model).c_str(),
                 (long long)model->parameterCount(),
                 (long long)srcVocab.size(), (long long)tgtVocab.size(),
                 exs.size(), data.trainSrc.size() - exs.size());

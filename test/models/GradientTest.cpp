@@ -48,10 +48,7 @@ ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
   return config;
 }
 
-Worst checkGradients(const ModelConfig &config, bool broken = false,
-                     const cellrt::Cell *twoSourceCell = nullptr) {
-  Model model(config, loadCell(config.cell), twoSourceCell);
-  model.breakGradientForTest = broken;
+Worst checkGradients(TranslationModel &model) {
   Rng rng(11);
   model.initialize(rng, 0.5f);
   Batch batch = tinyBatch();
@@ -62,6 +59,13 @@ Worst checkGradients(const ModelConfig &config, bool broken = false,
     return model.loss(batch, false, nullptr) / double(batch.targetTokens);
   };
   return compareWithFiniteDifferences(params, meanLoss, 1e-2f);
+}
+
+Worst checkGradients(const ModelConfig &config, bool broken = false,
+                     const cellrt::Cell *twoSourceCell = nullptr) {
+  Model model(config, loadCell(config.cell), twoSourceCell);
+  model.breakGradientForTest = broken;
+  return checkGradients(model);
 }
 
 Worst checkGradients(const std::string &cellName, bool broken,
@@ -169,9 +173,14 @@ TEST_P(DecodingTest, SearchScoresEqualForcedDecoding) {
   auto [arch, layers] = GetParam();
   ModelConfig config = tinyConfig("gru", arch, layers);
   config.shareCell = config.tieOutput = arch == "cseq2seq-2";
+  if (arch == "srnmt")
+    config.emb = config.hidden = 4; // the highways add the inputs
   // gnmt's upper decoder layers run a two-input cell (--cell2).
-  Model model(config, loadCell("gru"),
-              arch == "gnmt" ? &loadCell("gru2.cell", modeltest::kTwoInputGru) : nullptr);
+  std::unique_ptr<TranslationModel> built = makeModel(
+      config, loadCell("gru"),
+      arch == "gnmt" ? &loadCell("gru2.cell", modeltest::kTwoInputGru)
+                     : nullptr);
+  TranslationModel &model = *built;
   Rng rng(5);
   model.initialize(rng, 0.8f);
   const int64_t maxLength = 6;
@@ -205,7 +214,33 @@ INSTANTIATE_TEST_SUITE_P(Architectures, DecodingTest,
                                          std::tuple{"gnmt", 3},
                                          std::tuple{"deep", 3},
                                          std::tuple{"cseq2seq-1", 1},
-                                         std::tuple{"cseq2seq-2", 1}));
+                                         std::tuple{"cseq2seq-2", 1},
+                                         std::tuple{"srnmt", 2}));
+
+// SR-NMT (--arch srnmt) at 2+2 units, and its three ablations.
+struct SrnmtCase {
+  bool noLayerNorm, noHighway, singleAttention;
+};
+
+class SrnmtGradientTest : public testing::TestWithParam<SrnmtCase> {};
+
+TEST_P(SrnmtGradientTest, WholeModelMatchesFiniteDifferences) {
+  ModelConfig config = tinyConfig("atr", "srnmt", 2);
+  config.emb = config.hidden = 4;
+  config.noLayerNorm = GetParam().noLayerNorm;
+  config.noHighway = GetParam().noHighway;
+  config.singleAttention = GetParam().singleAttention;
+  std::unique_ptr<TranslationModel> model =
+      makeModel(config, loadCell(config.cell));
+  Worst worst = checkGradients(*model);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ablations, SrnmtGradientTest,
+                         testing::Values(SrnmtCase{false, false, false},
+                                         SrnmtCase{true, false, false},
+                                         SrnmtCase{false, true, false},
+                                         SrnmtCase{false, false, true}));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

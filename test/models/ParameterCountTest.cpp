@@ -205,6 +205,30 @@ TEST(ParameterCount, TwoSourceCellIsItsFormula) {
                models::DataError);
 }
 
+// SR-NMT (--arch srnmt): per encoder unit W [3d, d] and its norm; per
+// decoder unit W [3d, d], the layer-normed attention (Wa, Ua, v and two
+// norms of A), Ws and Wc [d, d] and their norms; emb = hidden = d.
+TEST(ParameterCount, SrnmtIsItsFormula) {
+  for (int64_t layers : {1, 2, 4}) {
+    ModelConfig config = smallConfig("atr", "srnmt");
+    config.emb = config.hidden = 8;
+    config.encLayers = config.decLayers = layers;
+    auto model = makeModel(config, models::loadCell("atr"));
+    const int64_t Vs = 11, Vt = 13, d = 8, A = 6;
+    int64_t unit = 3 * d * d + 2 * 3 * d;
+    int64_t attention = 2 * A * d + A + 2 * 2 * A;
+    int64_t deepOutput = 2 * (d * d + 2 * d);
+    int64_t expected = (Vs + Vt) * d + layers * unit +
+                       layers * (unit + attention + deepOutput) + Vt * d + Vt;
+    EXPECT_EQ(model->parameterCount(), expected) << layers << " layers";
+  }
+}
+
+TEST(ParameterCount, SrnmtNeedsEmbAsWideAsHidden) {
+  ModelConfig config = smallConfig("atr", "srnmt");
+  EXPECT_THROW(makeModel(config, models::loadCell("atr")), models::DataError);
+}
+
 TEST(ParameterCount, SharingNeedsWhatItShares) {
   ModelConfig config = smallConfig("atr", "rnnsearch");
   config.shareCell = true;

@@ -1,0 +1,199 @@
+//===- models/nmt/Srnmt.cpp - SR-NMT --------------------------------------===//
+
+#include "models/nmt/Srnmt.h"
+
+#include "models/common/Cells.h"
+#include "models/common/Losses.h"
+#include "models/nmt/BeamSearch.h"
+
+#include <algorithm>
+
+namespace nmt {
+
+using namespace models;
+
+namespace {
+
+const cellrt::Cell &gatedScan() {
+  return loadCell("gated_scan.cell", gatedScanSource());
+}
+
+WeaklyRecurrentOptions unitOptions(const ModelConfig &config, bool attends) {
+  WeaklyRecurrentOptions options;
+  options.layerNorm = !config.noLayerNorm;
+  options.highway = !config.noHighway;
+  options.attention = attends;
+  return options;
+}
+
+} // namespace
+
+SrnmtModel::SrnmtModel(const ModelConfig &config)
+    : config(config),
+      sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
+      targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
+      output(store, "output", config.hidden, config.tgtVocab),
+      outputDropout(config.dropout) {
+  const int64_t d = config.hidden;
+  if (config.emb != d && !config.noHighway)
+    throw DataError("--arch srnmt: the units' highways add their inputs, so "
+                    "--emb (" + std::to_string(config.emb) +
+                    ") must equal --hidden (" + std::to_string(d) + ")");
+  for (int64_t l = 1; l <= config.encLayers; ++l)
+    encoder.push_back(std::make_unique<WeaklyRecurrentEncoderLayer>(
+        gatedScan(), store, "encoder.l" + std::to_string(l), d, d,
+        unitOptions(config, false)));
+  for (int64_t l = 1; l <= config.decLayers; ++l) {
+    bool attends = !config.singleAttention || l == config.decLayers;
+    decoder.push_back(std::make_unique<WeaklyRecurrentDecoderLayer>(
+        gatedScan(), store, "decoder.l" + std::to_string(l), d, d, d,
+        config.att, unitOptions(config, attends)));
+  }
+}
+
+void SrnmtModel::initialize(Rng &rng, float scale) {
+  for (Param *param : store.all())
+    uniformInit(param->value, scale, rng);
+}
+
+std::vector<Param *> SrnmtModel::params() { return store.all(); }
+
+int64_t SrnmtModel::parameterCount() { return store.count(); }
+
+void SrnmtModel::recordProbes(ModelProbes *probes) {
+  if (probes)
+    throw DataError("analyze: --arch srnmt has no cell layers to probe");
+}
+
+void SrnmtModel::encode(const Batch &batch, bool train) {
+  const int64_t Tx = batch.Tx, B = batch.B, d = config.hidden;
+  sourceEmbedded.resize(Tx * B * d);
+  sourceEmbedding.forward(batch.src.data(), Tx * B, sourceEmbedded.data());
+  encoderOutputs.resize(encoder.size());
+  encoderTraces.resize(encoder.size());
+  const float *input = sourceEmbedded.data();
+  for (size_t l = 0; l < encoder.size(); ++l) {
+    encoderOutputs[l].resize(Tx * B * d);
+    encoder[l]->forward(input, batch.srcLen.data(), Tx, B,
+                        encoderOutputs[l].data(), encoderTraces[l], train);
+    input = encoderOutputs[l].data();
+  }
+  keys.resize(decoder.size());
+  for (size_t l = 0; l < decoder.size(); ++l)
+    decoder[l]->precompute(input, batch.srcLen.data(), Tx, B, keys[l]);
+}
+
+void SrnmtModel::encodeBackward(const Batch &batch) {
+  const int64_t rows = batch.Tx * batch.B, d = config.hidden;
+  // dMemory: what every decoder unit's attention gave the top output.
+  std::vector<float> dOutput = dMemory, dInput;
+  for (size_t l = encoder.size(); l-- > 0;) {
+    dInput.assign(rows * d, 0.f);
+    encoder[l]->backward(encoderTraces[l], dOutput.data(), dInput.data());
+    dOutput.swap(dInput);
+  }
+  sourceEmbedding.backward(batch.src.data(), rows, dOutput.data());
+}
+
+void SrnmtModel::outputForward(const float *top, int64_t rows,
+                               Rng *dropoutRng) {
+  const int64_t d = config.hidden;
+  dropped.assign(top, top + rows * d);
+  outputDropout.forward(dropped.data(), rows * d, dropoutRng, dropMask);
+  logits.resize(rows * config.tgtVocab);
+  output.forward(dropped.data(), rows, logits.data());
+}
+
+double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
+  const int64_t B = batch.B, Ty = batch.Ty, N = Ty * B, d = config.hidden;
+  const int64_t V = config.tgtVocab;
+  encode(batch, backward);
+  targetEmbedded.resize(N * d);
+  targetEmbedding.forward(batch.tgtIn.data(), N, targetEmbedded.data());
+  decoderOutputs.resize(decoder.size());
+  decoderTraces.resize(decoder.size());
+  const float *input = targetEmbedded.data();
+  for (size_t l = 0; l < decoder.size(); ++l) {
+    decoderOutputs[l].resize(N * d);
+    decoder[l]->forward(keys[l], input, batch.tgtLen.data(), Ty, B,
+                        decoderOutputs[l].data(), decoderTraces[l], backward);
+    input = decoderOutputs[l].data();
+  }
+  outputForward(input, N, dropoutRng);
+  std::vector<uint8_t> mask(N);
+  for (int64_t j = 0; j < Ty; ++j)
+    for (int64_t b = 0; b < B; ++b)
+      mask[j * B + b] = j < batch.tgtLen[b];
+  std::vector<float> dLogits(backward ? N * V : 0);
+  double total = softmaxCrossEntropyInPlace(
+      logits.data(), N, V, batch.tgtOut.data(), mask.data(),
+      1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr);
+  if (!backward)
+    return total;
+
+  std::vector<float> dOutput(N * d), dInput;
+  output.backward(dropped.data(), N, dLogits.data(), dOutput.data(),
+                  /*accumulateDx=*/false);
+  outputDropout.backward(dOutput.data(), N * d, dropMask);
+  dMemory.assign(batch.Tx * B * d, 0.f);
+  for (size_t l = decoder.size(); l-- > 0;) {
+    dInput.assign(N * d, 0.f);
+    decoder[l]->backward(keys[l], decoderTraces[l], dOutput.data(),
+                         dInput.data(), dMemory.data());
+    dOutput.swap(dInput);
+  }
+  targetEmbedding.backward(batch.tgtIn.data(), N, dOutput.data());
+  encodeBackward(batch);
+  return total;
+}
+
+std::vector<float> SrnmtModel::targetLogProbs(const Batch &batch) {
+  loss(batch, false, nullptr);
+  // The loss leaves the log-probabilities in the logits.
+  const int64_t N = batch.Ty * batch.B, V = config.tgtVocab;
+  std::vector<float> result(N);
+  for (int64_t r = 0; r < N; ++r)
+    result[r] = logits[r * V + batch.tgtOut[r]];
+  return result;
+}
+
+std::vector<std::vector<int32_t>>
+SrnmtModel::translate(const Batch &batch, int64_t beam, int64_t maxLength,
+                      float lengthPenalty, std::vector<double> *scores) {
+  const int64_t B = batch.B;
+  encode(batch, false);
+  std::vector<int64_t> limits(B);
+  for (int64_t b = 0; b < B; ++b)
+    limits[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
+  BeamSearch search(limits, beam, lengthPenalty);
+  // Each unit's scan state per row; empty: zeros (the first step).
+  std::vector<std::vector<float>> states(decoder.size());
+  int64_t stateRows = B;
+  while (search.nextStep()) {
+    decodeStep(search, states, stateRows);
+    stateRows = search.activeCount();
+    search.advance(logits.data(), config.tgtVocab);
+  }
+  return search.best(scores);
+}
+
+void SrnmtModel::decodeStep(const BeamSearch &search,
+                            std::vector<std::vector<float>> &states,
+                            int64_t stateRows) {
+  const int64_t n = search.activeCount(), d = config.hidden;
+  std::vector<float> input(n * d), out(n * d), next(n * d);
+  targetEmbedding.forward(search.previousWords().data(), n, input.data());
+  for (size_t l = 0; l < decoder.size(); ++l) {
+    bool first = states[l].empty();
+    decoder[l]->step(keys[l], input.data(), n, search.sentences().data(),
+                     first ? nullptr : states[l].data(), stateRows,
+                     first ? nullptr : search.parentRows().data(),
+                     next.data(), out.data());
+    states[l] = next;
+    input.swap(out);
+  }
+  outputForward(input.data(), n, nullptr);
+  logSoftmax(logits.data(), n, config.tgtVocab);
+}
+
+} // namespace nmt

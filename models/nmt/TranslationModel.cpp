@@ -1,0 +1,25 @@
+//===- models/nmt/TranslationModel.cpp - The architectures ---------------===//
+
+#include "models/nmt/Model.h"
+#include "models/nmt/Srnmt.h"
+
+namespace nmt {
+
+std::unique_ptr<TranslationModel>
+makeModel(const ModelConfig &config, const cellrt::Cell &cell,
+          const cellrt::Cell *twoSourceCell) {
+  if (config.arch != "srnmt") {
+    if (config.noLayerNorm || config.noHighway || config.singleAttention)
+      throw models::DataError("--no-layernorm, --no-highway and "
+                              "--single-attention are SR-NMT's ablations "
+                              "(--arch srnmt)");
+    return std::make_unique<Model>(config, cell, twoSourceCell);
+  }
+  if (twoSourceCell)
+    throw models::DataError("--cell2: --arch srnmt runs its own units");
+  ModelConfig resolved = config;
+  resolved.resolveLayers();
+  return std::make_unique<SrnmtModel>(resolved);
+}
+
+} // namespace nmt

@@ -1,0 +1,100 @@
+//===- models/nmt/TranslationModel.h - What a translation model does -*- C++ -*-===//
+//
+// The interface the driver (training, decoding, checkpoints) uses, and the
+// configuration every architecture reads: Model.h is RNNSearch and the
+// architectures built on its conditional decoder, Srnmt.h SR-NMT.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_NMT_TRANSLATIONMODEL_H
+#define CELLC_MODELS_NMT_TRANSLATIONMODEL_H
+
+#include "models/common/CellLayer.h"
+#include "models/common/Data.h"
+#include "models/common/Param.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+struct ModelConfig {
+  std::string cell = "atr";
+  int64_t srcVocab = 0, tgtVocab = 0;
+  int64_t emb = 64, hidden = 128, att = 64, readout = 64;
+  float dropout = 0.2f;
+  /// The text of `cell` when it is a .cell file (models/common/Cells.h
+  /// readCellSource): kept in the checkpoint, compiled instead of the file.
+  std::string cellSource;
+  /// The architecture (SourceEncoder.h, Srnmt.h).
+  std::string arch = "rnnsearch";
+  /// Encoder layers and decoder layers (the conditional pair counts as one);
+  /// 0: the architecture's default (gnmt, deep: 2; others: 1).
+  int64_t encLayers = 0, decLayers = 0;
+
+  /// Cseq2seq's context: last or mean (CyclicContext.h).
+  std::string context = "last";
+  /// Cseq2seq-II's SGRU: decoder cell 1 shares the encoder cell's params.
+  bool shareCell = false;
+  /// SWord: the output layer's weight is the target embedding table (needs
+  /// readout = emb).
+  bool tieOutput = false;
+  /// The cell of the layers with two sources (ca's forward encoder layer,
+  /// gnmt's decoder layers 2..M), read apart by a two-input cell; empty:
+  /// `cell` over their concatenation. Its text, as cellSource.
+  std::string cell2, cell2Source;
+  /// SR-NMT's ablations (Srnmt.h): without layer norms, without the
+  /// highways, with one attention (the top decoder layer's).
+  bool noLayerNorm = false, noHighway = false, singleAttention = false;
+
+  /// Replaces 0 layer counts by the architecture's default.
+  void resolveLayers();
+};
+
+/// What every cell layer of the model records of its probes (nmt analyze):
+/// the encoder's one call per batch ([Tx, B, len]), each decoder cell's one
+/// call per target step ([1, B, len]).
+struct ModelProbes {
+  models::ProbeRecorder encoderForward, encoderBackward, decoder1, decoder2;
+};
+
+class TranslationModel {
+public:
+  virtual ~TranslationModel() = default;
+
+  /// Every parameter uniform in [-scale, scale].
+  virtual void initialize(models::Rng &rng, float scale) = 0;
+  /// The summed cross-entropy of the batch's target tokens. With `backward`
+  /// it also ACCUMULATES the gradient of the MEAN per-token loss into every
+  /// Param::grad. Dropout is applied when dropoutRng is given.
+  virtual double loss(const models::Batch &batch, bool backward,
+                      models::Rng *dropoutRng) = 0;
+  /// Beam search (beam 1 = greedy) over a source batch, scores normalised
+  /// by length^lengthPenalty. Returns one id sequence (without </s>) per
+  /// sentence; with `scores`, also each hypothesis' normalised score.
+  virtual std::vector<std::vector<int32_t>>
+  translate(const models::Batch &batch, int64_t beam, int64_t maxLength,
+            float lengthPenalty, std::vector<double> *scores = nullptr) = 0;
+  /// Forced decoding: log p(tgtOut[j, b]) for every target step [Ty, B]
+  /// (padded steps included). Decoding and training share no code above
+  /// the cells, so the tests check each against the other with this.
+  virtual std::vector<float> targetLogProbs(const models::Batch &batch) = 0;
+  /// From now on inference forwards (loss without backward: forced
+  /// decoding) run each recorder's probed cell and record into `probes`;
+  /// null: stop. Throws DataError where the model has no such cells.
+  virtual void recordProbes(ModelProbes *probes) = 0;
+  virtual std::vector<models::Param *> params() = 0;
+  virtual int64_t parameterCount() = 0;
+};
+
+/// The model `config.arch` names, over `cell` (and `twoSourceCell` for the
+/// layers with two sources). Throws DataError for a configuration the
+/// architecture cannot take.
+std::unique_ptr<TranslationModel>
+makeModel(const ModelConfig &config, const cellrt::Cell &cell,
+          const cellrt::Cell *twoSourceCell = nullptr);
+
+} // namespace nmt
+
+#endif

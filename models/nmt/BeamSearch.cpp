@@ -14,6 +14,22 @@ namespace {
 constexpr float MinusInf = -std::numeric_limits<float>::infinity();
 } // namespace
 
+namespace {
+
+std::vector<int64_t> sentenceLimits(const models::Batch &batch,
+                                    int64_t maxLength) {
+  std::vector<int64_t> limits(batch.B);
+  for (int64_t b = 0; b < batch.B; ++b)
+    limits[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
+  return limits;
+}
+
+} // namespace
+
+BeamSearch::BeamSearch(const models::Batch &batch, int64_t beam,
+                       int64_t maxLength, float lengthPenalty)
+    : BeamSearch(sentenceLimits(batch, maxLength), beam, lengthPenalty) {}
+
 BeamSearch::BeamSearch(const std::vector<int64_t> &limits, int64_t beam,
                        float lengthPenalty)
     : B(int64_t(limits.size())), K(beam), lengthPenalty(lengthPenalty),

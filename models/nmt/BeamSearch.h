@@ -15,6 +15,8 @@
 #ifndef CELLC_MODELS_NMT_BEAMSEARCH_H
 #define CELLC_MODELS_NMT_BEAMSEARCH_H
 
+#include "models/common/Data.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -25,6 +27,10 @@ class BeamSearch {
 public:
   /// limits[b]: the most words sentence b's hypotheses get.
   BeamSearch(const std::vector<int64_t> &limits, int64_t beam,
+             float lengthPenalty);
+  /// Over a source batch: sentence b gets at most
+  /// min(maxLength, 2 * its length + 10) words.
+  BeamSearch(const models::Batch &batch, int64_t beam, int64_t maxLength,
              float lengthPenalty);
 
   /// Lists the rows to run next; false when none is left.

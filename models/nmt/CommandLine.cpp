@@ -89,15 +89,14 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   cmd.add_flag("--share-cell", o.model.shareCell,
                "cseq2seq-2's SGRU: decoder cell 1 shares the encoder cell")
       ->group(group);
-  cmd.add_flag("--no-layernorm", o.model.noLayerNorm,
-               "srnmt ablation: no layer norms (the projections get biases)")
-      ->group(group);
-  cmd.add_flag("--no-highway", o.model.noHighway,
-               "srnmt ablation: no highway connections")
-      ->group(group);
-  cmd.add_flag("--single-attention", o.model.singleAttention,
-               "srnmt ablation: only the top decoder unit attends")
-      ->group(group);
+  for (auto [flag, field, help] :
+       {std::tuple{"--no-layernorm", &o.model.noLayerNorm,
+                   "srnmt ablation: no layer norms (biases instead)"},
+        {"--no-highway", &o.model.noHighway,
+         "srnmt ablation: no highway connections"},
+        {"--single-attention", &o.model.singleAttention,
+         "srnmt ablation: only the top decoder unit attends"}})
+    cmd.add_flag(flag, *field, help)->group(group);
   cmd.add_flag("--tie-output", o.model.tieOutput,
                "SWord: the output layer's weight is the target embedding "
                "table (needs --readout = --emb)")

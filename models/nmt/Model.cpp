@@ -227,12 +227,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
 
 std::vector<float> Model::targetLogProbs(const Batch &batch) {
   loss(batch, false, nullptr);
-  // The loss leaves the log-probabilities in the logits.
-  const int64_t N = batch.Ty * batch.B, V = config.tgtVocab;
-  std::vector<float> result(N);
-  for (int64_t r = 0; r < N; ++r)
-    result[r] = trainReadout.logits[r * V + batch.tgtOut[r]];
-  return result;
+  return targetLogProbsOf(trainReadout.logits.data(), batch, config.tgtVocab);
 }
 
 } // namespace nmt

@@ -149,12 +149,7 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
 
 std::vector<float> SrnmtModel::targetLogProbs(const Batch &batch) {
   loss(batch, false, nullptr);
-  // The loss leaves the log-probabilities in the logits.
-  const int64_t N = batch.Ty * batch.B, V = config.tgtVocab;
-  std::vector<float> result(N);
-  for (int64_t r = 0; r < N; ++r)
-    result[r] = logits[r * V + batch.tgtOut[r]];
-  return result;
+  return targetLogProbsOf(logits.data(), batch, config.tgtVocab);
 }
 
 std::vector<std::vector<int32_t>>
@@ -162,10 +157,7 @@ SrnmtModel::translate(const Batch &batch, int64_t beam, int64_t maxLength,
                       float lengthPenalty, std::vector<double> *scores) {
   const int64_t B = batch.B;
   encode(batch, false);
-  std::vector<int64_t> limits(B);
-  for (int64_t b = 0; b < B; ++b)
-    limits[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
-  BeamSearch search(limits, beam, lengthPenalty);
+  BeamSearch search(batch, beam, maxLength, lengthPenalty);
   // Each unit's scan state per row; empty: zeros (the first step).
   std::vector<std::vector<float>> states(decoder.size());
   int64_t stateRows = B;

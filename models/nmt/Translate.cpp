@@ -32,10 +32,7 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
                  float lengthPenalty, std::vector<double> *scores) {
   const int64_t B = batch.B;
   encode(batch, false);
-  std::vector<int64_t> limits(B);
-  for (int64_t b = 0; b < B; ++b)
-    limits[b] = std::min<int64_t>(maxLength, 2 * batch.srcLen[b] + 10);
-  BeamSearch search(limits, beam, lengthPenalty);
+  BeamSearch search(batch, beam, maxLength, lengthPenalty);
 
   // Each sentence starts from s_0 (first state) and zeros.
   const std::vector<int64_t> &widths = decoder1.stateWidths();

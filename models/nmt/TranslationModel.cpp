@@ -5,6 +5,16 @@
 
 namespace nmt {
 
+std::vector<float> targetLogProbsOf(const float *logProbs,
+                                    const models::Batch &batch,
+                                    int64_t vocab) {
+  const int64_t N = batch.Ty * batch.B;
+  std::vector<float> result(N);
+  for (int64_t r = 0; r < N; ++r)
+    result[r] = logProbs[r * vocab + batch.tgtOut[r]];
+  return result;
+}
+
 std::unique_ptr<TranslationModel>
 makeModel(const ModelConfig &config, const cellrt::Cell &cell,
           const cellrt::Cell *twoSourceCell) {

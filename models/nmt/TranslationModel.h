@@ -88,6 +88,11 @@ public:
   virtual int64_t parameterCount() = 0;
 };
 
+/// log p(tgtOut[r]) for every row r of the batch's [Ty * B, vocab] log-
+/// probabilities (what a forced-decoding loss leaves in its logits).
+std::vector<float> targetLogProbsOf(const float *logProbs,
+                                    const models::Batch &batch, int64_t vocab);
+
 /// The model `config.arch` names, over `cell` (and `twoSourceCell` for the
 /// layers with two sources). Throws DataError for a configuration the
 /// architecture cannot take.

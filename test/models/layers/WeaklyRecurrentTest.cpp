@@ -133,33 +133,48 @@ torch::Tensor srnmtContext(std::map<std::string, torch::Tensor> &params,
   return torch::matmul(alpha, m) * scale;
 }
 
+/// A decoder unit (options from the parameter) over random params, inputs
+/// [T, B, I] and a memory [Tx, B, C] with its keys.
 class WeaklyRecurrentDecoderTest
-    : public testing::TestWithParam<std::tuple<bool, bool, bool>> {};
+    : public testing::TestWithParam<std::tuple<bool, bool, bool>> {
+protected:
+  static constexpr int64_t T = 3, B = 2, d = 4, Tx = 4, C = 3, A = 5;
 
-TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
+  void build(uint64_t seed, std::vector<int32_t> lengths) {
+    std::tie(options.layerNorm, options.highway, options.attention) =
+        GetParam();
+    I = options.highway ? d : 3;
+    layer = std::make_unique<WeaklyRecurrentDecoderLayer>(
+        *scan.cell, store, "dec", I, d, C, A, options);
+    Rng rng(seed);
+    for (Param *p : store.all())
+      uniformInit(p->value, 0.8f, rng);
+    this->lengths = std::move(lengths);
+    Yin = randomValues(T * B * I, rng);
+    M = randomValues(Tx * B * C, rng);
+    G = randomValues(T * B * d, rng);
+    Y.resize(T * B * d);
+    layer->precompute(M.data(), memoryLengths.data(), Tx, B, keys);
+  }
+
+  JitCell scan{gatedScanSource()};
   WeaklyRecurrentOptions options;
-  std::tie(options.layerNorm, options.highway, options.attention) =
-      GetParam();
-  JitCell scan(gatedScanSource());
-  const int64_t T = 3, B = 2, d = 4, Tx = 4, C = 3, A = 5;
-  const int64_t I = options.highway ? d : 3;
+  int64_t I = 0;
   ParamStore store;
-  WeaklyRecurrentDecoderLayer layer(*scan.cell, store, "dec", I, d, C, A,
-                                    options);
-  Rng rng(19);
-  for (Param *p : store.all())
-    uniformInit(p->value, 0.8f, rng);
-  std::vector<int32_t> lengths = {3, 2}, memoryLengths = {2, 4};
-  std::vector<float> Yin = randomValues(T * B * I, rng),
-                     M = randomValues(Tx * B * C, rng),
-                     G = randomValues(T * B * d, rng);
-  std::vector<float> Y(T * B * d), dY(T * B * I, 0.f), dM(Tx * B * C, 0.f);
+  std::unique_ptr<WeaklyRecurrentDecoderLayer> layer;
+  std::vector<int32_t> lengths, memoryLengths = {2, 4};
+  std::vector<float> Yin, M, G, Y;
   AdditiveAttention::Keys keys;
   WeaklyRecurrentDecoderLayer::Trace trace;
-  layer.precompute(M.data(), memoryLengths.data(), Tx, B, keys);
-  layer.forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace, true);
+};
+
+TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
+  build(19, {3, 2});
+  std::vector<float> dY(T * B * I, 0.f), dM(Tx * B * C, 0.f);
+  layer->forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace,
+                 true);
   zeroGrads(store.all());
-  layer.backward(keys, trace, G.data(), dY.data(), dM.data());
+  layer->backward(keys, trace, G.data(), dY.data(), dM.data());
 
   torch::Tensor y = toTorch(Yin, {T, B, I}, true),
                 memory = toTorch(M, {Tx, B, C}, true);
@@ -197,9 +212,9 @@ TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
 
   auto loss = [&] {
     AdditiveAttention::Keys fresh;
-    layer.precompute(M.data(), memoryLengths.data(), Tx, B, fresh);
-    layer.forward(fresh, Yin.data(), lengths.data(), T, B, Y.data(), trace,
-                  false);
+    layer->precompute(M.data(), memoryLengths.data(), Tx, B, fresh);
+    layer->forward(fresh, Yin.data(), lengths.data(), T, B, Y.data(), trace,
+                   false);
     return weightedSum(Y, G);
   };
   expectFiniteDifferences(loss, Yin, dY, "dY");
@@ -211,26 +226,9 @@ TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
 // Decoding one step at a time from each row's previous states gives the
 // training forward's outputs.
 TEST_P(WeaklyRecurrentDecoderTest, StepsEqualTheSequence) {
-  WeaklyRecurrentOptions options;
-  std::tie(options.layerNorm, options.highway, options.attention) =
-      GetParam();
-  JitCell scan(gatedScanSource());
-  const int64_t T = 3, B = 2, d = 4, Tx = 4, C = 3, A = 5;
-  const int64_t I = options.highway ? d : 3;
-  ParamStore store;
-  WeaklyRecurrentDecoderLayer layer(*scan.cell, store, "dec", I, d, C, A,
-                                    options);
-  Rng rng(23);
-  for (Param *p : store.all())
-    uniformInit(p->value, 0.8f, rng);
-  std::vector<int32_t> lengths = {3, 3}, memoryLengths = {2, 4};
-  std::vector<float> Yin = randomValues(T * B * I, rng),
-                     M = randomValues(Tx * B * C, rng), Y(T * B * d);
-  AdditiveAttention::Keys keys;
-  WeaklyRecurrentDecoderLayer::Trace trace;
-  layer.precompute(M.data(), memoryLengths.data(), Tx, B, keys);
-  layer.forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace,
-                false);
+  build(23, {3, 3});
+  layer->forward(keys, Yin.data(), lengths.data(), T, B, Y.data(), trace,
+                 false);
   // The rows swap places every step: each continues from its parent row.
   std::vector<int32_t> sentences = {1, 0}, parents = {1, 0};
   std::vector<float> states, next(B * d), out(B * d), input(B * I);
@@ -242,9 +240,9 @@ TEST_P(WeaklyRecurrentDecoderTest, StepsEqualTheSequence) {
     }
     std::vector<int32_t> rowSentences =
         swapped ? sentences : std::vector<int32_t>{0, 1};
-    layer.step(keys, input.data(), B, rowSentences.data(),
-               states.empty() ? nullptr : states.data(), B,
-               t == 0 ? nullptr : parents.data(), next.data(), out.data());
+    layer->step(keys, input.data(), B, rowSentences.data(),
+                states.empty() ? nullptr : states.data(), B,
+                t == 0 ? nullptr : parents.data(), next.data(), out.data());
     for (int64_t r = 0; r < B; ++r)
       for (int64_t i = 0; i < d; ++i)
         EXPECT_NEAR(out[r * d + i], Y[(t * B + rowSentences[r]) * d + i],

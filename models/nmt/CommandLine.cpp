@@ -65,7 +65,7 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "rnnsearch (bidirectional encoder), ca (the ATR paper's "
          "context-aware encoder), gnmt (stacked: bidirectional then forward "
          "layers, residual from layer 3, the context fed to every decoder "
-         "layer), deep (DeepLAU: encoder layers alternate direction) or "
+         "layer), deep (DeepLAU: encoder layers alternate direction), "
          "cseq2seq-1 (Cseq2seq-I: a cell re-reads the annotations at every "
          "target step instead of attention), cseq2seq-2 (Cseq2seq-II: the "
          "encoder itself re-reads the source) or srnmt (SR-NMT: stacks of "
@@ -73,12 +73,14 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(CLI::IsMember(architectures()))
       ->group(group);
   option(cmd, "enc-layers", o.model.encLayers,
-         "encoder layers (gnmt, deep; default 2)")
+         "encoder layers (gnmt, deep, srnmt; 0: the architecture's, 2 for "
+         "those, 1 for the others)")
       ->check(CLI::Range(1, 16))
       ->group(group);
   option(cmd, "dec-layers", o.model.decLayers,
-         "decoder layers, the attention's pair counting as one (gnmt, deep; "
-         "default 2)")
+         "decoder layers, gnmt's and deep's conditional pair counting as one "
+         "(gnmt, deep, srnmt; 0: the architecture's, 2 for those, 1 for the "
+         "others)")
       ->check(CLI::Range(1, 16))
       ->group(group);
   option(cmd, "context", o.model.context,

@@ -32,9 +32,15 @@ SrnmtModel::SrnmtModel(const ModelConfig &config)
     : config(config),
       sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
-      output(store, "output", config.hidden, config.tgtVocab),
+      output(config.tieOutput
+                 ? Linear(store, "output", targetEmbedding.weights())
+                 : Linear(store, "output", config.hidden, config.tgtVocab)),
       outputDropout(config.dropout) {
   const int64_t d = config.hidden;
+  if (config.tieOutput && config.emb != d)
+    throw DataError("--tie-output: the output layer reads --hidden (" +
+                    std::to_string(d) + ") values; the target embeddings "
+                    "have --emb (" + std::to_string(config.emb) + ")");
   if (config.emb != d && !config.noHighway)
     throw DataError("--arch srnmt: the units' highways add their inputs, so "
                     "--emb (" + std::to_string(config.emb) +

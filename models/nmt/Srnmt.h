@@ -10,7 +10,8 @@
 // a beam's rows. Ablations (§6): --no-layernorm, --no-highway,
 // --single-attention (only the top decoder unit attends; the others'
 // deep output reads their state alone). Parameters src_embedding,
-// tgt_embedding, encoder.lL.*, decoder.lL.*, output.*.
+// tgt_embedding, encoder.lL.*, decoder.lL.*, output.*; --tie-output
+// (SWord) makes the output weight the target embeddings.
 //
 //===----------------------------------------------------------------------===//
 

@@ -25,8 +25,9 @@ makeModel(const ModelConfig &config, const cellrt::Cell &cell,
                               "(--arch srnmt)");
     return std::make_unique<Model>(config, cell, twoSourceCell);
   }
-  if (twoSourceCell)
-    throw models::DataError("--cell2: --arch srnmt runs its own units");
+  if (twoSourceCell || config.shareCell)
+    throw models::DataError(std::string(twoSourceCell ? "--cell2" : "--share-cell") +
+                            ": --arch srnmt runs its own units");
   ModelConfig resolved = config;
   resolved.resolveLayers();
   return std::make_unique<SrnmtModel>(resolved);

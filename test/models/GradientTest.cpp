@@ -219,7 +219,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, DecodingTest,
 
 // SR-NMT (--arch srnmt) at 2+2 units, and its three ablations.
 struct SrnmtCase {
-  bool noLayerNorm, noHighway, singleAttention;
+  bool noLayerNorm, noHighway, singleAttention, tieOutput;
 };
 
 class SrnmtGradientTest : public testing::TestWithParam<SrnmtCase> {};
@@ -230,6 +230,7 @@ TEST_P(SrnmtGradientTest, WholeModelMatchesFiniteDifferences) {
   config.noLayerNorm = GetParam().noLayerNorm;
   config.noHighway = GetParam().noHighway;
   config.singleAttention = GetParam().singleAttention;
+  config.tieOutput = GetParam().tieOutput;
   std::unique_ptr<TranslationModel> model =
       makeModel(config, loadCell(config.cell));
   Worst worst = checkGradients(*model);
@@ -237,10 +238,11 @@ TEST_P(SrnmtGradientTest, WholeModelMatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ablations, SrnmtGradientTest,
-                         testing::Values(SrnmtCase{false, false, false},
-                                         SrnmtCase{true, false, false},
-                                         SrnmtCase{false, true, false},
-                                         SrnmtCase{false, false, true}));
+                         testing::Values(SrnmtCase{false, false, false, false},
+                                         SrnmtCase{true, false, false, false},
+                                         SrnmtCase{false, true, false, false},
+                                         SrnmtCase{false, false, true, false},
+                                         SrnmtCase{false, false, false, true}));
 
 TEST(GradientCheck, CatchesABrokenBackward) {
   Worst worst = checkGradients("atr", true);

@@ -221,6 +221,9 @@ TEST(ParameterCount, SrnmtIsItsFormula) {
     int64_t expected = (Vs + Vt) * d + layers * unit +
                        layers * (unit + attention + deepOutput) + Vt * d + Vt;
     EXPECT_EQ(model->parameterCount(), expected) << layers << " layers";
+    config.tieOutput = true; // SWord: the output weight is the embeddings
+    EXPECT_EQ(makeModel(config, models::loadCell("atr"))->parameterCount(),
+              expected - Vt * d);
   }
 }
 

@@ -191,6 +191,13 @@ Expected<BoundSizes> bindSizes(const Plan &plan, const ForwardArgs &args);
 /// A compiled cell ready to run. Loading parses the plan once; running is
 /// const and keeps no state between calls, so one Cell may serve several
 /// threads.
+/// A product of a stacked weight and an input that Cell::withInputProducts
+/// made an input of its own: `input` = `source` times `weight`^T, one row
+/// per row of the source, [T, B, rows of the weight].
+struct InputProduct {
+  std::string input, weight, source;
+};
+
 class Cell {
 public:
   /// Parses the image's plan and checks it against the image's kernels.
@@ -221,6 +228,16 @@ public:
 
   /// Advances B states by one step with the cell's fused kernels.
   Status step(const StepArgs &args) const;
+
+  /// The same cell reading each product of a weight and an input that the
+  /// plan computes before the time loop (`pre gemm`) as an input of its own
+  /// (`pre_BUFFER`, after the plan's inputs; an input read only by such
+  /// products is dropped), and giving that input's gradient instead of
+  /// running the products' backward: a caller that runs the cell many
+  /// times over the same input computes the products, and their backward,
+  /// once (Cseq2seq re-reads the source at every target step). Same
+  /// kernels, params and states; `products` lists the new inputs.
+  Expected<Cell> withInputProducts(std::vector<InputProduct> &products) const;
 
   /// Stacks the plan's weights from `params` (shapes as in ForwardArgs).
   Expected<PackedWeights>

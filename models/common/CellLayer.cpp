@@ -3,6 +3,7 @@
 #include "models/common/CellLayer.h"
 
 #include "models/common/Data.h"
+#include "models/common/Math.h"
 
 #include <algorithm>
 
@@ -98,6 +99,64 @@ CellLayer CellLayer::sharing(const CellLayer &owner, bool reverse) {
   twin.reverse = reverse;
   twin.recorder = nullptr;
   return twin;
+}
+
+CellLayer CellLayer::overInputProducts(const CellLayer &owner,
+                                       const cellrt::Cell &derived) {
+  for (const auto &projection : owner.projections)
+    if (projection)
+      throw DataError(owner.what + ": a projected input cannot be given as "
+                      "products");
+  CellLayer layer = sharing(owner, owner.reverse);
+  layer.impl = &derived;
+  layer.joined = false;
+  layer.sources.clear();
+  for (const cellrt::VectorDecl &input : derived.getPlan().inputs)
+    layer.sources.push_back(*input.length.evaluate(owner.boundDims));
+  layer.inputs = layer.cellInputs = layer.sources;
+  layer.projections.assign(layer.sources.size(), nullptr);
+  return layer;
+}
+
+std::vector<Param *> CellLayer::weightParams(const std::string &weight,
+                                             int64_t &rows,
+                                             int64_t &cols) const {
+  std::vector<Param *> parts;
+  rows = cols = 0;
+  for (const std::string &name : impl->getPlan().findWeight(weight)->params) {
+    size_t index = std::find(names.begin(), names.end(), name) - names.begin();
+    parts.push_back(params.at(index));
+    rows += parts.back()->shape[0];
+    cols = parts.back()->shape[1];
+  }
+  return parts;
+}
+
+void CellLayer::productForward(const cellrt::InputProduct &product,
+                               const float *source, int64_t rows,
+                               float *out) const {
+  int64_t weightRows = 0, weightCols = 0;
+  std::vector<float> stacked;
+  for (const Param *part : weightParams(product.weight, weightRows, weightCols))
+    stacked.insert(stacked.end(), part->value.begin(), part->value.end());
+  linear(source, rows, weightCols, stacked.data(), weightRows, out, false);
+}
+
+void CellLayer::productBackward(const cellrt::InputProduct &product,
+                                const float *source, int64_t rows,
+                                const float *dOut, float *dSource) const {
+  int64_t weightRows = 0, weightCols = 0;
+  std::vector<Param *> parts =
+      weightParams(product.weight, weightRows, weightCols);
+  std::vector<float> stacked, dStacked(weightRows * weightCols, 0.f);
+  for (const Param *part : parts)
+    stacked.insert(stacked.end(), part->value.begin(), part->value.end());
+  linearBackward(source, rows, weightCols, stacked.data(), weightRows, dOut,
+                 dStacked.data(), dSource, /*accumulateDx=*/true);
+  size_t offset = 0;
+  for (Param *part : parts)
+    for (float &value : part->grad)
+      value += dStacked[offset++];
 }
 
 void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,

@@ -120,6 +120,21 @@ public:
   /// store counts the params once (Cseq2seq's encoder run both ways, its
   /// SGRU sharing of encoder and decoder cells). `owner` must outlive it.
   static CellLayer sharing(const CellLayer &owner, bool reverse);
+  /// A layer over `derived` (owner.cell().withInputProducts(products)) with
+  /// the owner's params: its inputs are the derived cell's (a kept input at
+  /// the owner's width, a product at its weight's rows). Throws DataError
+  /// when the owner projects an input. `owner` and `derived` must outlive it.
+  static CellLayer overInputProducts(const CellLayer &owner,
+                                     const cellrt::Cell &derived);
+  /// out [rows, weight rows] = source [rows, cols] W^T for `product`, W the
+  /// params of its weight stacked.
+  void productForward(const cellrt::InputProduct &product,
+                      const float *source, int64_t rows, float *out) const;
+  /// Given dOut: the weight's params' gradients accumulate, dSource (when
+  /// given) += dOut W.
+  void productBackward(const cellrt::InputProduct &product,
+                       const float *source, int64_t rows, const float *dOut,
+                       float *dSource) const;
 
   const cellrt::Cell &cell() const { return *impl; }
   size_t numInputs() const { return sources.size(); }
@@ -162,6 +177,9 @@ public:
   void step(const CellStep &step, const cellrt::PackedWeights *packed) const;
 
 private:
+  /// The params stacked in `weight`, and their total rows and columns.
+  std::vector<Param *> weightParams(const std::string &weight, int64_t &rows,
+                                    int64_t &cols) const;
   /// Points `args` at a new call's probe arrays in `recorder`.
   void addProbeArrays(cellrt::ForwardArgs &args, int64_t T, int64_t B) const;
   void bindWidths(const std::vector<int64_t> &inputWidths, int64_t stateSize,

@@ -28,11 +28,8 @@ void Model::contextForward(const float *query, int64_t rows,
     attention->attend(keys, query, rows, sentences, slot.attention, context);
     return;
   }
-  // Cseq2seq-II re-reads the source embeddings, Cseq2seq-I the annotations.
-  const float *source =
-      encoder.sharedLayer() ? sourceEmbedded.data() : annotations.data();
-  cyclic->forward(source, sourceLengths, sourceSteps, sourceBatch, query,
-                  rows, sentences, slot.cyclic, context, train);
+  cyclic->forward(cyclicSource, query, rows, sentences, slot.cyclic, context,
+                  train);
 }
 
 void Model::contextBackward(const float *query, ContextSlot &slot,
@@ -43,10 +40,7 @@ void Model::contextBackward(const float *query, ContextSlot &slot,
                         dAnnotations.data(), dQuery,
                         /*accumulateDQuery=*/false, dProjectedQuery);
   else
-    cyclic->backward(slot.cyclic, query, dContext,
-                     encoder.sharedLayer() ? dSourceEmbedded.data()
-                                           : dAnnotations.data(),
-                     dQuery);
+    cyclic->backward(cyclicSource, slot.cyclic, query, dContext, dQuery);
 }
 
 } // namespace nmt

@@ -133,15 +133,21 @@ void Model::encode(const Batch &batch, bool train) {
   s0.resize(B * init.outputWidth());
   init.forward(summary.data(), B, s0.data());
   tanhInPlace(s0.data(), int64_t(s0.size()));
-  sourceLengths = batch.srcLen.data();
-  sourceSteps = Tx;
-  sourceBatch = B;
   if (attention)
-    attention->precompute(annotations.data(), sourceLengths, Tx, B, keys);
+    attention->precompute(annotations.data(), batch.srcLen.data(), Tx, B,
+                          keys);
+  else // Cseq2seq-II re-reads the source embeddings, -I the annotations
+    cyclic->precompute(encoder.sharedLayer() ? sourceEmbedded.data()
+                                             : annotations.data(),
+                       batch.srcLen.data(), Tx, B, cyclicSource);
 }
 
 void Model::encodeBackward(const Batch &batch, const float *dInitialState) {
   const int64_t B = batch.B, Tx = batch.Tx, C = encoder.outputWidth();
+  if (cyclic) // every target step's pass over the source, at once
+    cyclic->sequenceBackward(cyclicSource, encoder.sharedLayer()
+                                               ? dSourceEmbedded.data()
+                                               : dAnnotations.data());
   std::vector<float> dPre(dInitialState, dInitialState + s0.size());
   tanhBackward(s0.data(), dPre.data(), int64_t(dPre.size()));
   std::vector<float> dSummary(B * C);

@@ -218,8 +218,9 @@ private:
   /// II) their first position.
   std::vector<float> sourceEmbedded, annotations, summary, s0;
   std::vector<float> dSourceEmbedded;
-  const int32_t *sourceLengths = nullptr;
-  int64_t sourceSteps = 0, sourceBatch = 0;
+  /// What the cyclic context re-reads: Cseq2seq-I the annotations,
+  /// Cseq2seq-II the source embeddings (its input products made once).
+  CyclicContext::Sequence cyclicSource;
   AdditiveAttention::Keys keys;
   std::vector<float> dAnnotations;
   // Workspace of the last teacher-forced decode ([Ty, B, width] arrays and

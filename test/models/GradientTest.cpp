@@ -123,9 +123,11 @@ TEST_P(CyclicGradientTest, WholeModelMatchesFiniteDifferences) {
   EXPECT_LE(worst.error, 1e-2) << worst.where;
 }
 
+// SRU projects the 2H-wide annotations to its H-wide input: it reads them
+// each time instead of sharing its input products.
 INSTANTIATE_TEST_SUITE_P(
     Cells, CyclicGradientTest,
-    testing::Combine(testing::Values("atr", "gru", "lstm"),
+    testing::Combine(testing::Values("atr", "gru", "lstm", "sru"),
                      testing::Values("last", "mean")));
 
 // Cseq2seq-II: the encoder's cell runs backward for s_0 and forward from

@@ -436,6 +436,8 @@ TEST_P(CyclicContextTest, MatchesTorch) {
   const int64_t T = 4, B = 3, C = 3, Q = 2, H = 3;
   ParamStore store;
   CyclicContext cyclic(*jit.cell, "cyc", Q, C, H, pool, store);
+  // W @ x is computed once per sequence, not once per query.
+  EXPECT_TRUE(cyclic.sharesInputProducts());
   Rng rng(31);
   for (Param *p : store.all())
     uniformInit(p->value, 0.7f, rng);
@@ -443,11 +445,13 @@ TEST_P(CyclicContextTest, MatchesTorch) {
   std::vector<float> X = randomValues(T * B * C, rng),
                      Qs = randomValues(B * Q, rng), G = randomValues(B * H, rng);
   std::vector<float> context(B * H), dX(T * B * C, 0.f), dQ(B * Q);
+  CyclicContext::Sequence sequence;
   CyclicContext::Step step;
-  cyclic.forward(X.data(), lengths.data(), T, B, Qs.data(), B, nullptr, step,
-                 context.data(), true);
+  cyclic.precompute(X.data(), lengths.data(), T, B, sequence);
+  cyclic.forward(sequence, Qs.data(), B, nullptr, step, context.data(), true);
   zeroGrads(store.all());
-  cyclic.backward(step, Qs.data(), G.data(), dX.data(), dQ.data());
+  cyclic.backward(sequence, step, Qs.data(), G.data(), dQ.data());
+  cyclic.sequenceBackward(sequence, dX.data());
 
   torch::Tensor x = toTorch(X, {T, B, C}, true), q = toTorch(Qs, {B, Q}, true);
   std::map<std::string, torch::Tensor> params = torchParams(store);
@@ -474,8 +478,8 @@ TEST_P(CyclicContextTest, MatchesTorch) {
   for (int32_t b : sentences)
     queries.insert(queries.end(), Qs.begin() + b * Q, Qs.begin() + (b + 1) * Q);
   CyclicContext::Step beam;
-  cyclic.forward(X.data(), lengths.data(), T, B, queries.data(), 4,
-                 sentences.data(), beam, gathered.data(), false);
+  cyclic.forward(sequence, queries.data(), 4, sentences.data(), beam,
+                 gathered.data(), false);
   for (int64_t r = 0; r < 4; ++r)
     for (int64_t i = 0; i < H; ++i)
       EXPECT_FLOAT_EQ(gathered[r * H + i], context[sentences[r] * H + i]);

@@ -75,13 +75,13 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "enc-layers", o.model.encLayers,
          "encoder layers (gnmt, deep, srnmt; 0: the architecture's, 2 for "
          "those, 1 for the others)")
-      ->check(CLI::Range(1, 16))
+      ->check(CLI::Range(0, 16))
       ->group(group);
   option(cmd, "dec-layers", o.model.decLayers,
          "decoder layers, gnmt's and deep's conditional pair counting as one "
          "(gnmt, deep, srnmt; 0: the architecture's, 2 for those, 1 for the "
          "others)")
-      ->check(CLI::Range(1, 16))
+      ->check(CLI::Range(0, 16))
       ->group(group);
   option(cmd, "context", o.model.context,
          "cseq2seq's context: the cell's last output or the mean of its "

@@ -9,6 +9,8 @@
 #include "models/common/Cells.h"
 #include "models/common/Data.h"
 
+#include "test/support/SeedCells.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,20 +18,12 @@
 
 namespace {
 
-std::vector<std::string> cellsInFolder() {
-  std::vector<std::string> names;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(CELLC_SOURCE_DIR "/cells"))
-    if (entry.path().extension() == ".cell")
-      names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using cellc_test::seedCellNames;
 
 TEST(BuiltinCells, AreEveryCellOfTheCellsFolder) {
   std::vector<std::string> builtin = models::builtinCells();
   std::sort(builtin.begin(), builtin.end());
-  EXPECT_EQ(builtin, cellsInFolder());
+  EXPECT_EQ(builtin, seedCellNames());
   EXPECT_GE(builtin.size(), 9u);
 }
 

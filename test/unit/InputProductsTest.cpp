@@ -11,9 +11,9 @@
 #include "CellRunner.h"
 
 #include "jit/Jit.h"
+#include "test/support/SeedCells.h"
 
 #include <cmath>
-#include <filesystem>
 
 using namespace cellrt_test;
 
@@ -173,19 +173,9 @@ TEST_P(InputProductsTest, DerivedCellMatchesTheOriginal) {
                original.arrays[theirParams + k], "d" + plan.params[k].name);
 }
 
-std::vector<std::string> seedCells() {
-  std::vector<std::string> names;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(CELLC_SOURCE_DIR "/cells"))
-    if (entry.path().extension() == ".cell")
-      names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     SeedCells, InputProductsTest,
-    testing::Combine(testing::ValuesIn(seedCells()), testing::Bool()),
+    testing::Combine(testing::ValuesIn(cellc_test::seedCellNames()), testing::Bool()),
     [](const auto &info) {
       return std::get<0>(info.param) +
              (std::get<1>(info.param) ? "Reverse" : "Forward");

@@ -45,21 +45,27 @@ SrnmtModel::SrnmtModel(const ModelConfig &config)
     throw DataError("--arch srnmt: the units' highways add their inputs, so "
                     "--emb (" + std::to_string(config.emb) +
                     ") must equal --hidden (" + std::to_string(d) + ")");
+  // The first units read the embeddings (emb wide without highways).
   for (int64_t l = 1; l <= config.encLayers; ++l)
     encoder.push_back(std::make_unique<WeaklyRecurrentEncoderLayer>(
-        gatedScan(), store, "encoder.l" + std::to_string(l), d, d,
-        unitOptions(config, false)));
+        gatedScan(), store, "encoder.l" + std::to_string(l),
+        l == 1 ? config.emb : d, d, unitOptions(config, false)));
   for (int64_t l = 1; l <= config.decLayers; ++l) {
     bool attends = !config.singleAttention || l == config.decLayers;
     decoder.push_back(std::make_unique<WeaklyRecurrentDecoderLayer>(
-        gatedScan(), store, "decoder.l" + std::to_string(l), d, d, d,
-        config.att, unitOptions(config, attends)));
+        gatedScan(), store, "decoder.l" + std::to_string(l),
+        l == 1 ? config.emb : d, d, d, config.att,
+        unitOptions(config, attends)));
   }
 }
 
 void SrnmtModel::initialize(Rng &rng, float scale) {
+  // Layer norms start as the identity (gain 1, bias 0), as LayerNorm makes
+  // them: random gains of either sign would scale every unit down.
   for (Param *param : store.all())
-    uniformInit(param->value, scale, rng);
+    if (param->name.find("norm.gain") == std::string::npos &&
+        param->name.find("norm.bias") == std::string::npos)
+      uniformInit(param->value, scale, rng);
 }
 
 std::vector<Param *> SrnmtModel::params() { return store.all(); }
@@ -73,7 +79,7 @@ void SrnmtModel::recordProbes(ModelProbes *probes) {
 
 void SrnmtModel::encode(const Batch &batch, bool train) {
   const int64_t Tx = batch.Tx, B = batch.B, d = config.hidden;
-  sourceEmbedded.resize(Tx * B * d);
+  sourceEmbedded.resize(Tx * B * config.emb);
   sourceEmbedding.forward(batch.src.data(), Tx * B, sourceEmbedded.data());
   encoderOutputs.resize(encoder.size());
   encoderTraces.resize(encoder.size());
@@ -94,7 +100,7 @@ void SrnmtModel::encodeBackward(const Batch &batch) {
   // dMemory: what every decoder unit's attention gave the top output.
   std::vector<float> dOutput = dMemory, dInput;
   for (size_t l = encoder.size(); l-- > 0;) {
-    dInput.assign(rows * d, 0.f);
+    dInput.assign(rows * (l == 0 ? config.emb : d), 0.f);
     encoder[l]->backward(encoderTraces[l], dOutput.data(), dInput.data());
     dOutput.swap(dInput);
   }
@@ -114,7 +120,7 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   const int64_t B = batch.B, Ty = batch.Ty, N = Ty * B, d = config.hidden;
   const int64_t V = config.tgtVocab;
   encode(batch, backward);
-  targetEmbedded.resize(N * d);
+  targetEmbedded.resize(N * config.emb);
   targetEmbedding.forward(batch.tgtIn.data(), N, targetEmbedded.data());
   decoderOutputs.resize(decoder.size());
   decoderTraces.resize(decoder.size());
@@ -143,7 +149,7 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   outputDropout.backward(dOutput.data(), N * d, dropMask);
   dMemory.assign(batch.Tx * B * d, 0.f);
   for (size_t l = decoder.size(); l-- > 0;) {
-    dInput.assign(N * d, 0.f);
+    dInput.assign(N * (l == 0 ? config.emb : d), 0.f);
     decoder[l]->backward(keys[l], decoderTraces[l], dOutput.data(),
                          dInput.data(), dMemory.data());
     dOutput.swap(dInput);
@@ -179,7 +185,7 @@ void SrnmtModel::decodeStep(const BeamSearch &search,
                             std::vector<std::vector<float>> &states,
                             int64_t stateRows) {
   const int64_t n = search.activeCount(), d = config.hidden;
-  std::vector<float> input(n * d), out(n * d), next(n * d);
+  std::vector<float> input(n * config.emb), out(n * d), next(n * d);
   targetEmbedding.forward(search.previousWords().data(), n, input.data());
   for (size_t l = 0; l < decoder.size(); ++l) {
     bool first = states[l].empty();
@@ -188,7 +194,7 @@ void SrnmtModel::decodeStep(const BeamSearch &search,
                      first ? nullptr : search.parentRows().data(),
                      next.data(), out.data());
     states[l] = next;
-    input.swap(out);
+    input.assign(out.begin(), out.end());
   }
   outputForward(input.data(), n, nullptr);
   logSoftmax(logits.data(), n, config.tgtVocab);

@@ -4,7 +4,8 @@
 // Weakly-Recurrent Units" (--arch srnmt): N encoder units and M decoder
 // units of models/common/WeaklyRecurrent.h, each decoder unit attending the
 // top encoder unit's output, then softmax(Wout dropout(s^M) + b). The
-// units' highways add their inputs, so --emb must equal --hidden (d). Every
+// units' highways add their inputs, so --emb must equal --hidden (d) unless
+// --no-highway. Layer norms start as the identity. Every
 // layer is one whole-sequence call in training (the scans are the only
 // recurrence and read only inputs); decoding runs one step per layer over
 // a beam's rows. Ablations (§6): --no-layernorm, --no-highway,
@@ -29,7 +30,8 @@ class BeamSearch;
 
 class SrnmtModel : public TranslationModel {
 public:
-  /// Throws DataError when --emb != --hidden or the hidden width is odd.
+  /// Throws DataError when --emb != --hidden with highways, or the hidden
+  /// width is odd.
   explicit SrnmtModel(const ModelConfig &config);
 
   void initialize(models::Rng &rng, float scale) override;

@@ -103,10 +103,9 @@ CellLayer CellLayer::sharing(const CellLayer &owner, bool reverse) {
 
 CellLayer CellLayer::overInputProducts(const CellLayer &owner,
                                        const cellrt::Cell &derived) {
-  for (const auto &projection : owner.projections)
-    if (projection)
-      throw DataError(owner.what + ": a projected input cannot be given as "
-                      "products");
+  if (owner.projectsAnInput())
+    throw DataError(owner.what + ": a projected input cannot be given as "
+                    "products");
   CellLayer layer = sharing(owner, owner.reverse);
   layer.impl = &derived;
   layer.joined = false;

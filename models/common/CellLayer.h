@@ -145,6 +145,13 @@ public:
   bool isReverse() const { return reverse; }
   /// The projection in front of input k, or nullptr.
   const Linear *projection(size_t k) const { return projections[k].get(); }
+  /// Whether any of the cell's inputs is projected.
+  bool projectsAnInput() const {
+    for (const auto &projection : projections)
+      if (projection)
+        return true;
+    return false;
+  }
   /// The cell's own params by plan name (not the projections').
   std::map<std::string, cellrt::ConstArray> paramArrays() const;
   std::map<std::string, cellrt::MutableArray> gradArrays() const;

@@ -26,9 +26,8 @@ CyclicContext::CyclicContext(CellLayer layer, const std::string &prefix,
   if (this->layer.outputWidth() != this->layer.stateWidths()[0])
     throw DataError(prefix + ": the cell's output must be as wide as its "
                     "first state");
-  for (size_t k = 0; k < this->layer.numInputs(); ++k)
-    if (this->layer.projection(k))
-      return; // the products would read the projection's output
+  if (this->layer.projectsAnInput())
+    return; // the products would read the projection's output
   auto withProducts = this->layer.cell().withInputProducts(products);
   if (!withProducts || products.empty())
     return;

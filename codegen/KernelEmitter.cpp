@@ -103,8 +103,6 @@ private:
   }
 
   void loadEntryValues();
-  void allocateCPUScratch(ArrayRef<cellc::ScratchSlot> slots);
-  void freeCPUScratch();
   Value lengthOf(Type vecType);
   Value evaluate(const cellc::DimExpr &expr);
   void emitLayerNormGrad(LayerNormGradOp op);
@@ -138,12 +136,9 @@ private:
 
   std::map<std::string, Value> dimValues;
   SmallVector<Value> argBase, argStride, argStepStride;
-  /// Per scratch slot (cellc::collectScratch order): the call's allocation
-  /// (CPU) or the launcher's buffer and its row stride (GPU).
+  /// Per scratch slot (cellc::collectScratch order): the runtime's buffer
+  /// and its row stride.
   SmallVector<Value> scratchBase, scratchStride;
-  /// CPU: the heap block holding the scratch when it is too large for the
-  /// stack (null otherwise), and whether it is.
-  Value heapScratch, scratchOnHeap;
   /// Scan kernels: the current and next value of each state, row-local.
   SmallVector<Value> currentState, nextState;
   /// Row pointers of the kernel arguments for the current row.
@@ -167,16 +162,14 @@ void KernelEmitter::loadEntryValues() {
     if (scan)
       argStepStride.push_back(loadAt(strides, i64Constant(numArgs() + i)));
   }
-  // CPU: scratch is allocated once per call, not per row, so the stack stays
-  // flat. GPU: the launcher passes one [rows, LEN] buffer per slot after the
-  // arguments (NVPTX has no dynamic stack allocation); emitRow offsets it.
+  // The runtime passes one buffer per scratch slot after the arguments, so
+  // a kernel never allocates (NVPTX has no dynamic stack, and a layer norm
+  // over 10^6 elements outgrows a thread's stack) and running out of memory
+  // is the runtime's error to report. emitRow offsets each by row x stride:
+  // GPU rows run at once and get [rows, LEN] buffers; CPU rows of one
+  // thread run in turn and share one buffer (stride 0).
   SmallVector<cellc::ScratchSlot> slots =
       cellc::collectScratch(fused, scan, numStates);
-  if (!gpu) {
-    allocateCPUScratch(slots);
-    bindScratch(Value());
-    return;
-  }
   unsigned strideBase = scan ? 2 * numArgs() : numArgs();
   for (unsigned index = 0; index < slots.size(); ++index) {
     scratchBase.push_back(loadAt(ptrs, i64Constant(numArgs() + index)));
@@ -184,109 +177,16 @@ void KernelEmitter::loadEntryValues() {
   }
 }
 
-/// Scratch up to this many floats (64 KiB) per call lives on the stack.
-/// Beyond it a layer norm over a row of 10^6 elements would need megabytes
-/// of stack, more than a runtime worker thread has: it comes from the heap.
-static constexpr int64_t kMaxStackScratchFloats = 16384;
-
-void KernelEmitter::allocateCPUScratch(ArrayRef<cellc::ScratchSlot> slots) {
-  if (slots.empty())
-    return;
-  // One block for all slots, each rounded up to 16 floats (64 bytes).
-  SmallVector<Value> offsets;
-  Value total = i64Constant(0);
-  for (const cellc::ScratchSlot &slot : slots) {
-    offsets.push_back(total);
-    Value rounded = builder.create<arith::AndIOp>(
-        loc,
-        builder.create<arith::AddIOp>(loc, lengthOf(slot.type),
-                                      i64Constant(15)),
-        i64Constant(-16));
-    total = builder.create<arith::AddIOp>(loc, total, rounded);
-  }
-  scratchOnHeap =
-      builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, total,
-                                    i64Constant(kMaxStackScratchFloats));
-  // The stack part is empty when the heap is used, so a constant width of
-  // 10^9 does not make a static stack frame of gigabytes.
-  auto f32Ptr = LLVM::LLVMPointerType::get(builder.getF32Type());
-  Value onStack = builder.create<LLVM::AllocaOp>(
-      loc, f32Ptr,
-      builder.create<arith::SelectOp>(loc, scratchOnHeap, i64Constant(0),
-                                      total),
-      64);
-  auto module = func->getParentOfType<ModuleOp>();
-  LLVM::LLVMFuncOp malloc =
-      LLVM::lookupOrCreateMallocFn(module, builder.getI64Type());
-  auto allocate = builder.create<scf::IfOp>(
-      loc, scratchOnHeap,
-      [&](OpBuilder &nested, Location location) {
-        Value bytes = nested.create<arith::MulIOp>(
-            location, total,
-            nested.create<arith::ConstantIntOp>(location, 4, 64));
-        Value block =
-            nested.create<LLVM::CallOp>(location, malloc, ValueRange{bytes})
-                .getResult();
-        nested.create<scf::YieldOp>(location,
-                                    ValueRange{nested.create<LLVM::BitcastOp>(
-                                        location, f32Ptr, block)});
-      },
-      [&](OpBuilder &nested, Location location) {
-        nested.create<scf::YieldOp>(
-            location,
-            ValueRange{nested.create<LLVM::NullOp>(location, f32Ptr)});
-      });
-  heapScratch = allocate.getResult(0);
-  // Out of memory: abort rather than write through a null pointer (a
-  // kernel has no way to return an error).
-  Value failed =
-      builder.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::eq, heapScratch,
-                                   builder.create<LLVM::NullOp>(loc, f32Ptr));
-  failed = builder.create<arith::AndIOp>(loc, scratchOnHeap, failed);
-  auto whenFailed =
-      builder.create<scf::IfOp>(loc, failed, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPoint(whenFailed.thenBlock()->getTerminator());
-    LLVM::LLVMFuncOp abort = LLVM::lookupOrCreateFn(
-        module, "abort", {}, LLVM::LLVMVoidType::get(builder.getContext()));
-    builder.create<LLVM::CallOp>(loc, abort, ValueRange{});
-  }
-  Value base =
-      builder.create<arith::SelectOp>(loc, scratchOnHeap, heapScratch, onStack);
-  for (Value offset : offsets)
-    scratchBase.push_back(offsetPointer(base, offset));
-}
-
-/// Releases what allocateCPUScratch took from the heap; at the kernel's end.
-void KernelEmitter::freeCPUScratch() {
-  if (!heapScratch)
-    return;
-  auto module = func->getParentOfType<ModuleOp>();
-  LLVM::LLVMFuncOp free = LLVM::lookupOrCreateFreeFn(module);
-  auto release =
-      builder.create<scf::IfOp>(loc, scratchOnHeap, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(release.thenBlock()->getTerminator());
-  Value block = builder.create<LLVM::BitcastOp>(
-      loc, LLVM::LLVMPointerType::get(builder.getI8Type()), heapScratch);
-  builder.create<LLVM::CallOp>(loc, free, ValueRange{block});
-}
-
-/// Points every scratch slot at this row's part (GPU) or the call's own
-/// allocation (CPU, `row` unused).
+/// Points every scratch slot at this row's part of its buffer.
 void KernelEmitter::bindScratch(Value row) {
   SmallVector<cellc::ScratchSlot> slots =
       cellc::collectScratch(fused, scan, numStates);
-  if (gpu && !row)
-    return;
   currentState.clear();
   nextState.clear();
   for (auto [index, slot] : llvm::enumerate(slots)) {
-    Value pointer = scratchBase[index];
-    if (gpu)
-      pointer = offsetPointer(
-          pointer, builder.create<arith::MulIOp>(loc, row, scratchStride[index]));
+    Value pointer = offsetPointer(
+        scratchBase[index],
+        builder.create<arith::MulIOp>(loc, row, scratchStride[index]));
     if (slot.kind == cellc::ScratchSlot::CurrentState)
       currentState.push_back(pointer);
     else if (slot.kind == cellc::ScratchSlot::NextState)
@@ -692,7 +592,6 @@ void KernelEmitter::emit() {
         else
           emitRow(toI64(rows[0]));
       });
-  freeCPUScratch();
   builder.create<func::ReturnOp>(loc);
 }
 

@@ -168,6 +168,8 @@ struct BoundOperation {
   std::vector<Operand> operands;
   /// Kernels on devices that pass row-local scratch: [rows, LEN] each.
   std::vector<std::pair<float *, int64_t>> scratch;
+  /// Kernels on devices that provide scratch per thread: each LEN.
+  std::vector<int64_t> scratchLengths;
   /// Gemm, Wgrad: the stacked weight and its shape.
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
@@ -858,14 +860,17 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
                                                std::to_string(op.kernel) +
                                                " is not in the image"));
       auto scratch = plan.scratch.find(op.kernel);
-      if (device.kernelsTakeScratch() && scratch != plan.scratch.end()) {
+      if (scratch != plan.scratch.end()) {
         bool allRows = op.phase == Phase::Pre || op.phase == Phase::BPre ||
                        op.phase == Phase::End;
         int64_t rows = allRows ? sizes.steps * sizes.batch : sizes.batch;
         for (const DimExpr &length : scratch->second) {
           int64_t columns = sizes.eval(length);
-          bound.scratch.push_back(
-              {scratchBlocks.allocate(rows * columns), columns});
+          if (!device.scratchPerRow())
+            bound.scratchLengths.push_back(columns);
+          else
+            bound.scratch.push_back(
+                {scratchBlocks.allocate(rows * columns), columns});
         }
       }
     } else if (op.kind == Operation::Kind::Pgrad) {
@@ -979,6 +984,7 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
   call.dims = work.dims;
   call.pointers = &kernelPointers;
   call.strides = &kernelStrides;
+  call.scratchLengths = &bound.scratchLengths;
   call.work = (rowEnd - rowBegin) * widest;
   return device.launch(call);
 }
@@ -1008,6 +1014,7 @@ Status Execution::runScan(const BoundOperation &bound) {
   call.dims = work.dims;
   call.pointers = &kernelPointers;
   call.strides = &kernelStrides;
+  call.scratchLengths = &bound.scratchLengths;
   call.work = rowsPerStep * widest * sizes.steps;
   return device.launch(call);
 }

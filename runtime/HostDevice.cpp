@@ -4,7 +4,11 @@
 #include "Gemm.h"
 #include "Parallel.h"
 
+#include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <cstring>
 
 using namespace cellrt;
@@ -82,14 +86,95 @@ Status HostDevice::gemmAccumulateTransposedInput(
                                                out, outStride);
 }
 
+namespace {
+
+/// One thread's scratch for the kernels it runs: grown to the widest call,
+/// kept for the thread's life, so a step allocates nothing.
+class ThreadScratch {
+  /// Beyond this many floats, byte counts overflow.
+  static constexpr int64_t kMaxFloats = INT64_MAX / 8;
+
+public:
+  ~ThreadScratch() { std::free(buffer); }
+
+  /// The kernel's arguments with this thread's scratch appended (row stride
+  /// 0); false when the memory cannot be had.
+  bool bind(const KernelLaunch &call) {
+    // Slots start on 64-byte lines, as the kernels' vector loads assume.
+    auto rounded = [](int64_t length) { return (length + 15) / 16 * 16; };
+    int64_t total = 0;
+    for (int64_t length : *call.scratchLengths) {
+      if (length < 0 || length > kMaxFloats - total - 16)
+        return false;
+      total += rounded(length);
+    }
+    if (!reserve(total))
+      return false;
+    pointers.assign(call.pointers->begin(), call.pointers->end());
+    strides.assign(call.strides->begin(), call.strides->end());
+    int64_t offset = 0;
+    for (int64_t length : *call.scratchLengths) {
+      pointers.push_back(buffer + offset);
+      strides.push_back(0);
+      offset += rounded(length);
+    }
+    return true;
+  }
+
+  std::vector<float *> pointers;
+  std::vector<int64_t> strides;
+
+private:
+  bool reserve(int64_t floats) {
+    if (floats <= capacity)
+      return true;
+    auto *grown = static_cast<float *>(
+        std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64));
+    if (!grown)
+      return false;
+    std::free(buffer);
+    buffer = grown;
+    capacity = floats;
+    return true;
+  }
+
+  float *buffer = nullptr;
+  int64_t capacity = 0;
+};
+
+} // namespace
+
 Status HostDevice::launch(const KernelLaunch &call) {
   cellrt_kernel_fn kernel = kernels[call.kernel];
-  float **pointers = call.pointers->data();
-  int64_t *strides = call.strides->data();
+  if (!call.scratchLengths || call.scratchLengths->empty()) {
+    float **pointers = call.pointers->data();
+    int64_t *strides = call.strides->data();
+    parallelRows(call.rowEnd - call.rowBegin, call.work,
+                 [&](int64_t begin, int64_t end) {
+                   kernel(call.rowBegin + begin, call.rowBegin + end,
+                          call.step, call.lengths, call.dims, pointers,
+                          strides);
+                 });
+    return Status::success();
+  }
+  std::atomic<bool> outOfMemory{false};
   parallelRows(call.rowEnd - call.rowBegin, call.work,
                [&](int64_t begin, int64_t end) {
+                 thread_local ThreadScratch scratch;
+                 if (!scratch.bind(call)) {
+                   outOfMemory = true;
+                   return;
+                 }
                  kernel(call.rowBegin + begin, call.rowBegin + end, call.step,
-                        call.lengths, call.dims, pointers, strides);
+                        call.lengths, call.dims, scratch.pointers.data(),
+                        scratch.strides.data());
                });
-  return Status::success();
+  if (!outOfMemory)
+    return Status::success();
+  uint64_t floats = 0;
+  for (int64_t length : *call.scratchLengths)
+    floats += static_cast<uint64_t>(length);
+  return Status::error("out of memory: kernel " + std::to_string(call.kernel) +
+                       " needs " + std::to_string(floats) +
+                       " floats of scratch per thread");
 }

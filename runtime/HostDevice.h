@@ -22,7 +22,7 @@ public:
       : kernels(std::move(kernels)) {}
 
   bool sharesHostMemory() const override { return true; }
-  bool kernelsTakeScratch() const override { return false; }
+  bool scratchPerRow() const override { return false; }
   int64_t numKernels() const override {
     return static_cast<int64_t>(kernels.size());
   }

@@ -45,7 +45,7 @@ public:
                                                     const std::string &ptx);
 
   bool sharesHostMemory() const override { return false; }
-  bool kernelsTakeScratch() const override { return true; }
+  bool scratchPerRow() const override { return true; }
   int64_t numKernels() const override {
     return static_cast<int64_t>(kernels.size());
   }

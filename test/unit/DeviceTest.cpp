@@ -47,9 +47,9 @@ public:
   using HostDevice::HostDevice;
 
   bool sharesHostMemory() const override { return false; }
-  // CPU kernels ignore arguments past their operands, so passing scratch
-  // exercises the GPU's launch layout harmlessly.
-  bool kernelsTakeScratch() const override { return true; }
+  // Kernels offset their scratch by row x stride, so per-row buffers
+  // exercise the GPU's launch layout on the CPU.
+  bool scratchPerRow() const override { return true; }
 
   void *allocate(size_t bytes) override {
     void *memory = HostDevice::allocate(bytes);
@@ -296,4 +296,99 @@ TEST(SeparateMemoryDevice, PackedWeightsStayOnTheDeviceSrnmt) {
 }
 TEST(SeparateMemoryDevice, PackedWeightsStayOnTheDeviceLstm) {
   expectPackedWeightsStayOnTheDevice(cellc_lstm_image());
+}
+
+namespace {
+
+/// What the scratch-checking kernel saw: per row, its two scratch slots.
+struct SeenScratch {
+  std::vector<float *> first, second;
+  std::vector<int64_t> strides;
+  int calls = 0;
+} seen;
+
+/// One argument (rows of 4 floats), two scratch slots: records where the
+/// slots are, writes through both, and copies the row through them.
+void scratchKernel(int64_t rowBegin, int64_t rowEnd, int64_t,
+                   const int32_t *, const int64_t *, float *const *ptrs,
+                   const int64_t *strides) {
+  ++seen.calls;
+  seen.strides.assign(strides, strides + 3);
+  for (int64_t row = rowBegin; row < rowEnd; ++row) {
+    float *first = ptrs[1] + row * strides[1];
+    float *second = ptrs[2] + row * strides[2];
+    seen.first[row] = first;
+    seen.second[row] = second;
+    float *values = ptrs[0] + row * strides[0];
+    for (int i = 0; i < 4; ++i)
+      first[i] = values[i] + 1;
+    for (int i = 0; i < 4; ++i)
+      second[i] = first[i] * 2;
+    for (int i = 0; i < 4; ++i)
+      values[i] = second[i];
+  }
+}
+
+} // namespace
+
+// CPU kernels take their scratch from the device, one buffer per thread
+// (row stride 0), 64-byte aligned slots, after their arguments.
+TEST(HostDevice, KernelsGetThreadScratchAfterTheirArguments) {
+  detail::HostDevice device({scratchKernel});
+  const int64_t rows = 64;
+  std::vector<float> data(rows * 4);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<float>(i);
+  std::vector<float *> pointers{data.data()};
+  std::vector<int64_t> strides{4};
+  std::vector<int64_t> lengths{5, 3};
+  seen = SeenScratch();
+  seen.first.assign(rows, nullptr);
+  seen.second.assign(rows, nullptr);
+  KernelLaunch call;
+  call.rowEnd = rows;
+  call.pointers = &pointers;
+  call.strides = &strides;
+  call.scratchLengths = &lengths;
+  call.work = int64_t(1) << 30;
+  ASSERT_TRUE(device.launch(call).ok());
+  EXPECT_EQ(seen.strides, (std::vector<int64_t>{4, 0, 0}));
+  for (int64_t row = 0; row < rows; ++row) {
+    ASSERT_NE(seen.first[row], nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(seen.first[row]) % 64, 0u);
+    // The first slot's 5 floats round up to a 16-float line.
+    EXPECT_EQ(seen.second[row], seen.first[row] + 16);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(data[row * 4 + i], (row * 4 + i + 1) * 2.0f);
+  }
+  // The caller's argument arrays are left as they were.
+  EXPECT_EQ(pointers.size(), 1u);
+  EXPECT_EQ(strides.size(), 1u);
+}
+
+// Scratch the machine cannot give is an error, not an abort, and the
+// kernel does not run.
+TEST(HostDevice, ScratchThatCannotBeHadIsAnError) {
+  detail::HostDevice device({scratchKernel});
+  std::vector<float> data(4);
+  std::vector<float *> pointers{data.data()};
+  std::vector<int64_t> strides{4};
+  seen = SeenScratch();
+  seen.first.assign(1, nullptr);
+  seen.second.assign(1, nullptr);
+  for (std::vector<int64_t> lengths :
+       {std::vector<int64_t>{int64_t(1) << 50, 3},
+        std::vector<int64_t>{INT64_MAX, INT64_MAX}}) {
+    KernelLaunch call;
+    call.rowEnd = 1;
+    call.pointers = &pointers;
+    call.strides = &strides;
+    call.scratchLengths = &lengths;
+    Status status = device.launch(call);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("out of memory: kernel 0 needs"),
+              std::string::npos)
+        << status.message();
+  }
+  EXPECT_EQ(seen.calls, 0);
 }

@@ -5,8 +5,8 @@
 // bad_alloc); now each is a short located error. And kernels on rows of
 // millions of elements run: a layer norm over a row of 10^6 elements needs
 // megabytes of row-local scratch, which kernels once took from the stack
-// (alloca; `cellc run` died with SIGSEGV) and now take from the heap past
-// 64 KiB.
+// (alloca; `cellc run` died with SIGSEGV), then from malloc (aborting when
+// it failed), and now get from the runtime (docs/plan-format.md).
 //
 //===----------------------------------------------------------------------===//
 

@@ -35,6 +35,12 @@ struct KernelLaunch {
   const int64_t *dims = nullptr;
   std::vector<float *> *pointers = nullptr;
   std::vector<int64_t> *strides = nullptr;
+  /// The kernel's scratch lengths in floats, when the device provides the
+  /// scratch itself (scratchPerRow() false): one buffer per thread, shared
+  /// by the rows that thread runs, passed after the arguments with row
+  /// stride 0. Null or empty when the kernel needs none, or when the
+  /// executor already put per-row buffers into `pointers`.
+  const std::vector<int64_t> *scratchLengths = nullptr;
   /// About rows x elements per row x steps: whether splitting pays.
   int64_t work = 0;
 };
@@ -46,9 +52,12 @@ public:
   /// True when device memory is host memory: the caller's arrays are used
   /// in place and nothing is copied in or out.
   virtual bool sharesHostMemory() const = 0;
-  /// True when kernels take their row-local scratch as extra arguments after
-  /// their operands (NVPTX has no dynamic stack; CPU kernels use the stack).
-  virtual bool kernelsTakeScratch() const = 0;
+  /// Every kernel takes its row-local scratch (the plan's `scratch` lines)
+  /// as extra arguments after its operands. True: the executor allocates
+  /// one [rows, LEN] buffer per slot and passes it (GPU: every row runs at
+  /// once). False: the device hands each thread one buffer per slot from
+  /// KernelLaunch::scratchLengths (CPU: rows of one thread run in turn).
+  virtual bool scratchPerRow() const = 0;
   /// The kernels this device can launch.
   virtual int64_t numKernels() const = 0;
 

@@ -31,6 +31,9 @@ extern "C" {
 /// The arguments of one call must not overlap in memory (beyond a vector
 /// parameter's rows sharing storage): kernels are compiled assuming so, which
 /// lets every element loop vectorise without run-time alias checks.
+/// A kernel with `scratch` lines in the plan finds its scratch buffers in
+/// `ptrs` after its arguments and their row strides after the argument
+/// strides (docs/plan-format.md); it allocates nothing itself.
 typedef void (*cellrt_kernel_fn)(int64_t row_begin, int64_t row_end,
                                  int64_t step, const int32_t *lengths,
                                  const int64_t *dims, float *const *ptrs,

@@ -12,6 +12,7 @@ packages=(
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-matplotlib
 )
 

@@ -1,6 +1,7 @@
 //===- models/common/CommandLine.cpp - The drivers' CLI11 options ---------===//
 
 #include "models/common/CommandLine.h"
+#include "models/common/Team.h"
 
 #include <cerrno>
 #include <cmath>
@@ -93,6 +94,8 @@ int runCommand(const std::string &program,
     return command();
   } catch (const std::exception &error) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
+    // Under mpirun the other ranks would wait for this one forever.
+    Team::world().abortAll(1);
     return 1;
   }
 }

@@ -142,13 +142,24 @@ private:
   };
   EpochRun runEpoch(const std::vector<Example> &exs, const TrainData &data,
                     RunLog &log);
+  /// A batch's summed loss and sizes, over every rank (Team).
+  struct BatchTotals {
+    double loss = 0;
+    int64_t targetTokens = 0, sourceTokens = 0, sentences = 0;
+  };
+  /// Zeroes the gradients, then leaves the batch's in them (this rank's
+  /// shard, summed over the ranks).
+  BatchTotals lossAndGradients(const std::vector<Example> &exs,
+                               const std::vector<int64_t> &indices);
+  /// Validates on rank 0 and gives every rank its perplexity and BLEU.
+  void validateOnLeader(const TrainData &data, double &ppl, double &bleu);
   /// --valid-every: validation in the middle of an epoch, logged only.
   void validateNow(const TrainData &data, RunLog &log);
   void finishEpoch(const TrainData &data, RunLog &log,
                    const EpochRun &run);
   /// False (after a warning) when the update must be skipped; throws when
   /// it must stop training. `gradNorm` is gradientNorm() of the update.
-  bool updateIsFinite(const Batch &batch, double loss, double gradNorm,
+  bool updateIsFinite(const BatchTotals &batch, double gradNorm,
                       int64_t batchIndex, int64_t batches, std::ostream &log);
   /// Saves at a scheduled point; a failure is reported and training goes on
   /// (the previous checkpoint is intact), unless `final`.

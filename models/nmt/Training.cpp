@@ -9,6 +9,8 @@
 
 #include "models/nmt/Trainer.h"
 
+#include "models/common/Team.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -75,9 +77,10 @@ const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
 }
 } // namespace
 
-bool Session::updateIsFinite(const Batch &batch, double loss,
-                             double gradNorm, int64_t batchIndex,
-                             int64_t batches, std::ostream &log) {
+bool Session::updateIsFinite(const BatchTotals &batch, double gradNorm,
+                             int64_t batchIndex, int64_t batches,
+                             std::ostream &log) {
+  double loss = batch.loss;
   std::string what;
   if (!std::isfinite(loss)) {
     what = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "Inf");
@@ -91,20 +94,23 @@ bool Session::updateIsFinite(const Batch &batch, double loss,
   std::string where = "update " + std::to_string(state.updates + 1) +
                       " (epoch " + std::to_string(state.epoch + 1) +
                       ", batch " + std::to_string(batchIndex + 1) + " of " +
-                      std::to_string(batches) + ", " + std::to_string(batch.B) +
-                      " sentences): " + what;
+                      std::to_string(batches) + ", " +
+                      std::to_string(batch.sentences) + " sentences): " + what;
   if (!options.skipNonfinite)
     throw DataError(where + "; stopped before applying it (the last "
                             "checkpoint is intact; --skip-nonfinite skips "
                             "such updates)");
   ++state.skippedUpdates;
   log << "skipped " << where << std::endl;
-  std::fprintf(stderr, "nmt: warning: skipped %s\n", where.c_str());
+  if (Team::world().leader())
+    std::fprintf(stderr, "nmt: warning: skipped %s\n", where.c_str());
   return false;
 }
 
 void Session::saveOrWarn(const std::string &path, std::ostream &log,
                          bool final) {
+  if (!Team::world().leader())
+    return;
   models::saveOrWarn("nmt", [&] { save(path); }, log, final);
 }
 
@@ -112,7 +118,8 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
                                     const TrainData &data, RunLog &runLog) {
   std::ostream &log = runLog.text();
   auto params = model->params();
-  bool bar = options.progress && isatty(2);
+  Team &team = Team::world();
+  bool bar = options.progress && isatty(2) && team.leader();
   Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
   auto order = makeBatchOrder(exs, options.maxTokens, orderRng);
   auto start = Clock::now();
@@ -121,15 +128,14 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
   int64_t first = state.batchInEpoch, batches = int64_t(order.size());
   char line[512];
   for (int64_t bi = state.batchInEpoch; bi < batches; ++bi) {
-    Batch batch = makeBatch(exs, order[bi]);
-    zeroGrads(params);
-    double loss = model->loss(batch, true, &state.dropoutRng);
+    BatchTotals batch = lossAndGradients(exs, order[bi]);
+    double loss = batch.loss;
     if (beforeUpdate)
       beforeUpdate(state.updates + 1);
     state.batchInEpoch = bi + 1;
     // One pass over the gradients serves the check and the clipping.
     double gradNorm = gradientNorm(params);
-    if (!updateIsFinite(batch, loss, gradNorm, bi, batches, log))
+    if (!updateIsFinite(batch, gradNorm, bi, batches, log))
       continue;
     adam.lr = float(state.lr);
     adam.update(params, gradNorm);
@@ -186,9 +192,51 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
   return run;
 }
 
+Session::BatchTotals
+Session::lossAndGradients(const std::vector<Example> &exs,
+                          const std::vector<int64_t> &indices) {
+  auto params = model->params();
+  Team &team = Team::world();
+  zeroGrads(params);
+  BatchTotals totals;
+  // Under mpirun this rank's shard of the batch; a short last batch may
+  // leave a rank none.
+  std::vector<int64_t> mine = team.shard(indices);
+  if (!mine.empty()) {
+    Batch batch = makeBatch(exs, mine);
+    totals.loss = model->loss(batch, true, &state.dropoutRng);
+    totals.targetTokens = batch.targetTokens;
+    totals.sourceTokens = batch.sourceTokens;
+    totals.sentences = batch.B;
+  }
+  if (!team.shared())
+    return totals;
+  // The loss is a sum over target tokens, its gradient that of the mean
+  // over this shard's tokens: weighted by the shard's share of the batch's
+  // tokens and summed over the ranks, it is the whole batch's gradient, so
+  // every rank takes the step one process would.
+  double sums[4] = {totals.loss, double(totals.targetTokens),
+                    double(totals.sourceTokens), double(totals.sentences)};
+  team.sum(sums, 4);
+  team.sumGradients(params, float(double(totals.targetTokens) / sums[1]));
+  return {sums[0], int64_t(sums[1]), int64_t(sums[2]), int64_t(sums[3])};
+}
+
+void Session::validateOnLeader(const TrainData &data, double &ppl,
+                               double &bleu) {
+  Team &team = Team::world();
+  double results[2] = {0, 0};
+  if (team.leader())
+    validate(data.validSrc, data.validTgt, results[0], results[1],
+             options.validBeam);
+  team.broadcast(results, 2);
+  ppl = results[0];
+  bleu = results[1];
+}
+
 void Session::validateNow(const TrainData &data, RunLog &runLog) {
   double ppl = 0, bleu = 0;
-  validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
+  validateOnLeader(data, ppl, bleu);
   char line[256];
   std::snprintf(line, sizeof line,
                 "epoch %lld update %lld: valid ppl %.3f, valid BLEU %.2f",
@@ -205,7 +253,7 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                           const EpochRun &run) {
   std::ostream &log = runLog.text();
   double ppl = 0, bleu = 0;
-  validate(data.validSrc, data.validTgt, ppl, bleu, options.validBeam);
+  validateOnLeader(data, ppl, bleu);
   state.epochLoss.push_back(
       state.epochTokens ? state.epochLossSum / double(state.epochTokens) : 0);
   state.validPerplexity.push_back(ppl);
@@ -220,7 +268,8 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                 run.words / std::max(run.seconds, 1e-9), run.seconds, state.lr);
   log << line << std::endl;
   // The epoch's summary also without the progress bar (--no-progress).
-  std::fprintf(stderr, "%s\n", line);
+  if (Team::world().leader())
+    std::fprintf(stderr, "%s\n", line);
   runLog.event("epoch",
                {{"epoch", double(state.epoch + 1)},
                 {"update", double(state.updates)},
@@ -265,18 +314,31 @@ void Session::train(const TrainData &data) {
   // OUT.log for people, OUT.jsonl (one object per event) for plots.
   std::string eventPath =
       (options.log.empty() ? options.out : options.log) + ".jsonl";
-  RunLog runLog(logPath, eventPath);
+  Team &team = Team::world();
+  // Rank 0 alone writes the run's files.
+  RunLog runLog(team.leader() ? logPath : "/dev/null",
+                team.leader() ? eventPath : "/dev/null");
   std::ostream &log = runLog.text();
+  team.requireSame(model->parameterCount(), "the parameter count");
+  team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),
+                   "the vocabularies");
+  team.requireSame(int64_t(exs.size()), "the training pairs");
+  team.broadcastValues(model->params());
   char line[512];
   std::snprintf(line, sizeof line,
                 "%s, %lld parameters, vocab %lld/%lld, %zu training "
-                "pairs (%zu dropped by --max-len)",
+                "pairs (%zu dropped by --max-len)%s",
                 architectureText(options.model).c_str(),
                 (long long)model->parameterCount(),
                 (long long)srcVocab.size(), (long long)tgtVocab.size(),
-                exs.size(), data.trainSrc.size() - exs.size());
+                exs.size(), data.trainSrc.size() - exs.size(),
+                team.shared() ? (", " + std::to_string(team.size()) +
+                                 " ranks (mpirun)")
+                                    .c_str()
+                              : "");
   log << line << std::endl;
-  std::fprintf(stderr, "%s\n", line);
+  if (team.leader())
+    std::fprintf(stderr, "%s\n", line);
   while (!state.finished && state.epoch < options.epochs) {
     // A run resumed at its --max-updates has nothing left to do (one more
     // update, or an early end of epoch, would differ from the straight run).

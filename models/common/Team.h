@@ -1,0 +1,73 @@
+//===- models/common/Team.h - Processes training one model ------*- C++ -*-===//
+//
+// Data-parallel training on Open MPI: `mpirun -np N nmt train ...` starts N
+// processes (ranks) that each build the same model, read the same data and
+// agree on the same sequence of batches; each rank computes the loss and
+// gradients of its shard of every batch (sentences r, r + N, r + 2N, ...),
+// the gradients are summed across ranks, and every rank applies the same
+// update, so the parameters stay identical without being sent. Rank 0
+// alone validates, logs and writes checkpoints.
+//
+// Without mpirun (or in a build without MPI) the team is this one process
+// and every operation is a no-op: a driver runs exactly as before.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLC_MODELS_COMMON_TEAM_H
+#define CELLC_MODELS_COMMON_TEAM_H
+
+#include "models/common/Param.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace models {
+
+class Team {
+public:
+  /// The processes of this run: under mpirun, MPI_COMM_WORLD (MPI is
+  /// started on the first call); otherwise this process alone.
+  static Team &world();
+
+  int rank() const { return rankIndex; }
+  int size() const { return ranks; }
+  /// Rank 0: the one that validates, logs and writes files.
+  bool leader() const { return rankIndex == 0; }
+  bool shared() const { return ranks > 1; }
+
+  /// This rank's part of a batch of example indices: every size()-th one,
+  /// starting at rank(), so N ranks together cover exactly the batch.
+  std::vector<int64_t> shard(const std::vector<int64_t> &batch) const;
+
+  /// Replaces every parameter's gradient by the sum over the ranks of
+  /// `weight` x their gradient (a rank's weight: its share of a mean). The
+  /// gradients travel in buckets of contiguous floats (one MPI_Allreduce
+  /// per bucket of up to kBucketFloats), not one call per tensor.
+  void sumGradients(const std::vector<Param *> &params, float weight);
+  /// Sums `count` doubles over the ranks in place.
+  void sum(double *values, int count);
+  /// Rank 0's `count` doubles, on every rank.
+  void broadcast(double *values, int count);
+  /// Rank 0's parameter values, on every rank (a start that must not
+  /// depend on each process's own initialisation).
+  void broadcastValues(const std::vector<Param *> &params);
+  /// Throws DataError naming `what` unless every rank has the same value.
+  void requireSame(int64_t value, const std::string &what);
+  /// After an error on this rank: stops every rank (the others would wait
+  /// for it forever in the next collective). Returns only when alone.
+  void abortAll(int exitCode);
+
+  static constexpr int64_t kBucketFloats = int64_t(1) << 22;
+
+private:
+  Team();
+  ~Team();
+  int rankIndex = 0, ranks = 1;
+  bool started = false;
+  std::vector<float> bucket;
+};
+
+} // namespace models
+
+#endif

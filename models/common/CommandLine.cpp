@@ -90,12 +90,15 @@ givenOptions(const CLI::App &cmd,
 
 int runCommand(const std::string &program,
                const std::function<int()> &command) {
+  // Under mpirun: start MPI and quiet the other ranks before any output.
+  Team &team = Team::world();
   try {
     return command();
   } catch (const std::exception &error) {
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), error.what());
+    std::fprintf(team.errors(), "%s: error%s: %s\n", program.c_str(),
+                 team.where().c_str(), error.what());
     // Under mpirun the other ranks would wait for this one forever.
-    Team::world().abortAll(1);
+    team.abortAll(1);
     return 1;
   }
 }

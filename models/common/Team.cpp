@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
 
 #ifdef CELLC_HAVE_MPI
 #include <mpi.h>
@@ -43,6 +45,14 @@ Team::Team() {
   started = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rankIndex);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (leader())
+    return;
+  int terminal = dup(2), null = open("/dev/null", O_WRONLY);
+  if (terminal < 0 || null < 0)
+    return;
+  errorStream = fdopen(terminal, "w");
+  dup2(null, 2);
+  close(null);
 #else
   if (launchedAsRank())
     std::fprintf(stderr, "warning: started by an MPI launcher, but this "
@@ -106,6 +116,15 @@ void Team::sumGradients(const std::vector<Param *> &params, float weight) {
 #endif
 }
 
+void Team::combineBatch(const std::vector<Param *> &params,
+                        std::vector<double> &totals) {
+  if (!shared())
+    return;
+  double items = totals.at(1);
+  sum(totals.data(), int(totals.size()));
+  sumGradients(params, totals[1] > 0 ? float(items / totals[1]) : 0.f);
+}
+
 void Team::sum(double *values, int count) {
 #ifdef CELLC_HAVE_MPI
   if (shared())
@@ -123,6 +142,22 @@ void Team::broadcast(double *values, int count) {
 #else
   (void)values, (void)count;
 #endif
+}
+
+void Team::broadcastBytes(void *data, int64_t bytes) {
+#ifdef CELLC_HAVE_MPI
+  if (shared())
+    MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+#else
+  (void)data, (void)bytes;
+#endif
+}
+
+std::string Team::where() const {
+  if (!shared())
+    return "";
+  return " (rank " + std::to_string(rankIndex) + " of " +
+         std::to_string(ranks) + ")";
 }
 
 void Team::broadcastValues(const std::vector<Param *> &params) {

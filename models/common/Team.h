@@ -19,7 +19,9 @@
 #include "models/common/Param.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace models {
@@ -45,10 +47,23 @@ public:
   /// gradients travel in buckets of contiguous floats (one MPI_Allreduce
   /// per bucket of up to kBucketFloats), not one call per tensor.
   void sumGradients(const std::vector<Param *> &params, float weight);
+  /// For a batch whose loss is a sum over items (target tokens, sentences)
+  /// and whose gradient is that of the mean over this rank's items: sums
+  /// `totals` = {loss, items, anything else...} over the ranks in place and
+  /// makes the gradients the whole batch's mean (each rank's weighted by its
+  /// share of the items), so every rank takes the step one process would.
+  void combineBatch(const std::vector<Param *> &params,
+                    std::vector<double> &totals);
   /// Sums `count` doubles over the ranks in place.
   void sum(double *values, int count);
   /// Rank 0's `count` doubles, on every rank.
   void broadcast(double *values, int count);
+  /// Rank 0's `value` (plain data: counts, scores), on every rank.
+  template <typename T> void broadcast(T &value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    broadcastBytes(&value, int64_t(sizeof(T)));
+  }
+  void broadcastBytes(void *data, int64_t bytes);
   /// Rank 0's parameter values, on every rank (a start that must not
   /// depend on each process's own initialisation).
   void broadcastValues(const std::vector<Param *> &params);
@@ -57,6 +72,12 @@ public:
   /// After an error on this rank: stops every rank (the others would wait
   /// for it forever in the next collective). Returns only when alone.
   void abortAll(int exitCode);
+  /// Where errors go. Ranks other than 0 print nothing else (their stderr
+  /// is /dev/null: every rank would print the same progress), but their
+  /// errors, which may be their own, reach the terminal.
+  std::FILE *errors() const { return errorStream ? errorStream : stderr; }
+  /// "" alone, else " (rank R of N)": for messages that may be one rank's.
+  std::string where() const;
 
   static constexpr int64_t kBucketFloats = int64_t(1) << 22;
 
@@ -66,6 +87,7 @@ private:
   int rankIndex = 0, ranks = 1;
   bool started = false;
   std::vector<float> bucket;
+  std::FILE *errorStream = nullptr;
 };
 
 } // namespace models

@@ -96,6 +96,11 @@ private:
   /// Trains the rest of the current epoch; returns its chars/s.
   double runEpoch(const std::vector<Encoded> &train, std::ostream &log);
   void finishEpoch(const TrainData &data, models::RunLog &log, double rate);
+  /// Zeroes the gradients and leaves the batch's in them (this rank's
+  /// shard, combined over the ranks); {loss, sentences, characters} of the
+  /// whole batch.
+  std::vector<double> lossAndGradients(const std::vector<Encoded> &train,
+                                       const std::vector<int64_t> &indices);
   /// Saves at a scheduled point; a failure is reported and training goes on
   /// (the previous checkpoint is intact), unless `final`.
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);

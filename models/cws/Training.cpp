@@ -9,6 +9,7 @@
 
 #include "models/common/Progress.h"
 #include "models/common/RunFiles.h"
+#include "models/common/Team.h"
 #include "models/cws/Session.h"
 
 #include <cmath>
@@ -43,6 +44,8 @@ std::string format(const char *pattern, ...) {
 
 void Session::saveOrWarn(const std::string &path, std::ostream &log,
                          bool final) {
+  if (!models::Team::world().leader())
+    return;
   models::saveOrWarn("cws", [&] { save(path); }, log, final);
 }
 
@@ -58,11 +61,8 @@ double Session::runEpoch(const std::vector<Encoded> &train,
   adam.lr = float(options.lr * std::pow(double(options.lrDecay),
                                         double(state.epoch)));
   for (int64_t bi = state.batchInEpoch, done = 1; bi < batches; ++bi, ++done) {
-    CharBatch batch = makeCharBatch(train, order[bi]);
-    dropListedWords(batch, train, order[bi], options.dictDropout,
-                    state.dropoutRng);
-    models::zeroGrads(params);
-    double loss = model->loss(batch, true, &state.dropoutRng);
+    std::vector<double> totals = lossAndGradients(train, order[bi]);
+    double loss = totals[0];
     double norm = models::gradientNorm(params);
     if (!std::isfinite(loss) || !std::isfinite(norm))
       throw models::DataError(format(
@@ -76,15 +76,15 @@ double Session::runEpoch(const std::vector<Encoded> &train,
     ++state.updates;
     state.batchInEpoch = bi + 1;
     state.epochLossSum += loss;
-    state.epochSentences += batch.B;
-    chars += batch.chars;
+    state.epochSentences += int64_t(totals[1]);
+    chars += int64_t(totals[2]);
     bar.update(done, chars,
                format("loss %.3f", state.epochLossSum /
                                        double(state.epochSentences)));
     if (options.saveEvery > 0 && state.updates % options.saveEvery == 0)
       saveOrWarn(options.out, log, false);
     if (onUpdate)
-      onUpdate(state.updates, loss / double(batch.B));
+      onUpdate(state.updates, loss / totals[1]);
   }
   bar.finish();
   double seconds = bar.elapsedSeconds();
@@ -92,11 +92,36 @@ double Session::runEpoch(const std::vector<Encoded> &train,
   return double(chars) / std::max(seconds, 1e-9);
 }
 
+std::vector<double>
+Session::lossAndGradients(const std::vector<Encoded> &train,
+                          const std::vector<int64_t> &indices) {
+  auto params = model->params();
+  models::Team &team = models::Team::world();
+  models::zeroGrads(params);
+  // Under mpirun this rank's shard; the model's gradient is that of the
+  // mean over its sentences.
+  std::vector<int64_t> mine = team.shard(indices);
+  std::vector<double> totals = {0, 0, 0};
+  if (!mine.empty()) {
+    CharBatch batch = makeCharBatch(train, mine);
+    dropListedWords(batch, train, mine, options.dictDropout,
+                    state.dropoutRng);
+    totals = {model->loss(batch, true, &state.dropoutRng), double(batch.B),
+              double(batch.chars)};
+  }
+  team.combineBatch(params, totals);
+  return totals;
+}
+
 void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
                           double rate) {
   std::ostream &log = runLog.text();
-  ScoreCounts valid =
-      evaluate(data.valid, data.trainWords, options.dictDropout);
+  models::Team &team = models::Team::world();
+  // Rank 0 validates; every rank needs the F1 for "best".
+  ScoreCounts valid;
+  if (team.leader())
+    valid = evaluate(data.valid, data.trainWords, options.dictDropout);
+  team.broadcast(valid);
   double f1 = valid.f1();
   state.epochLoss.push_back(
       state.epochSentences ? state.epochLossSum / double(state.epochSentences)
@@ -135,7 +160,13 @@ void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
 
 void Session::train(const TrainData &data) {
   std::vector<Encoded> train = encodeAll(data.train, vocab, lexicon);
-  models::RunLog runLog(options.logPath(), options.eventLogPath());
+  models::Team &team = models::Team::world();
+  team.requireSame(model->parameterCount(), "the parameter count");
+  team.requireSame(int64_t(train.size()), "the training sentences");
+  team.broadcastValues(model->params());
+  // Rank 0 alone writes the run's files.
+  models::RunLog runLog(team.leader() ? options.logPath() : "/dev/null",
+                        team.leader() ? options.eventLogPath() : "/dev/null");
   std::ostream &log = runLog.text();
   report(log,
          format("cell %s: %lld parameters (%lld in the recurrent layers), "

@@ -11,6 +11,7 @@
 
 #include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
+#include "models/common/Team.h"
 #include "models/nli/Training.h"
 
 #include <fstream>
@@ -69,8 +70,11 @@ int train(TrainOptions options, bool resume, int threads) {
   const TrainOptions &used = session ? session->getOptions() : options;
   std::vector<Pair> trainPairs = readSplit(used.train, lower);
   std::vector<Pair> validPairs = readSplit(used.valid, lower);
-  // OUT.log (timestamped lines) and OUT.jsonl (one object per epoch).
-  models::RunLog runLog(used.out + ".log", used.out + ".jsonl");
+  // OUT.log (timestamped lines) and OUT.jsonl (one object per epoch), by
+  // rank 0 alone under mpirun.
+  bool writes = models::Team::world().leader();
+  models::RunLog runLog(writes ? used.out + ".log" : "/dev/null",
+                        writes ? used.out + ".jsonl" : "/dev/null");
   std::ostream &logFile = runLog.text();
   if (!session)
     session = std::make_unique<Session>(options, trainPairs, logFile);
@@ -165,7 +169,7 @@ int main(int argc, char **argv) {
   option(*predictCmd, "input", input, "pairs file")->required();
   option(*predictCmd, "output", output, "labels file (default: stdout)");
   CLI11_PARSE(app, argc, argv);
-  try {
+  return models::runCommand("nli", [&] {
     if (trainCmd->parsed()) {
       options.progress = !noProgress;
       return train(options, resume, threads);
@@ -173,8 +177,5 @@ int main(int argc, char **argv) {
     if (evalCmd->parsed())
       return evaluate(modelPath, split);
     return predict(modelPath, input, output);
-  } catch (const std::exception &error) {
-    std::cerr << "nli: error: " << error.what() << "\n";
-    return 1;
-  }
+  });
 }

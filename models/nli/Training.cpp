@@ -6,6 +6,7 @@
 #include "models/common/Cells.h"
 #include "models/common/Progress.h"
 #include "models/common/Serialize.h"
+#include "models/common/Team.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -171,15 +172,22 @@ Session::runEpoch(const std::vector<Example> &examples) {
   ProgressBar bar("epoch " + std::to_string(epoch + 1),
                   int64_t(batches.size()), "pairs", options.progress);
   std::vector<Param *> trainable = model->params().trainable();
+  Team &team = Team::world();
   double lossSum = 0;
   int64_t pairs = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    Batch batch = makeBatch(examples, batches[i]);
     zeroGrads(trainable);
-    lossSum += model->loss(batch, true, &dropoutRng);
+    // Under mpirun this rank's shard; the model's gradient is that of the
+    // mean over its pairs.
+    std::vector<int64_t> mine = team.shard(batches[i]);
+    std::vector<double> totals = {0, double(mine.size())};
+    if (!mine.empty())
+      totals[0] = model->loss(makeBatch(examples, mine), true, &dropoutRng);
+    team.combineBatch(trainable, totals);
+    lossSum += totals[0];
     adam.update(trainable);
     ++updates;
-    pairs += batch.B;
+    pairs += int64_t(totals[1]);
     char extra[64];
     std::snprintf(extra, sizeof extra, "loss %.3f", lossSum / double(pairs));
     bar.update(int64_t(i + 1), pairs, extra);
@@ -193,12 +201,20 @@ Session::runEpoch(const std::vector<Example> &examples) {
 void Session::train(const std::vector<Pair> &trainPairs,
                     const std::vector<Pair> &validPairs, std::ostream &log) {
   std::vector<Example> examples = encode(trainPairs);
+  Team &team = Team::world();
+  team.requireSame(model->params().count(), "the parameter count");
+  team.requireSame(int64_t(examples.size()), "the training pairs");
+  team.broadcastValues(model->params().all());
   while (epoch < options.epochs &&
          !(options.maxUpdates > 0 && updates >= options.maxUpdates)) {
     ProgressBar clock("", 0, "", false);
     auto [loss, pairs] = runEpoch(examples);
     double seconds = clock.elapsedSeconds();
-    Evaluation valid = evaluate(validPairs);
+    // Rank 0 evaluates; every rank needs its accuracy for "best".
+    Evaluation valid;
+    if (team.leader())
+      valid = evaluate(validPairs);
+    team.broadcast(valid);
     ++epoch;
     bool best = valid.accuracy() > bestValid;
     if (best)
@@ -219,9 +235,11 @@ void Session::train(const std::vector<Pair> &trainPairs,
                               {"pairs_per_s", double(pairs) /
                                                   std::max(seconds, 1e-9)},
                               {"best", best ? 1.0 : 0.0}});
-    save(options.out);
-    if (best)
-      save(options.out + ".best");
+    if (team.leader()) {
+      save(options.out);
+      if (best)
+        save(options.out + ".best");
+    }
     if (afterEpoch)
       afterEpoch(epoch);
   }

@@ -209,16 +209,11 @@ Session::lossAndGradients(const std::vector<Example> &exs,
     totals.sourceTokens = batch.sourceTokens;
     totals.sentences = batch.B;
   }
-  if (!team.shared())
-    return totals;
-  // The loss is a sum over target tokens, its gradient that of the mean
-  // over this shard's tokens: weighted by the shard's share of the batch's
-  // tokens and summed over the ranks, it is the whole batch's gradient, so
-  // every rank takes the step one process would.
-  double sums[4] = {totals.loss, double(totals.targetTokens),
-                    double(totals.sourceTokens), double(totals.sentences)};
-  team.sum(sums, 4);
-  team.sumGradients(params, float(double(totals.targetTokens) / sums[1]));
+  // The model's gradient is that of the mean over the target tokens.
+  std::vector<double> sums = {totals.loss, double(totals.targetTokens),
+                              double(totals.sourceTokens),
+                              double(totals.sentences)};
+  team.combineBatch(params, sums);
   return {sums[0], int64_t(sums[1]), int64_t(sums[2]), int64_t(sums[3])};
 }
 

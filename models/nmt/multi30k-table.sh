@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every architecture of issue #14's Multi30k table through multi30k.sh (same
-# data, BPE, widths and budget), one run after another; each run resumes
-# where it stopped, so the script can be interrupted and started again.
-# About 30-80 min of 2 cores per run. RUNS picks some (default: all), e.g.
+# Every architecture of issues #14's and #15's Multi30k tables through
+# multi30k.sh (same data, BPE and budget; #15's Cseq2seq table at width 128
+# with ATR and GRU), one run after another; each run resumes where it
+# stopped, so the script can be interrupted and started again. About 30-80
+# min of 2 cores per 256-wide run. RUNS picks some (default: all), e.g.
 #   RUNS="gnmt-2 srnmt-2" models/nmt/multi30k-table.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,18 +21,23 @@ declare -A RECIPE=(
   [srnmt-4-singleattention]="CELLS=atr ARCH=srnmt LAYERS=4 FLAGS=--single-attention RUN_SUFFIX=-singleattention"
   [srnmt-4-nohighway]="CELLS=atr ARCH=srnmt LAYERS=4 FLAGS=--no-highway RUN_SUFFIX=-nohighway"
   [sru-3]="CELLS=sru ARCH=gnmt LAYERS=3"
-  [cseq2seq-1]="CELLS=gru ARCH=cseq2seq-1"
-  [cseq2seq-2]="CELLS=gru ARCH=cseq2seq-2"
-  [cseq2seq-2-shared]="CELLS=gru ARCH=cseq2seq-2 FLAGS=--share-cell RUN_SUFFIX=-sgru"
+  [c128-rnnsearch]="CELLS='atr gru' WIDTH=128"
+  [c128-i-ls]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-1 FLAGS='--context last' RUN_SUFFIX=-ls"
+  [c128-i-mp]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-1 FLAGS='--context mean' RUN_SUFFIX=-mp"
+  [c128-ii]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-2"
+  [c128-ii-sgru]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-2 FLAGS=--share-cell RUN_SUFFIX=-sgru"
+  [c128-ii-sword]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-2 FLAGS=--tie-output RUN_SUFFIX=-sword"
+  [c128-ii-both]="CELLS='atr gru' WIDTH=128 ARCH=cseq2seq-2 FLAGS='--share-cell --tie-output' RUN_SUFFIX=-sgru-sword"
 )
 ORDER="rnnsearch-ran rnnsearch-lau gnmt-2 gnmt-4 deeplau-2 deepgru-2 srnmt-1
   srnmt-2 srnmt-4 srnmt-4-nolayernorm srnmt-4-singleattention
-  srnmt-4-nohighway sru-3 cseq2seq-1 cseq2seq-2 cseq2seq-2-shared"
+  srnmt-4-nohighway sru-3 c128-rnnsearch c128-i-ls c128-i-mp c128-ii
+  c128-ii-sgru c128-ii-sword c128-ii-both"
 for run in ${RUNS:-$ORDER}; do
   if [ -z "${RECIPE[$run]:-}" ]; then
     echo "multi30k-table.sh: no run '$run' (runs: $ORDER)" >&2
     exit 2
   fi
   echo "== $run: ${RECIPE[$run]}"
-  env ${RECIPE[$run]} bash models/nmt/multi30k.sh
+  eval "env ${RECIPE[$run]} bash models/nmt/multi30k.sh"
 done

@@ -5,8 +5,10 @@
 # lower-cased text). EPOCHS (default 15; early stopping usually ends it
 # sooner), LR (default 1e-3), THREADS (default 2), CELLS, ARCH (any of
 # `nmt train --arch`), LAYERS (gnmt, deep: N encoder and N decoder layers),
-# FLAGS (more train options, e.g. "--share-cell --tie-output"); runs are
-# named CELL, CELL-ARCH or CELL-ARCH-LAYERS, and RUN_SUFFIX is appended.
+# FLAGS (more train options, e.g. "--share-cell --tie-output"), WIDTH (the
+# embedding, state, attention and readout width, default 256; another
+# width adds -wWIDTH to the name); runs are named CELL, CELL-ARCH or
+# CELL-ARCH-LAYERS, and RUN_SUFFIX is appended.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/multi30k/tok}
@@ -26,6 +28,8 @@ for cell in ${CELLS:-atr gru lstm}; do
     run=$run-$LAYERS
     layers=(--enc-layers "$LAYERS" --dec-layers "$LAYERS")
   fi
+  width=${WIDTH:-256}
+  [ "$width" = 256 ] || run=$run-w$width
   run=$run${RUN_SUFFIX:-}
   start=$(date +%s)
   "$BIN/nmt" train --task files --threads "${THREADS:-2}" \
@@ -33,7 +37,8 @@ for cell in ${CELLS:-atr gru lstm}; do
     --train-src "$D/train.lc.norm.tok.en" --train-tgt "$D/train.lc.norm.tok.de" \
     --valid-src "$D/val.lc.norm.tok.en" --valid-tgt "$D/val.lc.norm.tok.de" \
     --tokenizer bpe --bpe-src 8000 --bpe-tgt 8000 \
-    --cell "$cell" --emb 256 --hidden 256 --att 256 --readout 256 \
+    --cell "$cell" --emb "$width" --hidden "$width" --att "$width" \
+    --readout "$width" \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
     --lr-decay plateau --patience 3 --resume "${layers[@]}" ${FLAGS:-}
   trained=$(date +%s)

@@ -43,7 +43,8 @@ print(f"{b['words_per_s']:.0f} {(b['seconds'] - a['seconds']) / (b['update'] - a
 PY
 }
 
-printf "%-9s %-22s %12s %10s %12s\n" task layout "words/s" "s/update" params
+printf "%-9s %-22s %10s %9s %10s %s\n" task layout "words/s" "s/update" params \
+  "reduction (rank 0)"
 for task in numbers multi30k; do
   if [ $task = multi30k ] && [ ! -f "$M30K/train.lc.norm.tok.en" ]; then
     echo "multi30k: no data at $M30K: skipped"
@@ -60,7 +61,9 @@ for task in numbers multi30k; do
     fi
     read -r wps seconds < <(rate "$out.jsonl")
     params=$(grep -oE '[0-9]+ parameters' "$out.log" | head -1 | cut -d' ' -f1)
-    printf "%-9s %-22s %12s %10s %12s\n" $task "$layout" "$wps" "$seconds" "$params"
+    reduction=$(grep -oE '[0-9.]+ ms per update' "$out.log" || true)
+    printf "%-9s %-22s %10s %9s %10s %s\n" $task "$layout" "$wps" "$seconds" \
+      "$params" "${reduction:--}"
     echo "$task $params $seconds" >>"$OUT/sizes"
   done
 done

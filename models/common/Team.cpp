@@ -5,6 +5,7 @@
 #include "models/common/Data.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -78,6 +79,7 @@ void Team::sumGradients(const std::vector<Param *> &params, float weight) {
 #ifdef CELLC_HAVE_MPI
   if (!shared())
     return;
+  auto start = std::chrono::steady_clock::now();
   auto weighted = [weight](float value) { return weight * value; };
   bucket.resize(size_t(kBucketFloats));
   // Parameters [first, last) fill one bucket; a tensor larger than a whole
@@ -111,6 +113,10 @@ void Team::sumGradients(const std::vector<Param *> &params, float weight) {
     }
     first = last;
   }
+  reducing += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+  ++reduced;
 #else
   (void)params, (void)weight;
 #endif

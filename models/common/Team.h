@@ -81,6 +81,12 @@ public:
 
   static constexpr int64_t kBucketFloats = int64_t(1) << 22;
 
+  /// Seconds this rank spent in sumGradients (waiting for slower ranks
+  /// included), and how many times it ran: what overlapping the reduction
+  /// with the backward pass could save at most.
+  double reductionSeconds() const { return reducing; }
+  int64_t reductions() const { return reduced; }
+
 private:
   Team();
   ~Team();
@@ -88,6 +94,8 @@ private:
   bool started = false;
   std::vector<float> bucket;
   std::FILE *errorStream = nullptr;
+  double reducing = 0;
+  int64_t reduced = 0;
 };
 
 } // namespace models

@@ -341,8 +341,17 @@ void Session::train(const TrainData &data) {
       return;
     EpochRun run = runEpoch(exs, data, runLog);
     if (run.stopped)
-      return;
+      break;
     finishEpoch(data, runLog, run);
+  }
+  if (team.shared() && team.reductions() > 0) {
+    std::snprintf(line, sizeof line,
+                  "gradient reduction on rank 0: %.1f ms per update, %.1f s "
+                  "in all",
+                  1e3 * team.reductionSeconds() / double(team.reductions()),
+                  team.reductionSeconds());
+    log << line << std::endl;
+    std::fprintf(stderr, "%s\n", line);
   }
 }
 

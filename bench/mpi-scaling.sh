@@ -16,7 +16,9 @@ BIN=${BUILD_DIR:-build}/bin
 UPDATES=${UPDATES:-300}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+# Root in a container, and no ssh needed for ranks on this machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 M30K=${DATA:-../shared/data/multi30k/tok}
 
 task_args() {

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev
   libopenmpi-dev openmpi-bin
+  pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-torch
   python3 python3-matplotlib
 )
 

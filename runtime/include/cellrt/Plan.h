@@ -200,8 +200,8 @@ struct Plan {
   std::vector<WeightDecl> weights;
   /// All operations in execution order within each phase.
   std::vector<Operation> operations;
-  /// `scratch K LEN...`: the row-local scratch kernel K needs, which a GPU
-  /// launcher passes after its arguments (CPU kernels allocate their own).
+  /// `scratch K LEN...`: the row-local scratch kernel K needs, which the
+  /// device passes after its arguments (Device::scratchPerRow).
   std::map<int64_t, std::vector<DimExpr>> scratch;
 
   const VectorDecl *findInput(const std::string &name) const;

@@ -8,7 +8,9 @@
 #include "cellrt/cellrt.h"
 #include "cellrt/Runtime.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 using namespace cellrt;
 
@@ -85,6 +87,28 @@ struct Translation {
 
 } // namespace
 
+namespace {
+
+/// `length` for the dims' values in plan order; -1 when it cannot be had.
+int64_t evaluateFor(const cellrt_cell *cell, const cellc::DimExpr &length,
+                    const int64_t *dims) {
+  const std::vector<std::string> &names = cell->cell.getPlan().dims;
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!dims)
+      return -1;
+    values[names[i]] = dims[i];
+  }
+  return length.evaluate(values).value_or(-1);
+}
+
+template <typename Decls>
+bool inRange(const Decls &decls, int64_t index) {
+  return index >= 0 && index < static_cast<int64_t>(decls.size());
+}
+
+} // namespace
+
 extern "C" {
 
 cellrt_cell *cellrt_cell_load(cellrt_image image) {
@@ -112,6 +136,49 @@ const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(probes.size()))
     return nullptr;
   return probes[index].name.c_str();
+}
+
+const char *cellrt_cell_input_name(const cellrt_cell *cell, int64_t index) {
+  const auto &inputs = cell->cell.getPlan().inputs;
+  return inRange(inputs, index) ? inputs[index].name.c_str() : nullptr;
+}
+int64_t cellrt_cell_input_length(const cellrt_cell *cell, int64_t index,
+                                 const int64_t *dims) {
+  const auto &inputs = cell->cell.getPlan().inputs;
+  return inRange(inputs, index) ? evaluateFor(cell, inputs[index].length, dims)
+                                : -1;
+}
+const char *cellrt_cell_state_name(const cellrt_cell *cell, int64_t index) {
+  const auto &states = cell->cell.getPlan().states;
+  return inRange(states, index) ? states[index].name.c_str() : nullptr;
+}
+int64_t cellrt_cell_state_length(const cellrt_cell *cell, int64_t index,
+                                 const int64_t *dims) {
+  const auto &states = cell->cell.getPlan().states;
+  return inRange(states, index) ? evaluateFor(cell, states[index].length, dims)
+                                : -1;
+}
+int64_t cellrt_cell_num_params(const cellrt_cell *cell) {
+  return cell->cell.getPlan().params.size();
+}
+const char *cellrt_cell_param_name(const cellrt_cell *cell, int64_t index) {
+  const auto &params = cell->cell.getPlan().params;
+  return inRange(params, index) ? params[index].name.c_str() : nullptr;
+}
+int64_t cellrt_cell_param_rank(const cellrt_cell *cell, int64_t index) {
+  const auto &params = cell->cell.getPlan().params;
+  return inRange(params, index) ? params[index].shape.size() : -1;
+}
+int64_t cellrt_cell_param_extent(const cellrt_cell *cell, int64_t index,
+                                 int64_t axis, const int64_t *dims) {
+  const auto &params = cell->cell.getPlan().params;
+  if (!inRange(params, index) || !inRange(params[index].shape, axis))
+    return -1;
+  return evaluateFor(cell, params[index].shape[axis], dims);
+}
+int64_t cellrt_cell_output_width(const cellrt_cell *cell,
+                                 const int64_t *dims) {
+  return evaluateFor(cell, cell->cell.getPlan().outputWidth, dims);
 }
 
 int64_t cellrt_cell_num_inputs(const cellrt_cell *cell) {

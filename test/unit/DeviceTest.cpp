@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cellrt/Runtime.h"
+#include "cellrt/cellrt.h"
 #include "runtime/HostDevice.h"
 #include "test/unit/CellRunner.h"
 
@@ -391,4 +392,32 @@ TEST(HostDevice, ScratchThatCannotBeHadIsAnError) {
         << status.message();
   }
   EXPECT_EQ(seen.calls, 0);
+}
+
+// A C caller that did not compile the cell (ctypes) learns its inputs,
+// states and params, and their sizes for given dims.
+TEST(CApi, DescribesTheCell) {
+  cellrt_cell *cell = cellrt_cell_load(cellc_lstm_image());
+  ASSERT_NE(cell, nullptr);
+  std::map<std::string, int64_t> sizes = {{"H", 5}, {"I", 3}};
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < cellrt_cell_num_dims(cell); ++i)
+    dims.push_back(sizes.at(cellrt_cell_dim_name(cell, i)));
+  EXPECT_STREQ(cellrt_cell_input_name(cell, 0), "x");
+  EXPECT_EQ(cellrt_cell_input_length(cell, 0, dims.data()), 3);
+  ASSERT_EQ(cellrt_cell_num_states(cell), 2);
+  EXPECT_STREQ(cellrt_cell_state_name(cell, 1), "c");
+  EXPECT_EQ(cellrt_cell_state_length(cell, 1, dims.data()), 5);
+  EXPECT_EQ(cellrt_cell_output_width(cell, dims.data()), 5);
+  ASSERT_EQ(cellrt_cell_num_params(cell), 12);
+  EXPECT_STREQ(cellrt_cell_param_name(cell, 0), "Wi");
+  EXPECT_EQ(cellrt_cell_param_rank(cell, 0), 2);
+  EXPECT_EQ(cellrt_cell_param_extent(cell, 0, 0, dims.data()), 5);
+  EXPECT_EQ(cellrt_cell_param_extent(cell, 0, 1, dims.data()), 3);
+  EXPECT_EQ(cellrt_cell_param_rank(cell, 8), 1); // bi: [H]
+  // Out of range, or no dims to size with.
+  EXPECT_EQ(cellrt_cell_input_name(cell, 1), nullptr);
+  EXPECT_EQ(cellrt_cell_param_extent(cell, 0, 2, dims.data()), -1);
+  EXPECT_EQ(cellrt_cell_state_length(cell, 0, nullptr), -1);
+  cellrt_cell_free(cell);
 }

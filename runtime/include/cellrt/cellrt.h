@@ -92,6 +92,25 @@ const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index);
 /// Nonzero when the cell was compiled with its backward pass.
 int cellrt_cell_has_backward(const cellrt_cell *cell);
 
+/* What a cell takes, for callers that did not compile it (ctypes, other
+ * languages). Names are valid while the cell lives; sizes are evaluated for
+ * `dims`, the values of the cell's dims in cellrt_cell_dim_name order. A bad
+ * index gives NULL or -1. */
+const char *cellrt_cell_input_name(const cellrt_cell *cell, int64_t index);
+int64_t cellrt_cell_input_length(const cellrt_cell *cell, int64_t index,
+                                 const int64_t *dims);
+const char *cellrt_cell_state_name(const cellrt_cell *cell, int64_t index);
+int64_t cellrt_cell_state_length(const cellrt_cell *cell, int64_t index,
+                                 const int64_t *dims);
+int64_t cellrt_cell_num_params(const cellrt_cell *cell);
+const char *cellrt_cell_param_name(const cellrt_cell *cell, int64_t index);
+/** 1 for a vector [LEN], 2 for a matrix [ROWS, COLS]. */
+int64_t cellrt_cell_param_rank(const cellrt_cell *cell, int64_t index);
+int64_t cellrt_cell_param_extent(const cellrt_cell *cell, int64_t index,
+                                 int64_t axis, const int64_t *dims);
+/** The width of what the cell emits per step. */
+int64_t cellrt_cell_output_width(const cellrt_cell *cell, const int64_t *dims);
+
 cellrt_tape *cellrt_tape_new(void);
 void cellrt_tape_free(cellrt_tape *tape);
 

@@ -441,7 +441,7 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
   }
 
   if (directive == "scratch") {
-    // GPU kernels get their row-local scratch from the launcher.
+    // Kernels get their row-local scratch from the device.
     if (arity < 2)
       return error(line, "'scratch' takes a kernel index and lengths, got " +
                              quote(joinTokens(tokens)));

@@ -98,6 +98,7 @@ int runCommand(const std::string &program,
     std::fprintf(team.errors(), "%s: error%s: %s\n", program.c_str(),
                  team.where().c_str(), error.what());
     // Under mpirun the other ranks would wait for this one forever.
+    std::fflush(team.errors());
     team.abortAll(1);
     return 1;
   }

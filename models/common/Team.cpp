@@ -52,6 +52,9 @@ Team::Team() {
   if (terminal < 0 || null < 0)
     return;
   errorStream = fdopen(terminal, "w");
+  // Unbuffered: MPI_Abort right after an error message flushes nothing.
+  if (errorStream)
+    setvbuf(errorStream, nullptr, _IONBF, 0);
   dup2(null, 2);
   close(null);
 #else
@@ -195,6 +198,11 @@ void Team::requireSame(int64_t value, const std::string &what) {
 #else
   (void)value, (void)what;
 #endif
+}
+
+void Team::separateStreams(Rng &rng) const {
+  if (rankIndex > 0)
+    rng.reseed(rng.s[0] ^ (0x9E3779B97F4A7C15ull * uint64_t(rankIndex)));
 }
 
 void Team::abortAll(int exitCode) {

@@ -16,6 +16,7 @@
 #ifndef CELLC_MODELS_COMMON_TEAM_H
 #define CELLC_MODELS_COMMON_TEAM_H
 
+#include "models/common/Math.h"
 #include "models/common/Param.h"
 
 #include <cstdint>
@@ -69,6 +70,10 @@ public:
   void broadcastValues(const std::vector<Param *> &params);
   /// Throws DataError naming `what` unless every rank has the same value.
   void requireSame(int64_t value, const std::string &what);
+  /// Gives every rank but 0 a dropout stream of its own, derived from the
+  /// one it has (the same on every rank: the seed's, or the checkpoint's),
+  /// so the shards of a batch do not draw the same masks.
+  void separateStreams(Rng &rng) const;
   /// After an error on this rank: stops every rank (the others would wait
   /// for it forever in the next collective). Returns only when alone.
   void abortAll(int exitCode);

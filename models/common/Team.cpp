@@ -200,6 +200,13 @@ void Team::requireSame(int64_t value, const std::string &what) {
 #endif
 }
 
+void Team::requireSameProgress(int64_t updates, int64_t epoch,
+                               int64_t batchInEpoch) {
+  requireSame(updates, "the update count (--resume)");
+  requireSame(epoch * 1000003 + batchInEpoch,
+              "the position in the epoch (--resume)");
+}
+
 void Team::separateStreams(Rng &rng) const {
   if (rankIndex > 0)
     rng.reseed(rng.s[0] ^ (0x9E3779B97F4A7C15ull * uint64_t(rankIndex)));

@@ -70,6 +70,11 @@ public:
   void broadcastValues(const std::vector<Param *> &params);
   /// Throws DataError naming `what` unless every rank has the same value.
   void requireSame(int64_t value, const std::string &what);
+  /// Every rank at the same point of training: a rank that resumed another
+  /// checkpoint (or none) would make other collective calls than the rest
+  /// and hang them.
+  void requireSameProgress(int64_t updates, int64_t epoch,
+                           int64_t batchInEpoch);
   /// Gives every rank but 0 a dropout stream of its own, derived from the
   /// one it has (the same on every rank: the seed's, or the checkpoint's),
   /// so the shards of a batch do not draw the same masks.

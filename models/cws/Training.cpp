@@ -163,9 +163,7 @@ void Session::train(const TrainData &data) {
   models::Team &team = models::Team::world();
   team.requireSame(model->parameterCount(), "the parameter count");
   team.requireSame(int64_t(train.size()), "the training sentences");
-  team.requireSame(state.updates, "the update count (--resume)");
-  team.requireSame(state.epoch * 1000003 + state.batchInEpoch,
-                   "the position in the epoch (--resume)");
+  team.requireSameProgress(state.updates, state.epoch, state.batchInEpoch);
   team.broadcastValues(model->params());
   team.separateStreams(state.dropoutRng);
   // Rank 0 alone writes the run's files.

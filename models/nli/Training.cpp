@@ -204,8 +204,7 @@ void Session::train(const std::vector<Pair> &trainPairs,
   Team &team = Team::world();
   team.requireSame(model->params().count(), "the parameter count");
   team.requireSame(int64_t(examples.size()), "the training pairs");
-  team.requireSame(updates, "the update count (--resume)");
-  team.requireSame(epoch, "the epoch (--resume)");
+  team.requireSameProgress(updates, epoch, 0);
   team.broadcastValues(model->params().all());
   team.separateStreams(dropoutRng);
   while (epoch < options.epochs &&

@@ -318,11 +318,7 @@ void Session::train(const TrainData &data) {
   team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),
                    "the vocabularies");
   team.requireSame(int64_t(exs.size()), "the training pairs");
-  // A rank that resumed another checkpoint (or none) would make other
-  // collective calls than the rest and hang them.
-  team.requireSame(state.updates, "the update count (--resume)");
-  team.requireSame(state.epoch * 1000003 + state.batchInEpoch,
-                   "the position in the epoch (--resume)");
+  team.requireSameProgress(state.updates, state.epoch, state.batchInEpoch);
   team.broadcastValues(model->params());
   team.separateStreams(state.dropoutRng);
   char line[512];

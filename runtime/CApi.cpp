@@ -107,6 +107,20 @@ bool inRange(const Decls &decls, int64_t index) {
   return index >= 0 && index < static_cast<int64_t>(decls.size());
 }
 
+/// The name of declaration `index`, or null.
+template <typename Decls>
+const char *nameAt(const Decls &decls, int64_t index) {
+  return inRange(decls, index) ? decls[index].name.c_str() : nullptr;
+}
+
+/// The length of vector declaration `index` for `dims`, or -1.
+int64_t lengthAt(const cellrt_cell *cell,
+                 const std::vector<cellrt::VectorDecl> &decls, int64_t index,
+                 const int64_t *dims) {
+  return inRange(decls, index) ? evaluateFor(cell, decls[index].length, dims)
+                               : -1;
+}
+
 } // namespace
 
 extern "C" {
@@ -132,38 +146,28 @@ int64_t cellrt_cell_num_probes(const cellrt_cell *cell) {
   return cell->cell.getPlan().probes.size();
 }
 const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index) {
-  const auto &probes = cell->cell.getPlan().probes;
-  if (index < 0 || index >= static_cast<int64_t>(probes.size()))
-    return nullptr;
-  return probes[index].name.c_str();
+  return nameAt(cell->cell.getPlan().probes, index);
 }
 
 const char *cellrt_cell_input_name(const cellrt_cell *cell, int64_t index) {
-  const auto &inputs = cell->cell.getPlan().inputs;
-  return inRange(inputs, index) ? inputs[index].name.c_str() : nullptr;
+  return nameAt(cell->cell.getPlan().inputs, index);
 }
 int64_t cellrt_cell_input_length(const cellrt_cell *cell, int64_t index,
                                  const int64_t *dims) {
-  const auto &inputs = cell->cell.getPlan().inputs;
-  return inRange(inputs, index) ? evaluateFor(cell, inputs[index].length, dims)
-                                : -1;
+  return lengthAt(cell, cell->cell.getPlan().inputs, index, dims);
 }
 const char *cellrt_cell_state_name(const cellrt_cell *cell, int64_t index) {
-  const auto &states = cell->cell.getPlan().states;
-  return inRange(states, index) ? states[index].name.c_str() : nullptr;
+  return nameAt(cell->cell.getPlan().states, index);
 }
 int64_t cellrt_cell_state_length(const cellrt_cell *cell, int64_t index,
                                  const int64_t *dims) {
-  const auto &states = cell->cell.getPlan().states;
-  return inRange(states, index) ? evaluateFor(cell, states[index].length, dims)
-                                : -1;
+  return lengthAt(cell, cell->cell.getPlan().states, index, dims);
 }
 int64_t cellrt_cell_num_params(const cellrt_cell *cell) {
   return cell->cell.getPlan().params.size();
 }
 const char *cellrt_cell_param_name(const cellrt_cell *cell, int64_t index) {
-  const auto &params = cell->cell.getPlan().params;
-  return inRange(params, index) ? params[index].name.c_str() : nullptr;
+  return nameAt(cell->cell.getPlan().params, index);
 }
 int64_t cellrt_cell_param_rank(const cellrt_cell *cell, int64_t index) {
   const auto &params = cell->cell.getPlan().params;

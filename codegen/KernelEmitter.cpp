@@ -18,7 +18,7 @@
 
 #include "codegen/KernelEmitter.h"
 #include "codegen/Passes.h.inc"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"

@@ -11,7 +11,7 @@
 #define CELLC_CODEGEN_KERNELEMITTER_H
 
 #include "codegen/Codegen.h"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

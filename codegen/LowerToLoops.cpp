@@ -9,7 +9,7 @@
 
 #include "codegen/Codegen.h"
 #include "codegen/KernelEmitter.h"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

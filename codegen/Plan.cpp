@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/StringSet.h"

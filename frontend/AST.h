@@ -10,7 +10,7 @@
 #ifndef CELLC_FRONTEND_AST_H
 #define CELLC_FRONTEND_AST_H
 
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include <cstdint>
 #include <memory>

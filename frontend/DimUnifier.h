@@ -8,7 +8,7 @@
 #ifndef CELLC_FRONTEND_DIMUNIFIER_H
 #define CELLC_FRONTEND_DIMUNIFIER_H
 
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include <map>
 #include <optional>

@@ -10,7 +10,7 @@
 #ifndef CELLC_IR_CELLATTRIBUTES_H
 #define CELLC_IR_CELLATTRIBUTES_H
 
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/DialectImplementation.h"

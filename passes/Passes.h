@@ -4,7 +4,7 @@
 #define CELLC_PASSES_PASSES_H
 
 #include "ir/CellOps.h"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::cell {

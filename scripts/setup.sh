@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev libopenblas-dev libsentencepiece-dev
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev
+  libcli11-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-torch
   python3 python3-matplotlib

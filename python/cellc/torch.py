@@ -113,6 +113,41 @@ class CellModule(nn.Module):
             bound = 1.0 / math.sqrt(param.shape[0])
             nn.init.uniform_(param, -bound, bound)
 
+    def save_params(self, path):
+        """Writes the params to one .npz archive (np.savez), an entry per
+        param named as in the cell: what `cellc run --params` and
+        cellc::npy::readArchive read."""
+        import numpy as np
+        np.savez(path, **{name: getattr(self, name).detach().numpy()
+                          for name, _ in self.cell.params})
+
+    def load_params(self, path):
+        """Reads params saved by save_params, np.savez or cellc's C++
+        writeArchive; every param of the cell must be there with its shape,
+        and nothing else."""
+        import numpy as np
+        with np.load(path) as archive:
+            names = {name for name, _ in self.cell.params}
+            unknown = sorted(set(archive.files) - names)
+            missing = sorted(names - set(archive.files))
+            if unknown or missing:
+                raise ValueError(f"{path}: cell {self.cell.name} "
+                                 f"has no param {', '.join(unknown)}"
+                                 if unknown else
+                                 f"{path}: no entry for param "
+                                 f"{', '.join(missing)}")
+            values = {name: torch.from_numpy(archive[name].astype(
+                np.float32)) for name in names}
+        for name, value in values.items():
+            param = getattr(self, name)
+            if value.shape != param.shape:
+                raise ValueError(f"{path}: entry {name} has shape "
+                                 f"{list(value.shape)}, the param "
+                                 f"{list(param.shape)}")
+        with torch.no_grad():
+            for name, value in values.items():
+                getattr(self, name).copy_(value)
+
     def state_widths(self):
         return [_size(length, self.dims) for _, length in self.cell.states]
 

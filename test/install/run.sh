@@ -13,6 +13,7 @@ quiet cmake -S "$source" -B "$work/build" -G Ninja \
   -DCMAKE_C_COMPILER=clang-16 -DCMAKE_PREFIX_PATH="$work/prefix"
 quiet cmake --build "$work/build"
 "$work/build/user"
+(cd "$work" && "$work/build/jit_user")
 # The Python package, where it was built: imported from the install alone.
 package=$work/prefix/lib/python3/dist-packages
 if [ -d "$package/cellc" ]; then

@@ -9,7 +9,7 @@
 #include "frontend/Frontend.h"
 #include "ir/CellDialect.h"
 #include "ir/CellTypes.h"
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

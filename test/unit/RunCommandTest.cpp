@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "jit/Npy.h"
+#include "jit/Npz.h"
 #include "tools/cellc/Subcommands.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -387,6 +388,53 @@ TEST(Npy, LyingHeaderLengthAndByteOrder) {
   big.replace(big.find("<f4"), 3, ">f4");
   EXPECT_NE(npy::parse(big, "b.npy", array).find("b.npy: unsupported dtype"),
             std::string::npos);
+}
+
+std::string readBytes(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// np.load reads what writeArchive writes (python/tests/test_params.py); here
+// the round trip, and damaged archives as errors naming the path.
+TEST(Npz, RoundTripsAndRejectsDamagedArchives) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("npz", dir));
+  std::string path = (dir + "/p.npz").str();
+  std::vector<float> w = {1, 2, 3, 4, 5, 6}, b = {-1, 0.5f};
+  ASSERT_EQ(npy::writeArchive(path, {{"W", {{2, 3}, w.data()}},
+                                     {"b", {{2}, b.data()}}}),
+            "");
+  std::map<std::string, npy::Array> arrays;
+  ASSERT_EQ(npy::readArchive(path, arrays), "");
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays["W"].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(arrays["W"].floats, w);
+  EXPECT_EQ(arrays["b"].floats, b);
+
+  std::string bytes = readBytes(path);
+  std::string flipped = bytes;
+  flipped[bytes.find("NUMPY") + 100] ^= 1; // inside W's data
+  writeBytes(path, flipped);
+  EXPECT_NE(npy::readArchive(path, arrays).find("entry W.npy fails its "
+                                                 "CRC-32 check"),
+            std::string::npos);
+  // Every truncation is an error that names the file, never a crash.
+  for (size_t length = 0; length < bytes.size(); length += 7) {
+    writeBytes(path, bytes.substr(0, length));
+    EXPECT_EQ(npy::readArchive(path, arrays).rfind(path + ": ", 0), 0u)
+        << length;
+  }
+  writeBytes(path, std::string(100, 'x'));
+  EXPECT_NE(npy::readArchive(path, arrays).find("not a .npz archive"),
+            std::string::npos);
+  EXPECT_NE(npy::readArchive(path + ".missing", arrays).find("cannot open"),
+            std::string::npos);
+  llvm::sys::fs::remove_directories(dir);
 }
 
 } // namespace

@@ -1,11 +1,12 @@
 //===- RunCommand.cpp - `cellc run`: a cell on .npy arrays ----------------===//
 //
 // cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D [--reverse]
-//           [--device auto|cpu|gpu] [--probe NAME,...]
+//           [--device auto|cpu|gpu] [--probe NAME,...] [--params P.npz]
 //
 // Reads from D (float32 unless noted):
 //   x_<input>.npy [T, B, LEN]      one per input (required)
-//   param_<name>.npy [ROWS, COLS] or [LEN]   (required)
+//   param_<name>.npy [ROWS, COLS] or [LEN]   (required), or instead
+//   params.npz (or --params P.npz) holding every param, named as in the cell
 //   init_<state>.npy [B, LEN]      (optional: zeros)
 //   lengths.npy int32/int64 [B]    (optional: every sequence has T steps)
 //   dout.npy [T, B, OUT]           (optional)
@@ -13,7 +14,8 @@
 // Writes out.npy, final_<state>.npy, probe_<name>.npy for each --probe
 // (h' as probe_h_next.npy), and when dout or a dfinal is given
 // the gradients of sum(out*dout) + sum_s sum(final_s*dfinal_s):
-// grad_x_<input>.npy, grad_param_<name>.npy, grad_init_<state>.npy.
+// grad_x_<input>.npy, grad_param_<name>.npy (grad_params.npz when the
+// params came from an archive), grad_init_<state>.npy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,7 @@
 #include "CudaCell.h"
 #endif
 #include "jit/Npy.h"
+#include "jit/Npz.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
@@ -39,7 +42,7 @@ namespace {
 const char kUsage[] =
     "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
     "[--reverse] [--no-cache] [--device auto|cpu|gpu] [--object X.so] "
-    "[--probe NAME,...]";
+    "[--probe NAME,...] [--params P.npz]";
 
 std::string pathIn(const std::string &dir, const std::string &file) {
   llvm::SmallString<256> path(dir);
@@ -51,6 +54,8 @@ std::string pathIn(const std::string &dir, const std::string &file) {
 struct RunArrays {
   const cellrt::Plan &plan;
   std::string dir;
+  /// The .npz archive the params come from; empty: param_<name>.npy files.
+  std::string paramsArchive;
   int64_t T = 0, B = 0;
   std::map<std::string, int64_t> dims;
   std::map<std::string, npy::Array> inputs, params, initialStates,
@@ -142,11 +147,8 @@ struct RunArrays {
               readFloat("x_" + input.name + ".npy", true, inputs, input.name);
           !e.empty())
         return e;
-    for (const cellrt::ParamDecl &param : plan.params)
-      if (auto e = readFloat("param_" + param.name + ".npy", true, params,
-                             param.name);
-          !e.empty())
-        return e;
+    if (std::string e = readParams(); !e.empty())
+      return e;
     for (const cellrt::VectorDecl &state : plan.states) {
       if (auto e = readFloat("init_" + state.name + ".npy", false,
                              initialStates, state.name);
@@ -204,7 +206,7 @@ struct RunArrays {
           !e.empty())
         return e;
     for (const cellrt::ParamDecl &param : plan.params)
-      if (auto e = checkShape("param_" + param.name + ".npy",
+      if (auto e = checkShape(paramSource(param.name),
                               "param " + param.name, params[param.name],
                               evaluate(param.shape), symbolic(param.shape));
           !e.empty())
@@ -236,6 +238,45 @@ struct RunArrays {
         return "cannot tell the size of dimension " + dim +
                " from the arrays in " + dir;
     return readLengths();
+  }
+
+  /// Where param `name` comes from, for messages.
+  std::string paramSource(const std::string &name) const {
+    if (paramsArchive.empty())
+      return "param_" + name + ".npy";
+    return paramsArchive + ": entry " + name;
+  }
+
+  /// The params: param_<name>.npy files, or every param from one .npz
+  /// archive (entries named as the params, as CellModule.save_params and
+  /// np.savez(path, W=..., b=...) write them), never both.
+  std::string readParams() {
+    if (paramsArchive.empty()) {
+      for (const cellrt::ParamDecl &param : plan.params)
+        if (auto e = readFloat(paramSource(param.name), true, params,
+                               param.name);
+            !e.empty())
+          return e;
+      return "";
+    }
+    for (const cellrt::ParamDecl &param : plan.params)
+      if (llvm::sys::fs::exists(pathIn(dir, "param_" + param.name + ".npy")))
+        return "param_" + param.name + ".npy and " + paramsArchive +
+               " both give params: keep one";
+    if (std::string e = npy::readArchive(paramsArchive, params); !e.empty())
+      return e;
+    for (const auto &[name, array] : params) {
+      if (!plan.findParam(name))
+        return paramSource(name) + ": cell '" + plan.cellName +
+               "' has no such param";
+      if (array.dtype != npy::DType::Float32)
+        return paramSource(name) + ": expected float32 ('<f4') data";
+    }
+    for (const cellrt::ParamDecl &param : plan.params)
+      if (!params.count(param.name))
+        return paramsArchive + ": no entry for param " + param.name + " " +
+               symbolic(param.shape);
+    return "";
   }
 
   std::string readLengths() {
@@ -298,6 +339,32 @@ std::string writeArray(const std::string &dir, const std::string &file,
   return error;
 }
 
+/// grad_param_<name>.npy per param, or grad_params.npz when the params
+/// came from an archive.
+std::string
+writeParamGradients(const std::string &dir, RunArrays &arrays,
+                    std::map<std::string, std::vector<float>> &gradients,
+                    llvm::raw_ostream &log) {
+  if (arrays.paramsArchive.empty()) {
+    for (const cellrt::ParamDecl &param : arrays.plan.params)
+      if (std::string e = writeArray(dir, "grad_param_" + param.name + ".npy",
+                                     arrays.params[param.name].shape,
+                                     gradients[param.name], log);
+          !e.empty())
+        return e;
+    return "";
+  }
+  std::map<std::string, npy::ArchiveEntry> entries;
+  for (const cellrt::ParamDecl &param : arrays.plan.params)
+    entries[param.name] = {arrays.params[param.name].shape,
+                           gradients[param.name].data()};
+  std::string path = pathIn(dir, "grad_params.npz");
+  std::string error = npy::writeArchive(path, entries);
+  if (error.empty())
+    log << "wrote " << path << " (" << entries.size() << " arrays)\n";
+  return error;
+}
+
 int64_t product(const std::vector<int64_t> &shape) {
   int64_t count = 1;
   for (int64_t extent : shape)
@@ -333,7 +400,8 @@ std::string cellc::parseRunArguments(int argc, char **argv,
     if (!(result = value("cell", options.cellName)).empty() ||
         !(result = value("dir", options.dir)).empty() ||
         !(result = value("device", options.device)).empty() ||
-        !(result = value("object", options.objectFile)).empty()) {
+        !(result = value("object", options.objectFile)).empty() ||
+        !(result = value("params", options.paramsFile)).empty()) {
       if (result != "ok")
         return result;
       continue;
@@ -476,6 +544,10 @@ std::string cellc::runOnDirectory(const RunOptions &options,
 
   RunArrays arrays(plan);
   arrays.dir = options.dir;
+  arrays.paramsArchive = options.paramsFile;
+  if (arrays.paramsArchive.empty() &&
+      llvm::sys::fs::exists(pathIn(options.dir, "params.npz")))
+    arrays.paramsArchive = pathIn(options.dir, "params.npz");
   if (std::string e = arrays.checkUnknownFiles(); !e.empty())
     return e;
   if (std::string e = arrays.readAll(); !e.empty())
@@ -584,12 +656,10 @@ std::string cellc::runOnDirectory(const RunOptions &options,
                                    inputGrads[input.name], log);
         !e.empty())
       return e;
-  for (const cellrt::ParamDecl &param : plan.params)
-    if (std::string e = writeArray(
-            options.dir, "grad_param_" + param.name + ".npy",
-            arrays.params[param.name].shape, paramGrads[param.name], log);
-        !e.empty())
-      return e;
+  if (std::string e = writeParamGradients(options.dir, arrays, paramGrads,
+                                          log);
+      !e.empty())
+    return e;
   for (const cellrt::VectorDecl &state : plan.states)
     if (std::string e =
             writeArray(options.dir, "grad_init_" + state.name + ".npy",

@@ -35,6 +35,9 @@ struct RunOptions {
   std::string objectFile;
   /// `--probe NAME`: values of the step written as probe_NAME.npy.
   std::vector<std::string> probes;
+  /// `--params P.npz`: every param from one archive (default: DIR/params.npz
+  /// when it exists, else param_<name>.npy files).
+  std::string paramsFile;
 };
 
 /// Parses `run`'s arguments (argv[0] is "run"). Returns "" or an error.

@@ -10,7 +10,7 @@
 #ifndef CELLRT_PLAN_H
 #define CELLRT_PLAN_H
 
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include <cassert>
 #include <cstdint>

@@ -3,13 +3,14 @@
 // A dimension in a cell's shapes is a linear expression over symbolic
 // dimensions: `H`, `512`, `3*H`, `2*H+I`. The front end unifies them, the
 // dialect carries them in types (`!cell.vec<"3*H">`) and the runtime
-// evaluates them once it knows the sizes. This header has no MLIR dependency
-// so the runtime can use it too.
+// evaluates them once it knows the sizes. It is part of the runtime's
+// installed interface (the plan's shapes are DimExprs) and has no MLIR
+// dependency; the compiler uses it too.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CELLC_IR_DIMEXPR_H
-#define CELLC_IR_DIMEXPR_H
+#ifndef CELLRT_DIMEXPR_H
+#define CELLRT_DIMEXPR_H
 
 #include <cstdint>
 #include <map>
@@ -62,4 +63,4 @@ private:
 
 } // namespace cellc
 
-#endif // CELLC_IR_DIMEXPR_H
+#endif // CELLRT_DIMEXPR_H

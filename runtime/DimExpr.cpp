@@ -1,6 +1,6 @@
 //===- DimExpr.cpp - Symbolic dimension expressions -----------------------===//
 
-#include "ir/DimExpr.h"
+#include "cellrt/DimExpr.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,299 @@
+//===- Npz.cpp - Read and write NumPy .npz archives -----------------------===//
+//
+// The ZIP subset NumPy uses (PKWARE APPNOTE 6.3): the central directory
+// names each entry and gives its method, CRC-32, sizes and local header
+// offset; zip64 extra fields hold the sizes when a 32-bit field is
+// 0xffffffff (np.savez always writes them into local headers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "jit/Npz.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace cellc::npy;
+
+namespace {
+
+const uint32_t kLocalHeader = 0x04034b50;
+const uint32_t kCentralHeader = 0x02014b50;
+const uint32_t kEndOfDirectory = 0x06054b50;
+const uint16_t kZip64Extra = 0x0001;
+const uint32_t kMax32 = 0xffffffffu;
+/// 1980-01-01, the earliest date a ZIP header can hold.
+const uint16_t kDosDate = (1 << 5) | 1;
+
+/// Little-endian reads that fail instead of running past the end.
+class Reader {
+public:
+  Reader(const std::string &bytes, size_t at) : bytes(bytes), at(at) {}
+  bool ok() const { return good; }
+  size_t position() const { return at; }
+  uint64_t read(int width) {
+    if (!good || at + width > bytes.size()) {
+      good = false;
+      return 0;
+    }
+    uint64_t value = 0;
+    for (int i = width - 1; i >= 0; --i)
+      value = value << 8 | static_cast<unsigned char>(bytes[at + i]);
+    at += width;
+    return value;
+  }
+  std::string take(size_t count) {
+    if (!good || count > bytes.size() - at) {
+      good = false;
+      return "";
+    }
+    at += count;
+    return bytes.substr(at - count, count);
+  }
+
+private:
+  const std::string &bytes;
+  size_t at;
+  bool good = true;
+};
+
+/// What the central directory says of one entry.
+struct EntryInfo {
+  std::string name;
+  uint16_t flags = 0, method = 0;
+  uint32_t crc = 0;
+  uint64_t packedSize = 0, size = 0, localOffset = 0;
+};
+
+/// Replaces the 32-bit fields that are 0xffffffff by the zip64 extra
+/// field's values, which come in this order when present.
+void applyZip64(const std::string &extra, EntryInfo &entry) {
+  Reader fields(extra, 0);
+  while (fields.ok() && fields.position() + 4 <= extra.size()) {
+    uint16_t id = fields.read(2), length = fields.read(2);
+    Reader value(extra, fields.position());
+    fields.take(length);
+    if (id != kZip64Extra)
+      continue;
+    for (uint64_t *field : {&entry.size, &entry.packedSize,
+                            &entry.localOffset})
+      if (*field == kMax32)
+        *field = value.read(8);
+  }
+}
+
+/// The entries of the central directory; "" or what is wrong.
+std::string readDirectory(const std::string &bytes,
+                          std::vector<EntryInfo> &entries) {
+  if (bytes.size() < 22)
+    return "not a .npz archive (too short for a ZIP file)";
+  // The end record is the last 22 bytes unless a comment follows it.
+  size_t end = bytes.size() - 22, lowest = end > 65535 ? end - 65535 : 0;
+  while (Reader(bytes, end).read(4) != kEndOfDirectory) {
+    if (end == lowest)
+      return "not a .npz archive (no ZIP end-of-directory record)";
+    --end;
+  }
+  Reader record(bytes, end + 10);
+  uint64_t count = record.read(2), directorySize = record.read(4),
+           directoryOffset = record.read(4);
+  if (count == 0xffff || directoryOffset == kMax32)
+    return "zip64 archives with over 65535 entries or 4 GiB of "
+           "directory offset are not supported";
+  if (directoryOffset + directorySize > end)
+    return "damaged ZIP directory";
+  Reader at(bytes, directoryOffset);
+  for (uint64_t i = 0; i < count; ++i) {
+    EntryInfo entry;
+    if (at.read(4) != kCentralHeader)
+      return "damaged ZIP directory (entry " + std::to_string(i) + ")";
+    at.take(4);
+    entry.flags = at.read(2);
+    entry.method = at.read(2);
+    at.take(4);
+    entry.crc = at.read(4);
+    entry.packedSize = at.read(4);
+    entry.size = at.read(4);
+    uint16_t nameLength = at.read(2), extraLength = at.read(2),
+             commentLength = at.read(2);
+    at.take(8);
+    entry.localOffset = at.read(4);
+    entry.name = at.take(nameLength);
+    applyZip64(at.take(extraLength), entry);
+    at.take(commentLength);
+    if (!at.ok())
+      return "damaged ZIP directory (entry " + std::to_string(i) + ")";
+    entries.push_back(entry);
+  }
+  return "";
+}
+
+/// Inflates raw deflate data (no zlib header) of a known size.
+std::string inflateRaw(const std::string &packed, uint64_t size,
+                       std::string &out) {
+  out.assign(size, '\0');
+  z_stream stream{};
+  if (inflateInit2(&stream, -MAX_WBITS) != Z_OK)
+    return "zlib could not start";
+  stream.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(packed.data()));
+  stream.avail_in = static_cast<uInt>(packed.size());
+  stream.next_out = reinterpret_cast<Bytef *>(out.data());
+  stream.avail_out = static_cast<uInt>(size);
+  int status = inflate(&stream, Z_FINISH);
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END || stream.total_out != size)
+    return "damaged compressed data";
+  return "";
+}
+
+/// The stored bytes of one entry, checked against its CRC-32.
+std::string entryBytes(const std::string &bytes, const EntryInfo &entry,
+                       std::string &out) {
+  if (entry.flags & 1)
+    return "is encrypted";
+  if (entry.method != 0 && entry.method != 8)
+    return "uses ZIP method " + std::to_string(entry.method) +
+           " (only stored and deflated entries are read)";
+  Reader local(bytes, entry.localOffset);
+  if (local.read(4) != kLocalHeader)
+    return "has a damaged local header";
+  local.take(22);
+  uint16_t nameLength = local.read(2), extraLength = local.read(2);
+  local.take(nameLength + size_t(extraLength));
+  std::string packed = local.take(entry.packedSize);
+  if (!local.ok())
+    return "is truncated";
+  if (entry.method == 0)
+    out = std::move(packed);
+  else if (std::string e = inflateRaw(packed, entry.size, out); !e.empty())
+    return "has " + e;
+  if (out.size() != entry.size)
+    return "has the wrong size";
+  uLong crc = crc32(0L, reinterpret_cast<const Bytef *>(out.data()),
+                    static_cast<uInt>(out.size()));
+  if (crc != entry.crc)
+    return "fails its CRC-32 check";
+  return "";
+}
+
+} // namespace
+
+std::string cellc::npy::readArchive(const std::string &path,
+                                    std::map<std::string, Array> &arrays) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return path + ": cannot open file";
+  std::stringstream contents;
+  contents << file.rdbuf();
+  std::string bytes = contents.str();
+  std::vector<EntryInfo> entries;
+  if (std::string e = readDirectory(bytes, entries); !e.empty())
+    return path + ": " + e;
+  for (const EntryInfo &entry : entries) {
+    std::string name = entry.name;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
+    std::string data;
+    if (std::string e = entryBytes(bytes, entry, data); !e.empty())
+      return path + ": entry " + entry.name + " " + e;
+    if (std::string e = parse(data, path + ": entry " + entry.name,
+                              arrays[name]);
+        !e.empty())
+      return e;
+  }
+  return "";
+}
+
+namespace {
+
+void put(std::string &out, uint64_t value, int width) {
+  for (int i = 0; i < width; ++i)
+    out += static_cast<char>(value >> (8 * i) & 0xff);
+}
+
+/// The fields local and central headers share, from `version needed` on.
+std::string commonFields(const std::string &name, uint32_t crc,
+                         uint64_t size) {
+  std::string out;
+  put(out, 20, 2); // version needed: 2.0
+  put(out, 0, 2);  // flags
+  put(out, 0, 2);  // method: stored
+  put(out, 0, 2);  // time
+  put(out, kDosDate, 2);
+  put(out, crc, 4);
+  put(out, size, 4); // packed size
+  put(out, size, 4); // size
+  put(out, name.size(), 2);
+  put(out, 0, 2); // extra length
+  return out;
+}
+
+/// The archive's bytes; "" in `error` unless it cannot be a plain ZIP.
+std::string buildArchive(const std::map<std::string, ArchiveEntry> &arrays,
+                         std::string &error) {
+  std::string body, directory;
+  for (const auto &[name, entry] : arrays) {
+    std::string data = serialize("<f4", entry.shape, entry.data, 4);
+    std::string file = name + ".npy";
+    if (data.size() >= kMax32 || body.size() >= kMax32) {
+      error = "array " + name + " makes the archive over 4 GiB (zip64 "
+                                "is not written)";
+      return "";
+    }
+    uint32_t crc = crc32(0L, reinterpret_cast<const Bytef *>(data.data()),
+                         static_cast<uInt>(data.size()));
+    std::string common = commonFields(file, crc, data.size());
+    put(directory, kCentralHeader, 4);
+    put(directory, 20, 2); // made by: 2.0
+    directory += common;
+    put(directory, 0, 6); // comment length, first disk, internal attributes
+    put(directory, 0, 4); // external attributes
+    put(directory, body.size(), 4);
+    directory += file;
+    put(body, kLocalHeader, 4);
+    body += common + file + data;
+  }
+  if (arrays.size() > 0xfffe || body.size() >= kMax32) {
+    error = "too many or too large arrays for a ZIP without zip64";
+    return "";
+  }
+  std::string end;
+  put(end, kEndOfDirectory, 4);
+  put(end, 0, 4); // disk numbers
+  put(end, arrays.size(), 2);
+  put(end, arrays.size(), 2);
+  put(end, directory.size(), 4);
+  put(end, body.size(), 4);
+  put(end, 0, 2); // comment length
+  return body + directory + end;
+}
+
+} // namespace
+
+std::string
+cellc::npy::writeArchive(const std::string &path,
+                         const std::map<std::string, ArchiveEntry> &arrays) {
+  std::string error;
+  std::string bytes = buildArchive(arrays, error);
+  if (!error.empty())
+    return path + ": " + error;
+  std::string temporary = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file)
+      return path + ": cannot open " + temporary + " for writing";
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!file.flush()) {
+      std::remove(temporary.c_str());
+      return path + ": write failed";
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return path + ": cannot rename " + temporary + " into place";
+  }
+  return "";
+}

@@ -94,3 +94,52 @@ def test_cellc_run_rejects_params_twice(cells_dir, tmp_path):
                          text=True)
     assert run.returncode == 1
     assert "param_Wz.npy and" in run.stderr and "keep one" in run.stderr
+
+
+def seed_cells(cells_dir):
+    return sorted(f[:-5] for f in os.listdir(cells_dir) if f.endswith(".cell"))
+
+
+@pytest.mark.parametrize("name", seed_cells(os.path.join(
+    os.environ.get("CELLC_SOURCE_DIR", "."), "cells")))
+def test_module_equals_the_cpp_runtime_bit_for_bit(cells_dir, tmp_path,
+                                                    name):
+    """The module and `cellc run` (the C++ runtime through the same JIT)
+    on the same arrays: output, final states and every gradient equal."""
+    torch.manual_seed(5)
+    path = os.path.join(cells_dir, name + ".cell")
+    layer = cellc.torch.CellModule(path, {"I": I, "H": H})
+    width = cellc.torch._size(layer.cell.inputs[0][1], layer.dims)
+    x = torch.randn(T, B, width, requires_grad=True)
+    init = [torch.randn(B, w, requires_grad=True)
+            for w in layer.state_widths()]
+    lengths = [5, 2, 4]
+    out, finals = layer(x, lengths=lengths, init=init)
+    dout = torch.randn_like(out)
+    dfinals = [torch.randn_like(f) for f in finals]
+    ((out * dout).sum() + sum((f * d).sum()
+                              for f, d in zip(finals, dfinals))).backward()
+
+    layer.save_params(tmp_path / "params.npz")
+    np.save(tmp_path / "x_x.npy", x.detach().numpy())
+    np.save(tmp_path / "lengths.npy", np.array(lengths, np.int32))
+    np.save(tmp_path / "dout.npy", dout.numpy())
+    for (state, _), s, d in zip(layer.cell.states, init, dfinals):
+        np.save(tmp_path / f"init_{state}.npy", s.detach().numpy())
+        np.save(tmp_path / f"dfinal_{state}.npy", d.numpy())
+    subprocess.run([cellc_binary(), "run", path, "--dir", str(tmp_path)],
+                   check=True, capture_output=True)
+
+    def same(file, tensor):
+        np.testing.assert_array_equal(np.load(tmp_path / file),
+                                      tensor.detach().numpy(), err_msg=file)
+
+    same("out.npy", out)
+    same("grad_x_x.npy", x.grad)
+    for (state, _), f, s in zip(layer.cell.states, finals, init):
+        same(f"final_{state}.npy", f)
+        same(f"grad_init_{state}.npy", s.grad)
+    with np.load(tmp_path / "grad_params.npz") as grads:
+        for n, p in layer.named_parameters():
+            np.testing.assert_array_equal(grads[n], p.grad.numpy(),
+                                          err_msg=n)

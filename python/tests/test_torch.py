@@ -15,32 +15,95 @@ T, B, I, H = 6, 4, 5, 7
 LENGTHS = [6, 4, 3, 1]
 
 
-def atr(x, h, p):
-    a = x @ p["Wx"].T
-    q = h @ p["Wh"].T
-    return (torch.sigmoid(a + q) * a + torch.sigmoid(a - q) * h,)
+# Each seed cell's equations (cells/*.cell) as PyTorch: (x, [state...],
+# params) -> (output, [new state...]).
+def lin(p, name, v):
+    return v @ p[name].T
 
 
-def gru(x, h, p):
-    z = torch.sigmoid(x @ p["Wz"].T + h @ p["Uz"].T + p["bz"])
-    r = torch.sigmoid(x @ p["Wr"].T + h @ p["Ur"].T + p["br"])
-    c = torch.tanh(x @ p["Wh"].T + (r * h) @ p["Uh"].T + p["bh"])
-    return (z * h + (1 - z) * c,)
+def atr(x, s, p):
+    a, q = lin(p, "Wx", x), lin(p, "Wh", s[0])
+    h = torch.sigmoid(a + q) * a + torch.sigmoid(a - q) * s[0]
+    return h, [h]
 
 
-def lstm(x, state, p):
-    h, c = state
-    gate = {k: x @ p["W" + k].T + h @ p["U" + k].T + p["b" + k]
+def gru(x, s, p):
+    h = s[0]
+    z = torch.sigmoid(lin(p, "Wz", x) + lin(p, "Uz", h) + p["bz"])
+    r = torch.sigmoid(lin(p, "Wr", x) + lin(p, "Ur", h) + p["br"])
+    c = torch.tanh(lin(p, "Wh", x) + lin(p, "Uh", r * h) + p["bh"])
+    h2 = z * h + (1 - z) * c
+    return h2, [h2]
+
+
+def lstm(x, s, p):
+    h, c = s
+    gate = {k: lin(p, "W" + k, x) + lin(p, "U" + k, h) + p["b" + k]
             for k in "ifog"}
     c2 = torch.sigmoid(gate["f"]) * c + torch.sigmoid(gate["i"]) * \
         torch.tanh(gate["g"])
-    return torch.sigmoid(gate["o"]) * torch.tanh(c2), c2
+    h2 = torch.sigmoid(gate["o"]) * torch.tanh(c2)
+    return h2, [h2, c2]
 
 
-REFERENCES = {"atr": (atr, 1), "gru": (gru, 1), "lstm": (lstm, 2)}
+def rnn(x, s, p):
+    h = torch.tanh(lin(p, "W", x) + lin(p, "U", s[0]) + p["b"])
+    return h, [h]
 
 
-def reference(step, n_states, x, init, params, lengths, reverse):
+def ran(x, s, p):
+    h, c = s
+    i = torch.sigmoid(lin(p, "Wi", x) + lin(p, "Ui", h) + p["bi"])
+    f = torch.sigmoid(lin(p, "Wf", x) + lin(p, "Uf", h) + p["bf"])
+    c2 = i * lin(p, "Wc", x) + f * c
+    h2 = torch.tanh(c2)
+    return h2, [h2, c2]
+
+
+def lau(x, s, p):
+    h = s[0]
+    gate = {k: torch.sigmoid(lin(p, "Wx" + k, x) + lin(p, "Wh" + k, h))
+            for k in "rzg"}
+    r, z, g = gate["r"], gate["z"], gate["g"]
+    c = torch.tanh((1 - r) * lin(p, "Wxh", x) + r * lin(p, "Whh", h))
+    h2 = ((1 - z) * h + z * c) * (1 - g) + g * lin(p, "Wx", x)
+    return h2, [h2]
+
+
+def sru(x, s, p):
+    f = torch.sigmoid(lin(p, "Wf", x) + p["bf"])
+    r = torch.sigmoid(lin(p, "Wr", x) + p["br"])
+    c2 = f * s[0] + (1 - f) * lin(p, "W", x)
+    return r * torch.tanh(c2) + (1 - r) * x, [c2]
+
+
+def srnmt(x, s, p):
+    u = lin(p, "W", x)
+    u = torch.nn.functional.layer_norm(u, u.shape[-1:], eps=1e-5)
+    xt, g, z = u.chunk(3, dim=-1)
+    h2 = (1 - torch.sigmoid(g)) * s[0] + torch.sigmoid(g) * xt
+    return (1 - torch.sigmoid(z)) * h2 + torch.sigmoid(z) * x, [h2]
+
+
+def deeptrans(x, s, p):
+    def transition(gates, candidate, recurrent, old):
+        z, r = gates.chunk(2, dim=-1)
+        c = torch.tanh(candidate + lin(p, recurrent, torch.sigmoid(r) * old))
+        return (1 - torch.sigmoid(z)) * old + torch.sigmoid(z) * c
+
+    a, b = s
+    a2 = transition(lin(p, "W", x) + lin(p, "U", a), lin(p, "Wc", x), "Uc",
+                    a)
+    b2 = transition(lin(p, "V", a2) + lin(p, "R", b), lin(p, "Vc", a2), "Rc",
+                    b)
+    return b2, [a2, b2]
+
+
+REFERENCES = {f.__name__: f for f in
+              (atr, gru, lstm, rnn, ran, lau, sru, srnmt, deeptrans)}
+
+
+def reference(step, x, init, params, lengths, reverse):
     """The runtime's semantics: padded steps give zero output and keep the
     state; reverse runs each sequence from its last step back to 0."""
     states = list(init)
@@ -48,24 +111,31 @@ def reference(step, n_states, x, init, params, lengths, reverse):
     order = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
     mask_all = torch.tensor(lengths).unsqueeze(1)
     for t in order:
-        new = step(x[t], states[0] if n_states == 1 else states, params)
+        output, new = step(x[t], states, params)
         active = (t < mask_all).float()
         states = [active * n + (1 - active) * s for n, s in zip(new, states)]
-        outputs[t] = active * new[0]
+        outputs[t] = active * output
     return torch.stack(outputs), states
+
+
+def test_every_seed_cell_has_a_reference(cells_dir):
+    names = {f[:-5] for f in os.listdir(cells_dir) if f.endswith(".cell")}
+    assert names == set(REFERENCES)
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 @pytest.mark.parametrize("reverse", [False, True])
 def test_matches_pytorch(cells_dir, name, reverse):
     torch.manual_seed(7)
-    step, n_states = REFERENCES[name]
+    step = REFERENCES[name]
     layer = cellc.torch.CellModule(os.path.join(cells_dir, name + ".cell"),
                                    {"I": I, "H": H}, reverse=reverse)
-    x = torch.randn(T, B, I, requires_grad=True)
-    init = [torch.randn(B, H, requires_grad=True) for _ in range(n_states)]
+    width = cellc.torch._size(layer.cell.inputs[0][1], layer.dims)
+    x = torch.randn(T, B, width, requires_grad=True)
+    init = [torch.randn(B, w, requires_grad=True)
+            for w in layer.state_widths()]
     out, finals = layer(x, lengths=LENGTHS, init=init)
-    weights = [torch.randn_like(out)] + [torch.randn(B, H) for _ in finals]
+    weights = [torch.randn_like(out)] + [torch.randn_like(f) for f in finals]
     loss = (out * weights[0]).sum() + sum(
         (f * w).sum() for f, w in zip(finals, weights[1:]))
     loss.backward()
@@ -74,8 +144,7 @@ def test_matches_pytorch(cells_dir, name, reverse):
               layer.named_parameters()}
     x2 = x.detach().clone().requires_grad_()
     init2 = [s.detach().clone().requires_grad_() for s in init]
-    out2, finals2 = reference(step, n_states, x2, init2, params, LENGTHS,
-                              reverse)
+    out2, finals2 = reference(step, x2, init2, params, LENGTHS, reverse)
     loss2 = (out2 * weights[0]).sum() + sum(
         (f * w).sum() for f, w in zip(finals2, weights[1:]))
     loss2.backward()

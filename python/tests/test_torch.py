@@ -213,3 +213,7 @@ def test_clear_errors(cells_dir):
                                {"I": I})
     with pytest.raises(cellc.RunError):
         layer(torch.randn(T, B, I + 1))
+    # A tensor on another device (meta stands in for CUDA on a CPU-only
+    # machine): the error says where it is and what to do.
+    with pytest.raises(ValueError, match=r"is on meta.*\.cpu\(\)"):
+        layer(torch.empty(T, B, I, device="meta"))

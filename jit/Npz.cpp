@@ -11,6 +11,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -27,6 +29,8 @@ const uint16_t kZip64Extra = 0x0001;
 const uint32_t kMax32 = 0xffffffffu;
 /// 1980-01-01, the earliest date a ZIP header can hold.
 const uint16_t kDosDate = (1 << 5) | 1;
+/// Deflate expands by at most ~1032:1; a larger claim is a lie.
+const uint64_t kMaxDeflateRatio = 1032;
 
 /// Little-endian reads that fail instead of running past the end.
 class Reader {
@@ -34,19 +38,19 @@ public:
   Reader(const std::string &bytes, size_t at) : bytes(bytes), at(at) {}
   bool ok() const { return good; }
   size_t position() const { return at; }
-  uint64_t read(int width) {
-    if (!good || at + width > bytes.size()) {
+  uint64_t read(size_t width) {
+    if (!good || at > bytes.size() || width > bytes.size() - at) {
       good = false;
       return 0;
     }
     uint64_t value = 0;
-    for (int i = width - 1; i >= 0; --i)
+    for (size_t i = width; i-- > 0;)
       value = value << 8 | static_cast<unsigned char>(bytes[at + i]);
     at += width;
     return value;
   }
   std::string take(size_t count) {
-    if (!good || count > bytes.size() - at) {
+    if (!good || at > bytes.size() || count > bytes.size() - at) {
       good = false;
       return "";
     }
@@ -69,20 +73,24 @@ struct EntryInfo {
 };
 
 /// Replaces the 32-bit fields that are 0xffffffff by the zip64 extra
-/// field's values, which come in this order when present.
-void applyZip64(const std::string &extra, EntryInfo &entry) {
+/// field's values, which come in this order when present. False when a
+/// field is 0xffffffff and the extra data does not hold its value.
+bool applyZip64(const std::string &extra, EntryInfo &entry) {
   Reader fields(extra, 0);
   while (fields.ok() && fields.position() + 4 <= extra.size()) {
     uint16_t id = fields.read(2), length = fields.read(2);
-    Reader value(extra, fields.position());
-    fields.take(length);
-    if (id != kZip64Extra)
+    std::string data = fields.take(length);
+    if (id != kZip64Extra || !fields.ok())
       continue;
+    Reader value(data, 0);
     for (uint64_t *field : {&entry.size, &entry.packedSize,
                             &entry.localOffset})
       if (*field == kMax32)
         *field = value.read(8);
+    return value.ok();
   }
+  return entry.size != kMax32 && entry.packedSize != kMax32 &&
+         entry.localOffset != kMax32;
 }
 
 /// The entries of the central directory; "" or what is wrong.
@@ -122,9 +130,9 @@ std::string readDirectory(const std::string &bytes,
     at.take(8);
     entry.localOffset = at.read(4);
     entry.name = at.take(nameLength);
-    applyZip64(at.take(extraLength), entry);
+    bool sizesKnown = applyZip64(at.take(extraLength), entry);
     at.take(commentLength);
-    if (!at.ok())
+    if (!at.ok() || !sizesKnown)
       return "damaged ZIP directory (entry " + std::to_string(i) + ")";
     entries.push_back(entry);
   }
@@ -157,6 +165,13 @@ std::string entryBytes(const std::string &bytes, const EntryInfo &entry,
   if (entry.method != 0 && entry.method != 8)
     return "uses ZIP method " + std::to_string(entry.method) +
            " (only stored and deflated entries are read)";
+  // Sizes come from the file: check them before allocating anything.
+  if (entry.size >= kMax32 || entry.packedSize >= kMax32)
+    return "is 4 GiB or more (not supported)";
+  if (entry.method == 0 ? entry.size != entry.packedSize
+                        : entry.size > entry.packedSize * kMaxDeflateRatio +
+                                           1024)
+    return "declares a size its data cannot have";
   Reader local(bytes, entry.localOffset);
   if (local.read(4) != kLocalHeader)
     return "has a damaged local header";
@@ -183,6 +198,7 @@ std::string entryBytes(const std::string &bytes, const EntryInfo &entry,
 
 std::string cellc::npy::readArchive(const std::string &path,
                                     std::map<std::string, Array> &arrays) {
+  arrays.clear();
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return path + ": cannot open file";
@@ -192,10 +208,17 @@ std::string cellc::npy::readArchive(const std::string &path,
   std::vector<EntryInfo> entries;
   if (std::string e = readDirectory(bytes, entries); !e.empty())
     return path + ": " + e;
+  // Entries may share data: bound what they may inflate to in all.
+  uint64_t total = 0, budget = bytes.size() * kMaxDeflateRatio + 1024;
   for (const EntryInfo &entry : entries) {
     std::string name = entry.name;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
       name.resize(name.size() - 4);
+    if (arrays.count(name))
+      return path + ": two entries name the array " + name;
+    total += std::min<uint64_t>(entry.size, budget);
+    if (total > budget)
+      return path + ": its entries declare more data than it can hold";
     std::string data;
     if (std::string e = entryBytes(bytes, entry, data); !e.empty())
       return path + ": entry " + entry.name + " " + e;
@@ -238,6 +261,10 @@ std::string buildArchive(const std::map<std::string, ArchiveEntry> &arrays,
   for (const auto &[name, entry] : arrays) {
     std::string data = serialize("<f4", entry.shape, entry.data, 4);
     std::string file = name + ".npy";
+    if (file.size() > 0xffff) {
+      error = "an array name is longer than a ZIP entry name can be";
+      return "";
+    }
     if (data.size() >= kMax32 || body.size() >= kMax32) {
       error = "array " + name + " makes the archive over 4 GiB (zip64 "
                                 "is not written)";
@@ -280,13 +307,17 @@ cellc::npy::writeArchive(const std::string &path,
   std::string bytes = buildArchive(arrays, error);
   if (!error.empty())
     return path + ": " + error;
-  std::string temporary = path + ".tmp" + std::to_string(getpid());
+  // Unique per process and call: concurrent writers never share it.
+  static std::atomic<unsigned> calls{0};
+  std::string temporary = path + ".tmp" + std::to_string(getpid()) + "." +
+                          std::to_string(calls++);
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     if (!file)
       return path + ": cannot open " + temporary + " for writing";
     file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!file.flush()) {
+    file.close();
+    if (!file) {
       std::remove(temporary.c_str());
       return path + ": write failed";
     }

@@ -19,8 +19,10 @@
 
 namespace cellc::npy {
 
-/// Every array of the archive at `path`, keyed by its name without `.npy`.
-/// Returns "" on success.
+/// Every array of the archive at `path` (replacing what `arrays` held),
+/// keyed by its name without `.npy`. Returns "" on success; a damaged or
+/// hostile archive is an error, never a read out of bounds or an
+/// allocation its bytes cannot justify.
 std::string readArchive(const std::string &path,
                         std::map<std::string, Array> &arrays);
 

@@ -114,17 +114,25 @@ class CellModule(nn.Module):
             nn.init.uniform_(param, -bound, bound)
 
     def save_params(self, path):
-        """Writes the params to one .npz archive (np.savez), an entry per
-        param named as in the cell: what `cellc run --params` and
-        cellc::npy::readArchive read."""
+        """Writes the params to one .npz archive at `path` (exactly that
+        name), an entry per param named as in the cell, float32: what
+        np.load, `cellc run --params` and cellc::npy::readArchive read.
+        Written entry by entry as np.savez does, without its keyword
+        arguments (a param may be called `file`)."""
+        import zipfile
         import numpy as np
-        np.savez(path, **{name: getattr(self, name).detach().numpy()
-                          for name, _ in self.cell.params})
+        with zipfile.ZipFile(path, "w") as archive:
+            for name, _ in self.cell.params:
+                value = getattr(self, name).detach().float().numpy()
+                with archive.open(name + ".npy", "w",
+                                  force_zip64=True) as entry:
+                    np.lib.format.write_array(entry, value)
 
     def load_params(self, path):
         """Reads params saved by save_params, np.savez or cellc's C++
         writeArchive; every param of the cell must be there with its shape,
-        and nothing else."""
+        and nothing else. Values of another float dtype are converted to
+        float32 (the C++ reader accepts float32 only)."""
         import numpy as np
         with np.load(path) as archive:
             names = {name for name, _ in self.cell.params}

@@ -418,10 +418,27 @@ TEST(Npz, RoundTripsAndRejectsDamagedArchives) {
 
   std::string bytes = readBytes(path);
   std::string flipped = bytes;
-  flipped[bytes.find("NUMPY") + 100] ^= 1; // inside W's data
+  flipped[bytes.find("NUMPY") + 127 + 4] ^= 1; // W's second value
   writeBytes(path, flipped);
   EXPECT_NE(npy::readArchive(path, arrays).find("entry W.npy fails its "
                                                  "CRC-32 check"),
+            std::string::npos);
+  // Forged central-directory fields (offsets from the APPNOTE): a local
+  // header offset past the end, and sizes the data cannot have.
+  size_t central = bytes.find("PK\x01\x02");
+  ASSERT_NE(central, std::string::npos);
+  auto forged = [&](size_t field, uint32_t value) {
+    std::string copy = bytes;
+    for (int i = 0; i < 4; ++i)
+      copy[central + field + i] = static_cast<char>(value >> (8 * i));
+    writeBytes(path, copy);
+    return npy::readArchive(path, arrays);
+  };
+  EXPECT_NE(forged(42, 0xfffffff0u).find("damaged local header"),
+            std::string::npos);
+  EXPECT_NE(forged(24, 0x7fffffffu).find("cannot have"), std::string::npos);
+  // 0xffffffff without a zip64 extra field to hold the real value.
+  EXPECT_NE(forged(42, 0xffffffffu).find("damaged ZIP directory"),
             std::string::npos);
   // Every truncation is an error that names the file, never a crash.
   for (size_t length = 0; length < bytes.size(); length += 7) {

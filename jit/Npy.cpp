@@ -2,12 +2,15 @@
 
 #include "jit/Npy.h"
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 using namespace cellc::npy;
 
@@ -169,13 +172,22 @@ std::string cellc::npy::parse(const std::string &bytes, const std::string &name,
   return "";
 }
 
-std::string cellc::npy::readFile(const std::string &path, Array &array) {
+std::string cellc::npy::readBytes(const std::string &path,
+                                  std::string &bytes) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return path + ": cannot open file";
   std::stringstream contents;
   contents << file.rdbuf();
-  return parse(contents.str(), path, array);
+  bytes = contents.str();
+  return "";
+}
+
+std::string cellc::npy::readFile(const std::string &path, Array &array) {
+  std::string bytes;
+  if (std::string e = readBytes(path, bytes); !e.empty())
+    return e;
+  return parse(bytes, path, array);
 }
 
 std::string cellc::npy::serialize(const std::string &descr,
@@ -209,17 +221,28 @@ std::string cellc::npy::serialize(const std::string &descr,
   return bytes;
 }
 
-namespace {
-std::string writeBytes(const std::string &path, const std::string &bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file)
-    return path + ": cannot open for writing";
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!file)
-    return path + ": write failed";
+std::string cellc::npy::writeBytes(const std::string &path,
+                                   const std::string &bytes) {
+  static std::atomic<unsigned> calls{0};
+  std::string temporary = path + ".tmp" + std::to_string(getpid()) + "." +
+                          std::to_string(calls++);
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file)
+      return path + ": cannot open " + temporary + " for writing";
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    file.close();
+    if (!file) {
+      std::remove(temporary.c_str());
+      return path + ": write failed";
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return path + ": cannot rename " + temporary + " into place";
+  }
   return "";
 }
-} // namespace
 
 std::string cellc::npy::writeFile(const std::string &path,
                                   const std::vector<int64_t> &shape,

@@ -33,6 +33,15 @@ struct Array {
 /// `[2, 3, 4]`, `[]` for a scalar.
 std::string shapeString(const std::vector<int64_t> &shape);
 
+/// The whole file at `path` in `bytes`. Returns "" or an error starting
+/// with the path.
+std::string readBytes(const std::string &path, std::string &bytes);
+
+/// Writes `bytes` to `path` through a temporary file renamed into place, so
+/// a failed write never leaves half a file and concurrent writers never
+/// share the temporary. Returns "" or an error starting with the path.
+std::string writeBytes(const std::string &path, const std::string &bytes);
+
 /// Reads `path`. Returns "" on success, else an error starting with the
 /// path.
 std::string readFile(const std::string &path, Array &array);

@@ -12,11 +12,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 using namespace cellc::npy;
 
@@ -199,12 +194,9 @@ std::string entryBytes(const std::string &bytes, const EntryInfo &entry,
 std::string cellc::npy::readArchive(const std::string &path,
                                     std::map<std::string, Array> &arrays) {
   arrays.clear();
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return path + ": cannot open file";
-  std::stringstream contents;
-  contents << file.rdbuf();
-  std::string bytes = contents.str();
+  std::string bytes;
+  if (std::string e = readBytes(path, bytes); !e.empty())
+    return e;
   std::vector<EntryInfo> entries;
   if (std::string e = readDirectory(bytes, entries); !e.empty())
     return path + ": " + e;
@@ -307,24 +299,5 @@ cellc::npy::writeArchive(const std::string &path,
   std::string bytes = buildArchive(arrays, error);
   if (!error.empty())
     return path + ": " + error;
-  // Unique per process and call: concurrent writers never share it.
-  static std::atomic<unsigned> calls{0};
-  std::string temporary = path + ".tmp" + std::to_string(getpid()) + "." +
-                          std::to_string(calls++);
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file)
-      return path + ": cannot open " + temporary + " for writing";
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    file.close();
-    if (!file) {
-      std::remove(temporary.c_str());
-      return path + ": write failed";
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return path + ": cannot rename " + temporary + " into place";
-  }
-  return "";
+  return writeBytes(path, bytes);
 }

@@ -103,11 +103,22 @@ TEST(CheckCompare, DisagreeingStepsWidenToTheirGap) {
   Comparison row = compareDifferences("fd", {20000.5}, {20001.0}, {20000.0},
                                       kFiniteDifferenceTolerance, 20000.0);
   EXPECT_TRUE(row.pass) << formatRow(row);
-  EXPECT_NEAR(row.tolerance, 0.5 / 20000.0, 1e-12);
+  EXPECT_NEAR(row.tolerance, kStepGapFactor * 0.5 / 20000.0, 1e-12);
   EXPECT_NE(formatRow(row).find("differences uncertain"), std::string::npos);
   // A gradient wrong by far more than the steps disagree still fails.
   EXPECT_FALSE(compareDifferences("fd", {20000.5}, {20001.0}, {19000.0},
                                   kFiniteDifferenceTolerance, 20000.0)
+                   .pass);
+}
+
+TEST(CheckCompare, RoundingDominatedStepsAllowTwiceTheirGap) {
+  // Seed 2465: rounding error ~ eps/h puts the step-h quotient off by r and
+  // the step-2h one by about r/2, so the finer error exceeds the gap.
+  Comparison row = compareDifferences("fd", {1.0 + 3.03e-5}, {1.0 + 3e-6},
+                                      {1.0}, kFiniteDifferenceTolerance, 1.0);
+  EXPECT_TRUE(row.pass) << formatRow(row);
+  EXPECT_FALSE(compareDifferences("fd", {1.0 + 6e-5}, {1.0 + 5e-5}, {1.0},
+                                  kFiniteDifferenceTolerance, 1.0)
                    .pass);
 }
 

@@ -64,12 +64,19 @@ Comparison compareConditioned(const std::string &array,
                               const std::vector<double> &expectedSingle,
                               double tolerance, double floor = 0);
 
+/// How far the step-h difference quotient may be off, in units of its gap
+/// to the step-2h one. Truncation error alone puts it at a third of the gap
+/// (error ~ h^2). Rounding error ~ eps/h makes the finer quotient's error
+/// up to twice the gap when both err the same way (r and r/2 differ by
+/// r/2), as in seed 2465's cancelling layer norm (error 1.01x the gap).
+inline constexpr double kStepGapFactor = 2;
+
 /// Central differences (`numeric`, step h; `numericCoarse`, step 2h)
 /// against autograd, relative to `scale`. A difference quotient is only as
 /// good as its step allows: where the two steps disagree (a chaotic
-/// recurrence makes the third derivative huge), their gap, which bounds the
-/// truncation error of the finer one, widens the tolerance, and the row
-/// says so.
+/// recurrence makes the third derivative huge, or cancellation makes
+/// rounding dominate), kStepGapFactor x their gap widens the tolerance, and
+/// the row says so.
 Comparison compareDifferences(const std::string &array,
                               const std::vector<double> &numeric,
                               const std::vector<double> &numericCoarse,

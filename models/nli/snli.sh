@@ -6,6 +6,7 @@
 #
 #   models/nli/snli.sh                      # all models, both data sets
 #   MODELS="atr bow" EPOCHS=10 models/nli/snli.sh
+#   EMBEDDINGS=nli-runs/indomain100.vec models/nli/snli.sh   # models/nli/vectors.sh
 #
 # Writes OUT/{snli,sick}-MODEL.ckpt{,.best,.log} and prints a table.
 set -euo pipefail
@@ -16,6 +17,8 @@ MODELS=${MODELS:-"atr gru lstm bow"}
 EPOCHS=${EPOCHS:-10}
 THREADS=${THREADS:-2}
 NLI=${NLI:-build/bin/nli}
+vectors=()
+[ -z "${EMBEDDINGS:-}" ] || vectors=(--embeddings "$EMBEDDINGS")
 mkdir -p "$OUT"
 if [ ! -d "$DATA/snli" ]; then
   echo "snli.sh: $DATA/snli is absent; set DATA" >&2
@@ -32,7 +35,7 @@ for set in snli sick; do
     start=$SECONDS
     "$NLI" train --train "$train" --valid "$valid" --model $kind --cell $cell \
       --emb 100 --hidden 100 --lr 2e-3 --dropout 0.3 --epochs "$EPOCHS" \
-      --threads "$THREADS" --out "$ckpt" --force --no-progress \
+      --threads "$THREADS" --out "$ckpt" --force --no-progress "${vectors[@]}" \
       2> "$OUT/$set-$model.stderr"
     seconds=$((SECONDS - start))
     params=$(grep -o '[0-9]* parameters' "$OUT/$set-$model.stderr" | cut -d' ' -f1)

@@ -132,6 +132,12 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "lr-decay", o.lrDecay, "plateau, epoch or none")
       ->check(CLI::IsMember({"plateau", "epoch", "none"}))
       ->group(group);
+  option(cmd, "plateau-metric", o.plateauMetric,
+         "progress for the plateau decay and --patience: bleu, ppl, or "
+         "either (greedy BLEU is noise while it is near 0; OUT.best stays "
+         "the best BLEU)")
+      ->check(CLI::IsMember({"bleu", "ppl", "either"}))
+      ->group(group);
   option(cmd, "seed", o.seed, "random seed")->group(group);
 }
 

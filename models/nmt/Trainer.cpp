@@ -68,6 +68,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["max-updates"] = std::to_string(maxUpdates);
   m["patience"] = std::to_string(patience);
   m["lr-decay"] = lrDecay;
+  m["plateau-metric"] = plateauMetric;
   m["seed"] = std::to_string(seed);
   m["out"] = out;
   m["log"] = log;
@@ -152,6 +153,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("max-updates", o.maxUpdates);
   number("patience", o.patience);
   text("lr-decay", o.lrDecay);
+  text("plateau-metric", o.plateauMetric);
   number("seed", o.seed);
   text("out", o.out);
   text("log", o.log);
@@ -171,6 +173,9 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
                     "'");
   if (o.lrDecay != "plateau" && o.lrDecay != "epoch" && o.lrDecay != "none")
     throw DataError("--lr-decay must be plateau, epoch or none");
+  if (o.plateauMetric != "bleu" && o.plateauMetric != "ppl" &&
+      o.plateauMetric != "either")
+    throw DataError("--plateau-metric must be bleu, ppl or either");
   return o;
 }
 

@@ -40,6 +40,10 @@ struct TrainOptions {
   float lr = 5e-4f, clip = 5.0f;
   int64_t maxTokens = 2000, epochs = 10, maxUpdates = 0, patience = 3;
   std::string lrDecay = "plateau"; // plateau | epoch | none
+  /// What counts as progress for the plateau decay and --patience: bleu,
+  /// ppl, or either (an epoch that improves BLEU or perplexity). OUT.best
+  /// is always the best BLEU.
+  std::string plateauMetric = "bleu";
   uint64_t seed = 1;
   // Output.
   std::string out = "nmt.ckpt";
@@ -80,6 +84,12 @@ struct TrainState {
   Rng dropoutRng{0};
   std::vector<double> epochLoss, validPerplexity, validBleu;
 };
+
+/// Whether an epoch counts as progress under --plateau-metric `metric`
+/// (bleu, ppl or either), given whether it set a new best BLEU, the
+/// perplexities of the epochs before it and its own.
+bool madeProgress(const std::string &metric, bool bleuImproved,
+                  const std::vector<double> &earlierPpl, double ppl);
 
 struct TrainData {
   std::vector<std::string> trainSrc, trainTgt, validSrc, validTgt;

@@ -11,6 +11,7 @@
 
 #include "models/common/Team.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -244,16 +245,30 @@ void Session::validateNow(const TrainData &data, RunLog &runLog) {
                               {"valid_bleu", bleu}});
 }
 
+bool madeProgress(const std::string &metric, bool bleuImproved,
+                  const std::vector<double> &earlierPpl, double ppl) {
+  bool pplImproved =
+      earlierPpl.empty() ||
+      ppl < *std::min_element(earlierPpl.begin(), earlierPpl.end());
+  if (metric == "ppl")
+    return pplImproved;
+  if (metric == "either")
+    return bleuImproved || pplImproved;
+  return bleuImproved;
+}
+
 void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                           const EpochRun &run) {
   std::ostream &log = runLog.text();
   double ppl = 0, bleu = 0;
   validateOnLeader(data, ppl, bleu);
+  bool improved = bleu > state.bestBleu;
+  bool progressed = madeProgress(options.plateauMetric, improved,
+                                 state.validPerplexity, ppl);
   state.epochLoss.push_back(
       state.epochTokens ? state.epochLossSum / double(state.epochTokens) : 0);
   state.validPerplexity.push_back(ppl);
   state.validBleu.push_back(bleu);
-  bool improved = bleu > state.bestBleu;
   char line[512];
   std::snprintf(line, sizeof line,
                 "epoch %lld done: train loss %.4f, valid ppl %.3f, valid "
@@ -275,13 +290,11 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                 {"epoch_seconds", run.seconds},
                 {"lr", state.lr},
                 {"best", improved ? 1.0 : 0.0}});
-  if (improved) {
+  if (improved)
     state.bestBleu = bleu;
-    state.badEpochs = 0;
-  } else {
-    ++state.badEpochs;
-  }
-  if (options.lrDecay == "epoch" || (options.lrDecay == "plateau" && !improved))
+  state.badEpochs = progressed ? 0 : state.badEpochs + 1;
+  if (options.lrDecay == "epoch" ||
+      (options.lrDecay == "plateau" && !progressed))
     state.lr *= 0.5;
   ++state.epoch;
   state.batchInEpoch = 0;
@@ -289,8 +302,8 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
   state.epochTokens = 0;
   if (options.patience > 0 && state.badEpochs >= options.patience) {
     state.finished = true;
-    log << "early stopping: no BLEU improvement for " << state.badEpochs
-        << " epochs" << std::endl;
+    log << "early stopping: no progress (" << options.plateauMetric
+        << ") for " << state.badEpochs << " epochs" << std::endl;
   }
   if (state.epoch >= options.epochs)
     state.finished = true;

@@ -49,6 +49,9 @@ public:
   virtual ~Runner() = default;
   /// One timed iteration.
   virtual void run() = 0;
+  /// The GEMM flops of the last run(), where the runner counts them (the
+  /// floor), else a negative number.
+  virtual double gemmFlops() const { return -1; }
 };
 
 /// Makes the runner of one implementation, or null when it does not cover
@@ -79,6 +82,26 @@ struct Register {
 /// The runner of any loaded cellrt::Cell (CPU or GPU): the caller's arrays
 /// as std::vectors, one Tape reused across iterations.
 std::unique_ptr<Runner> makeCellRunner(cellrt::Cell &&cell, const Workload &w);
+
+/// Runs `runner` `warmup` times untimed, then timed until it has `reps`
+/// times and `minSeconds` have passed; the times in ms, each divided by
+/// `divisor` (steps per run), sorted.
+std::vector<double> timeRuns(Runner &runner, int warmup, int reps,
+                             double minSeconds, double divisor = 1);
+double percentile(const std::vector<double> &sorted, double q);
+
+/// Runs `body` (which must end with _exit) in a forked child and waits;
+/// prints "FAILED <label> status=.." and returns false if it failed.
+bool runInChild(const std::function<void()> &body, const std::string &label);
+
+/// The machine's peaks (PeakBench.cpp), one forked child per kind and
+/// thread count, each printing
+///   PEAK kind=K threads=N median_ms=.. rate=.. unit=GFLOP/s|GB/s
+/// Kinds: sgemm (dnnl_sgemm, n = 2048), matmul-f32 and matmul-bf16 (oneDNN
+/// matmul, n = 2048, weights packed once into its preferred layout; bf16
+/// operands, f32 accumulation and output) and copy (memcpy of 256 MiB split
+/// over the threads; bytes read + written). Returns the number that failed.
+int runPeaks(const std::vector<int> &threads, int reps);
 
 /// Fills `values` with uniform values in [-scale, scale].
 void fillRandom(float *values, int64_t count, float scale, uint32_t seed);

@@ -16,6 +16,10 @@
 //          median_ms=.. min_ms=.. max_ms=.. p25_ms=.. p75_ms=.. reps=..
 //          work_mb=.. peak_mb=..
 //
+// (the floor's lines also carry gemm_gflop=.., the GEMM work it did).
+// `--peak` instead measures the machine's GEMM and copy rates (PEAK lines,
+// PeakBench.cpp), the denominators of the flop and memory floors.
+//
 // Times are per iteration (per decoding step in step mode). Memory, from
 // /proc/self/status of the child:
 //   work_mb: peak RSS during the timed iterations above the RSS once the
@@ -126,6 +130,56 @@ CellShape cellc_bench::cellShape(const std::string &cell) {
   fail("unknown cell " + cell);
 }
 
+double cellc_bench::percentile(const std::vector<double> &sorted, double q) {
+  double position = q * (sorted.size() - 1);
+  size_t low = static_cast<size_t>(position);
+  size_t high = std::min(low + 1, sorted.size() - 1);
+  double weight = position - low;
+  return sorted[low] * (1 - weight) + sorted[high] * weight;
+}
+
+std::vector<double> cellc_bench::timeRuns(Runner &runner, int warmup,
+                                          int reps, double minSeconds,
+                                          double divisor) {
+  for (int i = 0; i < warmup; ++i)
+    runner.run();
+  std::vector<double> times;
+  auto begin = std::chrono::steady_clock::now();
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    runner.run();
+    auto t1 = std::chrono::steady_clock::now();
+    times.push_back(
+        std::chrono::duration<double, std::milli>(t1 - t0).count() / divisor);
+    double elapsed = std::chrono::duration<double>(t1 - begin).count();
+    if (static_cast<int>(times.size()) >= reps && elapsed >= minSeconds)
+      break;
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
+bool cellc_bench::runInChild(const std::function<void()> &body,
+                             const std::string &label) {
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) {
+    std::perror("fork");
+    return false;
+  }
+  if (child == 0) {
+    body();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!ok)
+    std::printf("FAILED %s status=%d\n", label.c_str(), status);
+  std::fflush(stdout);
+  return ok;
+}
+
 namespace {
 
 std::vector<std::string> split(const std::string &text, char separator) {
@@ -156,13 +210,6 @@ bool resetPeakRss() {
   return bool(clear);
 }
 
-double percentile(std::vector<double> sorted, double q) {
-  double position = q * (sorted.size() - 1);
-  size_t low = static_cast<size_t>(position);
-  size_t high = std::min(low + 1, sorted.size() - 1);
-  double weight = position - low;
-  return sorted[low] * (1 - weight) + sorted[high] * weight;
-}
 
 struct Options {
   std::vector<std::string> impls, cells = {"atr", "gru",  "lstm",
@@ -209,32 +256,23 @@ std::string describe(const std::string &impl, const Workload &w) {
   long setupPeakKb = statusKb("VmHWM");
   bool cleared = resetPeakRss();
   long baseKb = statusKb("VmRSS");
-  for (int i = 0; i < options.warmup; ++i)
-    runner->run();
-  std::vector<double> times;
-  auto begin = std::chrono::steady_clock::now();
-  for (;;) {
-    auto t0 = std::chrono::steady_clock::now();
-    runner->run();
-    auto t1 = std::chrono::steady_clock::now();
-    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    if (w.mode == Mode::Step)
-      ms /= w.stepsPerRun;
-    times.push_back(ms);
-    double elapsed = std::chrono::duration<double>(t1 - begin).count();
-    if (static_cast<int>(times.size()) >= options.reps &&
-        elapsed >= options.minSeconds)
-      break;
-  }
+  double perRun = w.mode == Mode::Step ? double(w.stepsPerRun) : 1.0;
+  std::vector<double> times = timeRuns(*runner, options.warmup, options.reps,
+                                       options.minSeconds, perRun);
   long runPeakKb = statusKb("VmHWM");
-  std::sort(times.begin(), times.end());
+  // The floor's GEMM flops per iteration (per step): the flop floor of
+  // every implementation of the workload (bench/report.py).
+  char flops[48] = "";
+  if (runner->gemmFlops() >= 0)
+    std::snprintf(flops, sizeof flops, " gemm_gflop=%.6f",
+                  runner->gemmFlops() / perRun * 1e-9);
   std::printf("RESULT %s median_ms=%.4f min_ms=%.4f max_ms=%.4f p25_ms=%.4f "
-              "p75_ms=%.4f reps=%zu work_mb=%.1f peak_mb=%.1f%s\n",
+              "p75_ms=%.4f reps=%zu work_mb=%.1f peak_mb=%.1f%s%s\n",
               describe(impl.name, w).c_str(), percentile(times, 0.5),
               times.front(), times.back(), percentile(times, 0.25),
               percentile(times, 0.75), times.size(),
               cleared ? (runPeakKb - baseKb) / 1024.0 : -1.0,
-              (std::max(setupPeakKb, runPeakKb) - startKb) / 1024.0,
+              (std::max(setupPeakKb, runPeakKb) - startKb) / 1024.0, flops,
               cleared ? "" : " (clear_refs unavailable)");
   std::fflush(stdout);
   _exit(0);
@@ -246,7 +284,9 @@ void usage() {
                "[--modes fwd,train,step] [--seq 50x64,100x64] "
                "[--step-batches 10,1] [--threads 1,2] [--size 512] "
                "[--reps N] [--warmup N] [--min-seconds S] "
-               "[--steps-per-run N] [--list]\n");
+               "[--steps-per-run N] [--list] [--peak]\n"
+               "  --peak: only the machine's GEMM and copy peaks, at each "
+               "--threads count\n");
   std::exit(2);
 }
 
@@ -254,6 +294,7 @@ void usage() {
 
 int main(int argc, char **argv) {
   Options options;
+  bool peak = false;
   for (const Implementation &impl : registry())
     options.impls.push_back(impl.name);
   for (int i = 1; i < argc; ++i) {
@@ -305,10 +346,15 @@ int main(int argc, char **argv) {
       options.minSeconds = std::atof(value().c_str());
     } else if (arg == "--steps-per-run") {
       options.stepsPerRun = std::atoll(value().c_str());
+    } else if (arg == "--peak") {
+      peak = true;
     } else {
       usage();
     }
   }
+
+  if (peak)
+    return runPeaks(options.threads, options.reps) ? 1 : 0;
 
   std::vector<const Implementation *> impls;
   for (const std::string &name : options.impls) {
@@ -352,23 +398,9 @@ int main(int argc, char **argv) {
   // Implementations interleave per workload, so that a change of machine
   // load hits every implementation of a comparison alike.
   for (const Workload &w : workloads)
-    for (const Implementation *impl : impls) {
-      std::fflush(stdout);
-      pid_t child = fork();
-      if (child < 0) {
-        std::perror("fork");
-        return 1;
-      }
-      if (child == 0)
-        runChild(*impl, w, options);
-      int status = 0;
-      waitpid(child, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::printf("FAILED %s status=%d\n", describe(impl->name, w).c_str(),
-                    status);
+    for (const Implementation *impl : impls)
+      if (!runInChild([&] { runChild(*impl, w, options); },
+                      describe(impl->name, w)))
         ++failures;
-      }
-      std::fflush(stdout);
-    }
   return failures ? 1 : 0;
 }

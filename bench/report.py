@@ -36,7 +36,7 @@ def fields(line):
 
 def parse(path):
     data = {"results": {}, "skips": [], "aot": {}, "jit": {}, "meta": {},
-            "failed": [], "jit_absent": False}
+            "failed": [], "jit_absent": False, "peaks": {}}
     for line in open(path):
         line = line.strip()
         if not line:
@@ -49,6 +49,9 @@ def parse(path):
             data["results"][key] = f
         elif tag == "SKIP":
             data["skips"].append(fields(line))
+        elif tag == "PEAK":
+            f = fields(line)
+            data["peaks"][(f["kind"], int(f["threads"]))] = f
         elif tag in ("FAILED", "ERROR"):
             data["failed"].append(line)
         elif tag == "AOT":
@@ -91,6 +94,67 @@ def workload_name(cell, mode, T, B, threads):
     if mode == "step":
         return f"{cell}-step-B{B}-{threads}t"
     return f"{cell}-{mode}-T{T}-B{B}-{threads}t"
+
+
+def peak_rate(peaks, kinds, threads):
+    """The best rate among `kinds` at `threads`, or None."""
+    rates = [float(peaks[(k, threads)]["rate"]) for k in kinds
+             if (k, threads) in peaks]
+    return max(rates) if rates else None
+
+
+def machine_floor_section(data, shapes, ratio_lines):
+    """The machine's peaks and each workload's flop floor: the floor's GEMM
+    flops at the best f32 GEMM rate this machine reached (and at the bf16
+    rate). Empty when the run has no PEAK lines."""
+    peaks, res = data["peaks"], data["results"]
+    if not peaks:
+        return []
+    out = ["### Against the machine's peak", ""]
+    threads_seen = sorted({t for _, t in peaks})
+    out.append("| peak | " + " | ".join(
+        f"{t} thread{'s' if t > 1 else ''}" for t in threads_seen) + " |")
+    out.append("|---" * (1 + len(threads_seen)) + "|")
+    for kind in ("sgemm", "matmul-f32", "matmul-bf16", "copy"):
+        row = [f"`{kind}`"]
+        for t in threads_seen:
+            p = peaks.get((kind, t))
+            row.append(f"{float(p['rate']):.0f} {p['unit']}" if p else "—")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    out.append("GEMMs at n = 2048 (`cellc-bench --peak`); `matmul-*` is "
+               "oneDNN's matmul primitive with the weights packed once into "
+               "its preferred layout, `copy` counts the bytes read and "
+               "written. The flop floor of a workload is the GEMM floor's "
+               "flops (`gemm_gflop`, counted as it runs) at the best f32 "
+               "rate measured at its thread count: the time of those products "
+               "if every one ran as fast as a large, packed GEMM (the "
+               "per-step products are smaller and slower). cellc / flop "
+               "floor is cellc's time over that; the bf16 floor is at the "
+               "`matmul-bf16` rate.")
+    out.append("")
+    out.append("| workload | GEMM GFLOP | flop floor (ms) | cellc (ms) | "
+               "cellc / flop floor | bf16 flop floor (ms) |")
+    out.append("|---|---|---|---|---|---|")
+    for (mode, T, B, threads) in shapes:
+        f32 = peak_rate(peaks, ("sgemm", "matmul-f32"), threads)
+        bf16 = peak_rate(peaks, ("matmul-bf16",), threads)
+        for cell in CELLS:
+            c = res.get(("cellc", cell, mode, T, B, threads))
+            f = res.get(("floor", cell, mode, T, B, threads))
+            if not c or not f or "gemm_gflop" not in f or not f32:
+                continue
+            gflop = float(f["gemm_gflop"])
+            floor_ms = gflop / f32 * 1e3
+            name = workload_name(cell, mode, T, B, threads)
+            ratio_lines.append(f"RATIO {name}-flopfloor "
+                               f"{floor_ms / ms(c):.3f}")
+            bf16_ms = f"{gflop / bf16 * 1e3:.3g}" if bf16 else "—"
+            out.append(f"| {name} | {gflop:.3g} | {floor_ms:.3g} | "
+                       f"{ms(c):.3g} | {ms(c) / floor_ms:.2f}× | "
+                       f"{bf16_ms} |")
+    out.append("")
+    return out
 
 
 def main():
@@ -210,6 +274,8 @@ def main():
                     row.append("—")
             out.append("| " + " | ".join(row) + " |")
         out.append("")
+
+    out.extend(machine_floor_section(data, shapes, ratio_lines))
 
     # Memory.
     out.append("### Peak memory (MB)")

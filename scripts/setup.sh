@@ -12,7 +12,7 @@ packages=(
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev zlib1g-dev
-  fasttext
+  fasttext libxsmm-dev
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-torch
   python3 python3-matplotlib

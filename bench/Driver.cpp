@@ -4,6 +4,7 @@
 //               [--modes fwd,train,step] [--seq 50x64,100x64]
 //               [--step-batches 10,1] [--threads 1,2] [--size 512]
 //               [--reps N] [--warmup N] [--min-seconds S] [--list]
+//               [--peak]
 //
 // For every workload (cell x mode x shape x threads) and every implementation
 // the driver forks a child: the child sets the thread count, builds the
@@ -210,7 +211,6 @@ bool resetPeakRss() {
   return bool(clear);
 }
 
-
 struct Options {
   std::vector<std::string> impls, cells = {"atr", "gru",  "lstm",
                                            "lau", "sru", "srnmt"};
@@ -264,7 +264,7 @@ std::string describe(const std::string &impl, const Workload &w) {
   // every implementation of the workload (bench/report.py).
   char flops[48] = "";
   if (runner->gemmFlops() >= 0)
-    std::snprintf(flops, sizeof flops, " gemm_gflop=%.6f",
+    std::snprintf(flops, sizeof flops, " gemm_gflop=%.6g",
                   runner->gemmFlops() / perRun * 1e-9);
   std::printf("RESULT %s median_ms=%.4f min_ms=%.4f max_ms=%.4f p25_ms=%.4f "
               "p75_ms=%.4f reps=%zu work_mb=%.1f peak_mb=%.1f%s%s\n",

@@ -22,6 +22,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <unistd.h>
 
@@ -141,8 +142,8 @@ std::unique_ptr<Runner> makePeak(const std::string &kind, int threads,
     runner = makePeak(kind, threads, work);
   } catch (const dnnl::error &error) {
     // bf16 on a CPU without it: oneDNN has no implementation to offer.
-    std::printf("SKIP peak=%s threads=%d reason=%s\n", kind.c_str(), threads,
-                error.what());
+    std::printf("SKIP peak=%s threads=%d reason=no-implementation (%s)\n",
+                kind.c_str(), threads, error.what());
     std::fflush(stdout);
     _exit(0);
   }

@@ -7,28 +7,37 @@
 # No dev or test sentence is read.
 #
 #   models/nli/vectors.sh [OUT.vec]       # default nli-runs/indomain100.vec
-#   EMBEDDINGS=nli-runs/indomain100.vec models/nli/snli.sh
+#   EMBEDDINGS=nli-runs/indomain100.vec THREADS=1 models/nli/snli.sh
+#
+# SHARED is the shared data folder (default ../shared/data); relative paths
+# are taken from the repository's root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DATA=${DATA:-../shared/data}
+SHARED=${SHARED:-../shared/data}
 OUT=${1:-nli-runs/indomain100.vec}
 DIM=${DIM:-100}
+case "$OUT" in
+  *.vec) ;;
+  *) echo "vectors.sh: the output must end in .vec (fastText adds it)" >&2; exit 2 ;;
+esac
 command -v fasttext > /dev/null ||
   { echo "vectors.sh: no fasttext (scripts/setup.sh installs it)" >&2; exit 1; }
 for f in multi30k/tok/train.lc.norm.tok.en nli/snli/s1.train_small \
          nli/snli/s2.train_small nli/sick/train.tsv; do
-  [ -f "$DATA/$f" ] || { echo "vectors.sh: $DATA/$f is absent; set DATA" >&2; exit 1; }
+  [ -f "$SHARED/$f" ] ||
+    { echo "vectors.sh: $SHARED/$f is absent; set SHARED" >&2; exit 1; }
 done
 mkdir -p "$(dirname "$OUT")"
 corpus=$(mktemp)
 trap 'rm -f "$corpus"' EXIT
 {
-  cat "$DATA/multi30k/tok/train.lc.norm.tok.en"
-  cat "$DATA/nli/snli/s1.train_small" "$DATA/nli/snli/s2.train_small" |
+  cat "$SHARED/multi30k/tok/train.lc.norm.tok.en"
+  cat "$SHARED/nli/snli/s1.train_small" "$SHARED/nli/snli/s2.train_small" |
     awk '!seen[$0]++' | tr 'A-Z' 'a-z'
-  # SICK is untokenised: split off punctuation as nli's tokenizer does.
-  cut -f1,2 "$DATA/nli/sick/train.tsv" | tr '\t' '\n' | awk '!seen[$0]++' |
-    tr 'A-Z' 'a-z' | sed 's/\([.,!?]\)/ \1 /g'
+  # SICK is untokenised: split off every ASCII punctuation mark but ' and -,
+  # as nli's tokenizer does (its sentences hold only , . ' and -).
+  cut -f1,2 "$SHARED/nli/sick/train.tsv" | tr '\t' '\n' | awk '!seen[$0]++' |
+    tr 'A-Z' 'a-z' | perl -pe 's/([!-&(-,.\/:-@\[-`{-~])/ $1 /g'
 } > "$corpus"
 echo "vectors.sh: $(wc -w < "$corpus") words of training-side text"
 # One thread: the same vectors on every machine (fastText is

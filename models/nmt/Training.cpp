@@ -247,9 +247,13 @@ void Session::validateNow(const TrainData &data, RunLog &runLog) {
 
 bool madeProgress(const std::string &metric, bool bleuImproved,
                   const std::vector<double> &earlierPpl, double ppl) {
-  bool pplImproved =
-      earlierPpl.empty() ||
-      ppl < *std::min_element(earlierPpl.begin(), earlierPpl.end());
+  // A non-finite perplexity (an epoch skipped with --skip-nonfinite) is no
+  // best to beat.
+  double best = INFINITY;
+  for (double earlier : earlierPpl)
+    if (std::isfinite(earlier))
+      best = std::min(best, earlier);
+  bool pplImproved = std::isfinite(ppl) && ppl < best;
   if (metric == "ppl")
     return pplImproved;
   if (metric == "either")

@@ -4,8 +4,8 @@
 # with ATR and GRU, where greedy BLEU stays near 0 for the first epochs, so
 # perplexity too counts as progress), one run after another; each run
 # resumes where it stopped, so the script can be interrupted and started
-# again. About 30-80 min of 2 cores per 256-wide run, 10-15 min of one core
-# per 128-wide one. RUNS picks some (default: all), e.g.
+# again. About 30-80 min of 2 cores per 256-wide run; a 128-wide one took
+# 10-20 min at THREADS=1 (2026-11-23). RUNS picks some (default: all), e.g.
 #   RUNS="gnmt-2 srnmt-2" models/nmt/multi30k-table.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."

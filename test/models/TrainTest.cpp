@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 using namespace nmt;
@@ -131,6 +132,10 @@ TEST(Train, PlateauMetricDecidesWhatCountsAsProgress) {
   EXPECT_FALSE(madeProgress("either", false, earlier, 70.0));
   // The first epoch always counts, whichever the metric.
   EXPECT_TRUE(madeProgress("ppl", false, {}, 300.0));
+  // A NaN epoch (--skip-nonfinite) is no best to beat, and is no progress.
+  EXPECT_TRUE(madeProgress("ppl", false, {140.2, NAN}, 90.0));
+  EXPECT_TRUE(madeProgress("ppl", false, {NAN}, 90.0));
+  EXPECT_FALSE(madeProgress("ppl", false, {140.2}, NAN));
 }
 
 // The option goes through the checkpoint's options map, and a bad value is
@@ -143,5 +148,12 @@ TEST(Train, PlateauMetricSurvivesTheCheckpointMap) {
   map.erase("plateau-metric");
   EXPECT_EQ(TrainOptions::fromMap(map).plateauMetric, "bleu");
   map["plateau-metric"] = "loss";
-  EXPECT_THROW(TrainOptions::fromMap(map), std::exception);
+  try {
+    TrainOptions::fromMap(map);
+    ADD_FAILURE() << "plateau-metric=loss was accepted";
+  } catch (const DataError &error) {
+    EXPECT_NE(std::string(error.what()).find("--plateau-metric"),
+              std::string::npos)
+        << error.what();
+  }
 }

@@ -97,7 +97,7 @@ TEST(CheckCompare, AgreeingStepsKeepTheDifferenceTolerance) {
   EXPECT_TRUE(row.note.empty());
 }
 
-TEST(CheckCompare, DisagreeingStepsWidenToTheirGap) {
+TEST(CheckCompare, DisagreeingStepsWidenToTwiceTheirGap) {
   // Seed 2426 of the random-cell run: a chaotic recurrence, where the step
   // itself is off by 2e-5 of the gradient's size.
   Comparison row = compareDifferences("fd", {20000.5}, {20001.0}, {20000.0},

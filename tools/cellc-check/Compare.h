@@ -65,10 +65,12 @@ Comparison compareConditioned(const std::string &array,
                               double tolerance, double floor = 0);
 
 /// How far the step-h difference quotient may be off, in units of its gap
-/// to the step-2h one. Truncation error alone puts it at a third of the gap
-/// (error ~ h^2). Rounding error ~ eps/h makes the finer quotient's error
-/// up to twice the gap when both err the same way (r and r/2 differ by
-/// r/2), as in seed 2465's cancelling layer norm (error 1.01x the gap).
+/// to the step-2h one: an empirical margin, not a bound. Truncation error
+/// alone puts it at a third of the gap (error ~ h^2). Rounding error ~ eps/h
+/// puts it at twice the gap when the two quotients err the same way by r
+/// and r/2; errors of other signs and sizes can exceed that, but then the
+/// gap is large too. Seed 2465's cancelling layer norm came out at 1.01x
+/// the gap on one machine.
 inline constexpr double kStepGapFactor = 2;
 
 /// Central differences (`numeric`, step h; `numericCoarse`, step 2h)

@@ -17,6 +17,10 @@
 //     exactly that tile of h_{t+1} and of the output
 //   barrier
 //
+// `tiles-sgemm` is the same schedule with each tile's product on
+// dnnl_sgemm (one OpenMP thread per member) instead of libxsmm: the control
+// that separates the micro-kernel's speed from the schedule's.
+//
 // The constructor checks the first steps against a scalar evaluation of
 // the ATR equations, so a fast wrong answer fails the workload.
 //
@@ -31,6 +35,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <dlfcn.h>
 #include <immintrin.h>
 #include <thread>
 
@@ -65,10 +70,20 @@ private:
 
 float sigmoid(double x) { return float(1 / (1 + std::exp(-x))); }
 
+/// One OpenMP thread for the GEMMs the calling thread starts (the ICV is
+/// per thread), so two team members do not each start a team of two.
+void singleThreadedGemms() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(
+          dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
+    set(1);
+}
+
 class TileRunner : public Runner {
 public:
-  explicit TileRunner(const Workload &w)
-      : w(w), blocks(w.H / kBlock), lengths(w.B, int32_t(w.T)) {
+  TileRunner(const Workload &w, bool onLibxsmm)
+      : w(w), onLibxsmm(onLibxsmm), blocks(w.H / kBlock),
+        lengths(w.B, int32_t(w.T)) {
     float scale = 1.0f / std::sqrt(static_cast<float>(w.H));
     wx = randomVector(w.H * w.I, scale, 1);
     wh = randomVector(w.H * w.H, scale, 2);
@@ -122,7 +137,21 @@ private:
           packed[(j * w.H + k) * kBlock + n] = wh[(j * kBlock + n) * w.H + k];
   }
 
+  /// Q[B, kBlock] = h · (rows j*kBlock.. of Wh)ᵀ.
+  void tileProduct(int64_t j, const float *h, float *q) const {
+    if (onLibxsmm) {
+      gemm(packed.data() + j * w.H * kBlock, h, q);
+      return;
+    }
+    if (dnnl_sgemm('N', 'T', w.B, kBlock, w.H, 1.0f, h, w.H,
+                   wh.data() + j * kBlock * w.H, w.H, 0.0f, q,
+                   kBlock) != dnnl_success)
+      fail("dnnl_sgemm failed");
+  }
+
   void scan(int member, int team, SpinBarrier &barrier) {
+    if (!onLibxsmm && team > 1)
+      singleThreadedGemms();
     std::vector<float> q(w.B * kBlock);
     int64_t first = blocks * member / team, last = blocks * (member + 1) / team;
     const int64_t dims[2] = {kBlock, w.I};
@@ -131,7 +160,7 @@ private:
       float *h = state[t % 2].data(), *next = state[(t + 1) % 2].data();
       for (int64_t j = first; j < last; ++j) {
         int64_t column = j * kBlock;
-        gemm(packed.data() + j * w.H * kBlock, h, q.data());
+        tileProduct(j, h, q.data());
         float *ptrs[5] = {h + column, xp.data() + t * w.B * w.H + column,
                           q.data(), next + column,
                           out.data() + t * w.B * w.H + column};
@@ -167,6 +196,7 @@ private:
   }
 
   Workload w;
+  bool onLibxsmm;
   int64_t blocks;
   std::vector<int32_t> lengths;
   std::vector<float> wx, wh, packed, x, xp, out, state[2];
@@ -174,15 +204,22 @@ private:
   libxsmm_smmfunction gemm = nullptr;
 };
 
-std::unique_ptr<Runner> makeTiles(const Workload &w, std::string &why) {
-  if (w.cell != "atr" || w.mode != Mode::Forward) {
-    why = "the-tile-experiment-covers-atr-forward-only";
-    return nullptr;
-  }
-  return std::make_unique<TileRunner>(w);
+Factory tilesOn(bool onLibxsmm) {
+  return [onLibxsmm](const Workload &w,
+                     std::string &why) -> std::unique_ptr<Runner> {
+    if (w.cell != "atr" || w.mode != Mode::Forward) {
+      why = "the-tile-experiment-covers-atr-forward-only";
+      return nullptr;
+    }
+    return std::make_unique<TileRunner>(w, onLibxsmm);
+  };
 }
 
-Register reg({"tiles", makeTiles, [](int threads) { setOmpThreads(threads); },
-              prewarmSgemm});
+Register libxsmmTiles({"tiles", tilesOn(true),
+                       [](int threads) { setOmpThreads(threads); },
+                       prewarmSgemm});
+Register sgemmTiles({"tiles-sgemm", tilesOn(false),
+                     [](int threads) { setOmpThreads(threads); },
+                     prewarmSgemm});
 
 } // namespace

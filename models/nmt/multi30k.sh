@@ -10,7 +10,8 @@
 # width adds -wWIDTH to the name); runs are named CELL, CELL-ARCH or
 # CELL-ARCH-LAYERS, and RUN_SUFFIX is appended. PLATEAU (default bleu) is
 # --plateau-metric: either suits runs whose greedy BLEU stays near 0 for
-# the first epochs (narrow models).
+# the first epochs (narrow models). It cannot change on --resume: a run
+# started with another value is refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/multi30k/tok}
@@ -42,7 +43,8 @@ for cell in ${CELLS:-atr gru lstm}; do
     --cell "$cell" --emb "$width" --hidden "$width" --att "$width" \
     --readout "$width" \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
-    --lr-decay plateau --plateau-metric "${PLATEAU:-bleu}" --patience 3 --resume "${layers[@]}" ${FLAGS:-}
+    --lr-decay plateau --plateau-metric "${PLATEAU:-bleu}" --patience 3 \
+    --resume "${layers[@]}" ${FLAGS:-}
   trained=$(date +%s)
   "$BIN/nmt" translate --model "$OUT/$run.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \

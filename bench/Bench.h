@@ -111,6 +111,9 @@ std::vector<float> randomVector(int64_t count, float scale, uint32_t seed);
 /// (Debian's are built with libgomp), found with dlsym so that the
 /// compiler's own OpenMP runtime is never linked in as a second one.
 void setOmpThreads(int threads);
+/// The OpenMP part of setOmpThreads alone: the team size of the GEMMs the
+/// calling thread starts (an OpenMP ICV is per thread).
+void setOmpTeamSize(int threads);
 
 /// Aborts the child with a message.
 [[noreturn]] void fail(const std::string &message);

@@ -90,13 +90,17 @@ std::vector<float> cellc_bench::randomVector(int64_t count, float scale,
   return values;
 }
 
-void cellc_bench::setOmpThreads(int threads) {
+void cellc_bench::setOmpTeamSize(int threads) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(
       dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
   if (!set)
     fail("omp_set_num_threads not found (no OpenMP runtime loaded)");
   set(threads);
+}
+
+void cellc_bench::setOmpThreads(int threads) {
+  setOmpTeamSize(threads);
   // cellc's fused kernels split their rows over the same number of threads.
   cellrt::setNumThreads(threads);
 }

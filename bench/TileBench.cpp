@@ -35,7 +35,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <dlfcn.h>
 #include <immintrin.h>
 #include <thread>
 
@@ -69,15 +68,6 @@ private:
 };
 
 float sigmoid(double x) { return float(1 / (1 + std::exp(-x))); }
-
-/// One OpenMP thread for the GEMMs the calling thread starts (the ICV is
-/// per thread), so two team members do not each start a team of two.
-void singleThreadedGemms() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(
-          dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
-    set(1);
-}
 
 class TileRunner : public Runner {
 public:
@@ -150,8 +140,10 @@ private:
   }
 
   void scan(int member, int team, SpinBarrier &barrier) {
+    // One OpenMP thread per member's GEMMs: two members must not each start
+    // a team of two.
     if (!onLibxsmm && team > 1)
-      singleThreadedGemms();
+      setOmpTeamSize(1);
     std::vector<float> q(w.B * kBlock);
     int64_t first = blocks * member / team, last = blocks * (member + 1) / team;
     const int64_t dims[2] = {kBlock, w.I};

@@ -81,8 +81,24 @@ void addLoweringToLLVMPasses(mlir::PassManager &pm);
 
 /// Options for object emission.
 struct TargetOptions {
-  std::string cpu; ///< empty: the host CPU
+  /// "native": this host's CPU and features; a CPU name (x86-64-v3,
+  /// skylake, ...): that CPU only; empty: portable, every kernel for each
+  /// level kernelLevels() names, chosen when the object is loaded (x86-64;
+  /// elsewhere the same as "native").
+  std::string cpu;
 };
+
+/// The instruction-set levels a portable object has kernels for, baseline
+/// first (sse2, avx2, avx512), each with a table cellc_<cell>_kernels_<level>;
+/// empty when `options` compile for one CPU.
+std::vector<std::string> kernelLevels(const TargetOptions &options);
+
+/// Replaces every kernel (an external cellc_* function) by one clone per
+/// level, internal, with that level's target features, and an indirect
+/// function of the kernel's name that picks the best clone the CPU runs;
+/// adds the per-level tables (Multiversion.cpp). For a module translated
+/// for the x86-64 baseline, before optimisation.
+void multiversionKernels(llvm::Module &module);
 
 /// Translates an LLVM-dialect module and writes an object file. Errors are
 /// emitted as diagnostics on the module.
@@ -122,9 +138,10 @@ void addLoweringToGPUPasses(mlir::PassManager &pm);
 mlir::LogicalResult emitPTX(mlir::ModuleOp module, const GPUOptions &options,
                             llvm::raw_ostream &os);
 
-/// The C header declaring what the object of these cells exports.
+/// The C header declaring what the object of these cells exports; `levels`
+/// as kernelLevels() gives them for the object.
 void emitHeader(llvm::ArrayRef<CompiledCellInfo> cells, llvm::StringRef source,
-                llvm::raw_ostream &os);
+                llvm::ArrayRef<std::string> levels, llvm::raw_ostream &os);
 
 } // namespace cellc
 

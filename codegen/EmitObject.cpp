@@ -20,19 +20,24 @@ using namespace mlir;
 
 namespace {
 
+/// The target machine `options` ask for: this host's CPU ("native"), a named
+/// CPU, or for portable objects the x86-64 baseline, which the kernels'
+/// clones extend per level with function attributes.
 std::unique_ptr<llvm::TargetMachine>
-createHostTargetMachine(const cellc::TargetOptions &options,
-                        std::string &error) {
+createTargetMachine(const cellc::TargetOptions &options, bool portable,
+                    std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   std::string triple = llvm::sys::getDefaultTargetTriple();
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return nullptr;
-  std::string cpu =
-      options.cpu.empty() ? llvm::sys::getHostCPUName().str() : options.cpu;
+  bool native = options.cpu.empty() || options.cpu == "native";
+  std::string cpu = portable  ? "x86-64"
+                    : native ? llvm::sys::getHostCPUName().str()
+                             : options.cpu;
   llvm::SubtargetFeatures features;
-  if (options.cpu.empty()) {
+  if (native && !portable) {
     llvm::StringMap<bool> hostFeatures;
     if (llvm::sys::getHostCPUFeatures(hostFeatures))
       for (auto &feature : hostFeatures)
@@ -88,7 +93,8 @@ std::unique_ptr<llvm::Module> translateAndOptimize(
     return nullptr;
   }
   std::string error;
-  machine = createHostTargetMachine(options, error);
+  bool portable = !cellc::kernelLevels(options).empty();
+  machine = createTargetMachine(options, portable, error);
   if (!machine) {
     module.emitError("no target machine: ") << error;
     return nullptr;
@@ -96,6 +102,8 @@ std::unique_ptr<llvm::Module> translateAndOptimize(
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple().getTriple());
   annotateParallelLoops(*llvmModule);
+  if (portable)
+    cellc::multiversionKernels(*llvmModule);
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
   if (llvm::Error err = optimize(llvmModule.get())) {
     module.emitError("LLVM optimisation failed: ")

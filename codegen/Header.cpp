@@ -7,7 +7,9 @@
 #include <cctype>
 
 void cellc::emitHeader(llvm::ArrayRef<CompiledCellInfo> cells,
-                       llvm::StringRef source, llvm::raw_ostream &os) {
+                       llvm::StringRef source,
+                       llvm::ArrayRef<std::string> levels,
+                       llvm::raw_ostream &os) {
   std::string guard = "CELLC_GENERATED_";
   for (char c : source)
     guard += std::isalnum(static_cast<unsigned char>(c))
@@ -23,6 +25,13 @@ void cellc::emitHeader(llvm::ArrayRef<CompiledCellInfo> cells,
        << " kernels; plan in " << prefix << "_plan */\n";
     os << "extern const char " << prefix << "_plan[];\n";
     os << "extern const cellrt_kernel_fn " << prefix << "_kernels[];\n";
+    if (!levels.empty())
+      os << "/* The kernels for each instruction-set level; " << prefix
+         << "_kernels has the\n   best this CPU runs, chosen when the object "
+            "is loaded. */\n";
+    for (const std::string &level : levels)
+      os << "extern const cellrt_kernel_fn " << prefix << "_kernels_" << level
+         << "[];\n";
     os << "extern const char *const " << prefix << "_kernel_names[];\n";
     os << "extern const int64_t " << prefix << "_num_kernels;\n";
     for (int64_t i = 0; i < cell.numKernels; ++i)

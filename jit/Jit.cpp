@@ -320,7 +320,10 @@ compileToObject(const std::string &source, const std::string &displayName,
   // LLVM O3 for the target CPU, into memory.
   llvm::raw_svector_ostream objectStream(object);
   if (mlir::failed(cellc::emitObjectFile(
-          module, cellc::TargetOptions{options.cpu}, objectStream)))
+          module,
+          // Compiled where it runs: this host's CPU, one version per kernel.
+          cellc::TargetOptions{options.cpu.empty() ? "native" : options.cpu},
+          objectStream)))
     return error(diagnostics.text());
   return cell->cellName;
 }

@@ -5,6 +5,9 @@
 // plan, object emission, runtime executor) against a LibTorch reference
 // written from the published equations (References.cpp). The gradient tests
 // skip until the compiler emits backward plans and turn on by themselves.
+// With CELLC_TEST_LEVEL (sse2, avx2, avx512) a suite runs that instruction-set
+// level's kernels of the portable objects instead of the ones the loader
+// chose, where this CPU has the level.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,7 +55,37 @@ void gradients(const cellrt_image &image, const Reference &reference) {
                                   std::to_string(report.paramGradients));
 }
 
+/// Whether this CPU runs the kernels of portable level `level`
+/// (codegen/Multiversion.cpp checks the same features).
+bool cpuRuns(const std::string &level) {
+  if (level == "avx512")
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512cd") && cpuRuns("avx2");
+  if (level == "avx2")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return level == "sse2";
+}
+
 } // namespace
+
+#define CELLC_STRING_(x) #x
+#define CELLC_STRING(x) CELLC_STRING_(x)
+#define CELLC_LEVEL_TABLE_(name, level) cellc_##name##_kernels_##level
+#define CELLC_LEVEL_TABLE(name, level) CELLC_LEVEL_TABLE_(name, level)
+
+#ifdef CELLC_TEST_LEVEL
+/// The cell's image with the level's kernels.
+#define CELLC_IMAGE(name)                                                      \
+  if (!cpuRuns(CELLC_STRING(CELLC_TEST_LEVEL)))                                \
+    GTEST_SKIP() << "this CPU has no " CELLC_STRING(CELLC_TEST_LEVEL);         \
+  cellrt_image image = cellc_##name##_image();                                 \
+  image.kernels = CELLC_LEVEL_TABLE(name, CELLC_TEST_LEVEL)
+#else
+#define CELLC_IMAGE(name) cellrt_image image = cellc_##name##_image()
+#endif
 
 // The same tests run on the cells compiled with different options
 // (test/numerics/CMakeLists.txt sets the suite's name).
@@ -62,10 +95,12 @@ void gradients(const cellrt_image &image, const Reference &reference) {
 
 #define CELL_TESTS(Name, name)                                                 \
   TEST(CELLC_TEST_SUITE, Name##Forward) {                                      \
-    forward(cellc_##name##_image(), name##Reference());                        \
+    CELLC_IMAGE(name);                                                         \
+    forward(image, name##Reference());                                         \
   }                                                                            \
   TEST(CELLC_TEST_SUITE, Name##Gradients) {                                    \
-    gradients(cellc_##name##_image(), name##Reference());                      \
+    CELLC_IMAGE(name);                                                         \
+    gradients(image, name##Reference());                                       \
   }
 
 CELL_TESTS(Atr, atr)

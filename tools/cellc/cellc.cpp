@@ -113,9 +113,13 @@ cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("GPU architecture (default sm_80)"),
                              cl::value_desc("sm_80|sm_90"), cl::init("sm_80"),
                              cl::cat(cellcCategory));
-cl::opt<std::string> targetCPU("mcpu",
-                               cl::desc("Target CPU (default: this host)"),
-                               cl::value_desc("cpu"), cl::cat(cellcCategory));
+cl::opt<std::string> targetCPU(
+    "mcpu",
+    cl::desc("Target CPU: 'native' (this host's CPU and features) or a CPU "
+             "name (x86-64-v3, skylake-avx512, ...). Default: portable, each "
+             "kernel for x86-64, AVX2 and AVX-512, the best the CPU has "
+             "chosen when the object is loaded"),
+    cl::value_desc("cpu"), cl::cat(cellcCategory));
 
 /// Parses `--dim` values; reports malformed ones.
 bool parseDimBindings(std::map<std::string, int64_t> &dims) {
@@ -260,7 +264,7 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
       cells.push_back({cell.getSymName().str(), cellc::countKernels(cell)});
     }
     cellc::emitHeader(cells, llvm::sys::path::filename(inputFilename),
-                      output->os());
+                      cellc::kernelLevels({targetCPU}), output->os());
   } else {
     PassManager lowering(&context);
     applyPassManagerCLOptions(lowering);

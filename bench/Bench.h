@@ -52,6 +52,9 @@ public:
   /// The GEMM flops of the last run(), where the runner counts them (the
   /// floor), else a negative number.
   virtual double gemmFlops() const { return -1; }
+  /// The bytes an element-wise scan must move per run() (CellShape's
+  /// scanFloats*), where the runner knows them (the floor), else negative.
+  virtual double scanBytes() const { return -1; }
 };
 
 /// Makes the runner of one implementation, or null when it does not cover
@@ -125,6 +128,15 @@ struct CellShape {
   int inputGates = 0;
   /// Recurrent products per step, in rows of H: GRU {2, 1}.
   std::vector<int> stateGates;
+  /// For cells without recurrent products (SRU, SR-NMT), whose time is the
+  /// element-wise scan's memory traffic: the floats per row, in units of H,
+  /// that a perfectly fused scan must still read and write. Forward: the
+  /// projection (3H) and the highway's x (H) in, the output (H) out: 5.
+  /// Training adds the state saved for backward (H) and the backward pass:
+  /// dout, the projection, the states and x in (6H), dXP (3H) and dx (H)
+  /// out: 5 + 1 + 10 = 16.
+  int scanFloatsForward = 0;
+  int scanFloatsTraining = 0;
 };
 CellShape cellShape(const std::string &cell);
 

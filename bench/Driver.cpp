@@ -127,7 +127,7 @@ CellShape cellc_bench::cellShape(const std::string &cell) {
   if (cell == "lau")
     return {5, {4}};
   if (cell == "sru" || cell == "srnmt")
-    return {3, {}};
+    return {3, {}, 5, 16};
   if (cell == "ran")
     return {3, {2}};
   if (cell == "rnn")
@@ -266,10 +266,14 @@ std::string describe(const std::string &impl, const Workload &w) {
   long runPeakKb = statusKb("VmHWM");
   // The floor's GEMM flops per iteration (per step): the flop floor of
   // every implementation of the workload (bench/report.py).
-  char flops[48] = "";
+  // The scan's bytes likewise give the memory floor of SRU and SR-NMT.
+  char flops[96] = "";
   if (runner->gemmFlops() >= 0)
     std::snprintf(flops, sizeof flops, " gemm_gflop=%.6g",
                   runner->gemmFlops() / perRun * 1e-9);
+  if (runner->scanBytes() > 0)
+    std::snprintf(flops + std::strlen(flops), sizeof flops - std::strlen(flops),
+                  " scan_mb=%.6g", runner->scanBytes() / perRun * 1e-6);
   std::printf("RESULT %s median_ms=%.4f min_ms=%.4f max_ms=%.4f p25_ms=%.4f "
               "p75_ms=%.4f reps=%zu work_mb=%.1f peak_mb=%.1f%s%s\n",
               describe(impl.name, w).c_str(), percentile(times, 0.5),

@@ -14,7 +14,10 @@
 //   step:      XP[B, Gx*H] = x · Wxᵀ, then the recurrent groups on B rows.
 //
 // Gx/Gg per cell: ATR 1/{1}, GRU 3/{2,1}, LSTM 4/{4}, LAU 5/{4}, SRU and
-// SR-NMT 3/{} (no recurrent product). Weights are kept stacked ([Wz;Wr;Wh]),
+// SR-NMT 3/{} (no recurrent product). For SRU and SR-NMT, whose time is the
+// element-wise scan's, the floor also reports the bytes a fused scan must
+// move (CellShape::scanFloats*) without moving them: bench/report.py divides
+// them by the measured copy bandwidth (the memory floor). Weights are kept stacked ([Wz;Wr;Wh]),
 // so each stacked weight gradient is one GEMM. Operands hold small random
 // values; nothing between the GEMMs is computed.
 //
@@ -77,6 +80,14 @@ public:
   }
 
   double gemmFlops() const override { return lastFlops; }
+
+  double scanBytes() const override {
+    bool training = w.mode == Mode::Training;
+    int floats = training ? shape.scanFloatsTraining : shape.scanFloatsForward;
+    double rows = w.mode == Mode::Step ? double(w.B * w.stepsPerRun)
+                                       : double(w.T * w.B);
+    return rows * floats * w.H * sizeof(float);
+  }
 
 private:
   void schedule() {

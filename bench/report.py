@@ -154,7 +154,43 @@ def machine_floor_section(data, shapes, ratio_lines):
                        f"{ms(c):.3g} | {ms(c) / floor_ms:.2f}× | "
                        f"{bf16_ms} |")
     out.append("")
+    out += memory_floor_lines(data, shapes, ratio_lines)
     return out
+
+
+def memory_floor_lines(data, shapes, ratio_lines):
+    """SRU and SR-NMT: the flop floor plus the bytes a fused element-wise
+    scan must move (the floor's `scan_mb`) at the measured copy rate."""
+    peaks, res = data["peaks"], data["results"]
+    rows = []
+    for (mode, T, B, threads) in shapes:
+        f32 = peak_rate(peaks, ("sgemm", "matmul-f32"), threads)
+        copy = peak_rate(peaks, ("copy",), threads)
+        for cell in CELLS:
+            c = res.get(("cellc", cell, mode, T, B, threads))
+            f = res.get(("floor", cell, mode, T, B, threads))
+            if not c or not f or "scan_mb" not in f or not f32 or not copy:
+                continue
+            flop_ms = float(f["gemm_gflop"]) / f32 * 1e3
+            scan_ms = float(f["scan_mb"]) / copy  # MB / (GB/s) = ms
+            floor_ms = flop_ms + scan_ms
+            name = workload_name(cell, mode, T, B, threads)
+            ratio_lines.append(f"RATIO {name}-memfloor "
+                               f"{floor_ms / ms(c):.3f}")
+            rows.append(f"| {name} | {float(f['scan_mb']):.4g} | "
+                        f"{flop_ms:.3g} | {scan_ms:.3g} | {floor_ms:.3g} | "
+                        f"{ms(c):.3g} | {ms(c) / floor_ms:.2f}× |")
+    if not rows:
+        return []
+    return ["The memory floor of the cells whose time is an element-wise "
+            "scan (SRU, SR-NMT): the flop floor plus the bytes a perfectly "
+            "fused scan must read and write (forward 5 floats of H per row: "
+            "the projection's 3, x, the output; training 16, with the saved "
+            "state and the backward pass; bench/Bench.h) at the `copy` "
+            "rate.", "",
+            "| workload | scan MB | flop floor (ms) | scan at copy rate (ms) "
+            "| memory floor (ms) | cellc (ms) | cellc / memory floor |",
+            "|---|---|---|---|---|---|---|"] + rows + [""]
 
 
 def main():

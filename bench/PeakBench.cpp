@@ -13,6 +13,10 @@
 //                output (AVX512_BF16 where the CPU has it)
 //   copy         memcpy of 256 MiB, split over the threads; the rate counts
 //                the bytes read and written
+//   fma-f32      the instruction ceilings under the GEMMs: per thread, 24
+//   dot-bf16     independent chains of vfmadd231ps zmm (32 flops each) or
+//                vdpbf16ps zmm (AVX512_BF16's dot product, 64 flops): a bf16
+//                GEMM can beat an f32 one only where the second is faster
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,7 +122,60 @@ private:
   std::vector<char> from, to;
 };
 
-/// The runner of `kind` and the work of one run (flops, or bytes for copy).
+#define CELLC_CHAIN(op, r) op " %%zmm0, %%zmm1, %%zmm" #r "\n\t"
+#define CELLC_CHAINS(op)                                                        \
+  CELLC_CHAIN(op, 8) CELLC_CHAIN(op, 9) CELLC_CHAIN(op, 10)                     \
+  CELLC_CHAIN(op, 11) CELLC_CHAIN(op, 12) CELLC_CHAIN(op, 13)                   \
+  CELLC_CHAIN(op, 14) CELLC_CHAIN(op, 15) CELLC_CHAIN(op, 16)                   \
+  CELLC_CHAIN(op, 17) CELLC_CHAIN(op, 18) CELLC_CHAIN(op, 19)                   \
+  CELLC_CHAIN(op, 20) CELLC_CHAIN(op, 21) CELLC_CHAIN(op, 22)                   \
+  CELLC_CHAIN(op, 23) CELLC_CHAIN(op, 24) CELLC_CHAIN(op, 25)                   \
+  CELLC_CHAIN(op, 26) CELLC_CHAIN(op, 27) CELLC_CHAIN(op, 28)                   \
+  CELLC_CHAIN(op, 29) CELLC_CHAIN(op, 30) CELLC_CHAIN(op, 31)
+#define CELLC_CHAIN_CLOBBERS                                                    \
+  "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",        \
+      "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",  \
+      "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+constexpr int kChains = 24;
+constexpr int64_t kChainRounds = 4000000;
+
+/// Zeroes the operands, so that no denormal slows a chain down.
+void zeroChains() {
+  asm volatile("vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+               "vpxord %%zmm1, %%zmm1, %%zmm1\n\t" CELLC_CHAINS("vpxord")
+               ::: "xmm0", "xmm1", CELLC_CHAIN_CLOBBERS);
+}
+void fmaChains() {
+  zeroChains();
+  for (int64_t i = 0; i < kChainRounds; ++i)
+    asm volatile(CELLC_CHAINS("vfmadd231ps") ::: CELLC_CHAIN_CLOBBERS);
+}
+void dotBf16Chains() {
+  zeroChains();
+  for (int64_t i = 0; i < kChainRounds; ++i)
+    asm volatile(CELLC_CHAINS("vdpbf16ps") ::: CELLC_CHAIN_CLOBBERS);
+}
+
+/// One chain loop per thread of a team.
+class InstructionPeak : public Runner {
+public:
+  InstructionPeak(int threads, void (*chains)())
+      : threads(threads), chains(chains) {}
+  void run() override {
+    std::vector<std::thread> team;
+    for (int t = 0; t < threads; ++t)
+      team.emplace_back(chains);
+    for (std::thread &thread : team)
+      thread.join();
+  }
+
+private:
+  int threads;
+  void (*chains)();
+};
+
+/// The runner of `kind` and the work of one run (flops, or bytes for copy);
+/// null where this CPU lacks the instructions.
 std::unique_ptr<Runner> makePeak(const std::string &kind, int threads,
                                  double &work) {
   const double n = kGemmSize;
@@ -129,6 +186,15 @@ std::unique_ptr<Runner> makePeak(const std::string &kind, int threads,
     return std::make_unique<MatmulPeak>(dnnl::memory::data_type::f32);
   if (kind == "matmul-bf16")
     return std::make_unique<MatmulPeak>(dnnl::memory::data_type::bf16);
+  if (kind == "fma-f32" || kind == "dot-bf16") {
+    bool bf16 = kind == "dot-bf16";
+    work = double(threads) * kChainRounds * kChains * (bf16 ? 64 : 32);
+    if (!__builtin_cpu_supports("avx512f") ||
+        (bf16 && !__builtin_cpu_supports("avx512bf16")))
+      return nullptr;
+    return std::make_unique<InstructionPeak>(threads,
+                                             bf16 ? dotBf16Chains : fmaChains);
+  }
   work = 2.0 * double(kCopyBytes);
   return std::make_unique<CopyPeak>(threads);
 }
@@ -147,6 +213,12 @@ std::unique_ptr<Runner> makePeak(const std::string &kind, int threads,
     std::fflush(stdout);
     _exit(0);
   }
+  if (!runner) {
+    std::printf("SKIP peak=%s threads=%d reason=no-instructions\n",
+                kind.c_str(), threads);
+    std::fflush(stdout);
+    _exit(0);
+  }
   std::vector<double> times = timeRuns(*runner, 1, reps, 0.5);
   double ms = percentile(times, 0.5);
   bool bytes = kind == "copy";
@@ -162,7 +234,8 @@ std::unique_ptr<Runner> makePeak(const std::string &kind, int threads,
 int cellc_bench::runPeaks(const std::vector<int> &threads, int reps) {
   int failures = 0;
   for (int count : threads)
-    for (const char *kind : {"sgemm", "matmul-f32", "matmul-bf16", "copy"})
+    for (const char *kind : {"sgemm", "matmul-f32", "matmul-bf16", "copy",
+                             "fma-f32", "dot-bf16"})
       if (!runInChild([&] { runPeakChild(kind, count, reps); },
                       "peak=" + std::string(kind) +
                           " threads=" + std::to_string(count)))

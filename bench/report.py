@@ -115,7 +115,8 @@ def machine_floor_section(data, shapes, ratio_lines):
     out.append("| peak | " + " | ".join(
         f"{t} thread{'s' if t > 1 else ''}" for t in threads_seen) + " |")
     out.append("|---" * (1 + len(threads_seen)) + "|")
-    for kind in ("sgemm", "matmul-f32", "matmul-bf16", "copy"):
+    for kind in ("sgemm", "matmul-f32", "matmul-bf16", "copy", "fma-f32",
+                 "dot-bf16"):
         row = [f"`{kind}`"]
         for t in threads_seen:
             p = peaks.get((kind, t))
@@ -131,7 +132,11 @@ def machine_floor_section(data, shapes, ratio_lines):
                "if every one ran as fast as a large, packed GEMM (the "
                "per-step products are smaller and slower). cellc / flop "
                "floor is cellc's time over that; the bf16 floor is at the "
-               "`matmul-bf16` rate.")
+               "`matmul-bf16` rate. `fma-f32` and `dot-bf16` are the "
+               "instruction ceilings under the GEMMs: 24 independent chains "
+               "of `vfmadd231ps zmm` (32 flops) or AVX512_BF16's "
+               "`vdpbf16ps zmm` (64 flops) per thread; a bf16 GEMM can only "
+               "beat an f32 one where the second is the faster.")
     out.append("")
     out.append("| workload | GEMM GFLOP | flop floor (ms) | cellc (ms) | "
                "cellc / flop floor | bf16 flop floor (ms) |")

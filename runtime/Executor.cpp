@@ -23,6 +23,7 @@
 
 #include "DimBinder.h"
 #include "HostDevice.h"
+#include "TiledSteps.h"
 #include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
 
@@ -30,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 
 using namespace cellrt;
 
@@ -65,6 +67,12 @@ using cellrt::detail::DimBinder;
 using cellrt::detail::Sizes;
 using cellrt::detail::ShapeConstraint;
 using cellrt::detail::checkConstraint;
+using cellrt::detail::HostDevice;
+using cellrt::detail::TiledArg;
+using cellrt::detail::TiledForward;
+using cellrt::detail::runTiledForward;
+using cellrt::detail::tiledBlock;
+using cellrt::detail::tiledStepsEnabled;
 
 static std::string quote(const std::string &text) { return "'" + text + "'"; }
 
@@ -425,6 +433,10 @@ private:
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
+  bool describeTiledSteps(TiledForward &tiled) const;
+  bool describeTiledArg(const Ref &ref, const Operand &operand,
+                        const std::string &product, int64_t hidden,
+                        TiledForward &tiled) const;
   Status finish();
   Status finishBackward(const BackwardArgs &gradients);
   int64_t width(const VectorDecl &decl) const {
@@ -1069,6 +1081,14 @@ Status Execution::forward() {
       std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
   }
+  if (TiledForward tiled; describeTiledSteps(tiled)) {
+    if (!(status = runTiledForward(tiled)).ok())
+      return status;
+    if (maxLength % 2)
+      for (size_t i = 0; i < plan.states.size(); ++i)
+        std::swap(work.currentStates[i], work.nextStates[i]);
+    return finish();
+  }
   for (int64_t step = 0; step < maxLength; ++step) {
     for (const BoundOperation &bound : stepOperations)
       if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
@@ -1078,6 +1098,112 @@ Status Execution::forward() {
         std::swap(work.currentStates[i], work.nextStates[i]);
   }
   return finish();
+}
+
+/// Whether this call's steps can run as tiles (TiledSteps.h): an inference
+/// call on the CPU whose steps are one product of a state, [B, H] by the
+/// stacked [G*H, H] weight, and one kernel without whole-row scratch, every
+/// argument of which is H wide per row (a state, a param, the output, an
+/// input) or one H-wide gate of a stacked buffer.
+bool Execution::describeTiledSteps(TiledForward &tiled) const {
+  auto *host = dynamic_cast<HostDevice *>(&device);
+  // The weight is packed per call: a decoding step would pay a pass over
+  // it for one product.
+  constexpr int64_t kMinTiledSteps = 3;
+  if (training || !host || !tiledStepsEnabled() ||
+      stepOperations.size() != 2 || maxLength < kMinTiledSteps)
+    return false;
+  const BoundOperation &product = stepOperations[0], &step = stepOperations[1];
+  if (product.op->kind != Operation::Kind::Gemm ||
+      step.op->kind != Operation::Kind::Kernel || !step.scratch.empty() ||
+      plan.scratch.count(step.op->kernel))
+    return false;
+  const Ref &in = product.op->gemmInput(), &out = product.op->gemmOutput();
+  if (in.kind != Ref::Kind::State || out.kind != Ref::Kind::Step ||
+      !in.column.isConstant() || in.column.getConstant() != 0)
+    return false;
+  // The hidden dim: the state's length, one symbol the kernels' dims name.
+  const DimExpr &length = plan.states[plan.stateIndex(in.name)].length;
+  if (length.getTerms().size() != 1 || length.getConstant() != 0 ||
+      length.getTerms()[0].second != 1)
+    return false;
+  const std::string &dim = length.getTerms()[0].first;
+  int64_t hidden = sizes.eval(length);
+  tiled.block = tiledBlock(hidden);
+  if (!tiled.block || product.weightCols != hidden ||
+      product.weightRows % hidden)
+    return false;
+  // Every H-wide segment of a buffer the kernel reads must be an argument of
+  // its own: a value two segments wide is passed once and spans two gates.
+  std::map<std::string, std::set<int64_t>> segments;
+  for (const Ref &ref : step.op->operands)
+    if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step)
+      segments[ref.name].insert(sizes.eval(ref.column) / hidden);
+  for (const auto &[name, used] : segments)
+    if (int64_t(used.size()) * hidden !=
+        sizes.eval(plan.findBuffer(name)->length))
+      return false;
+  tiled.hidden = hidden;
+  tiled.gates = product.weightRows / hidden;
+  tiled.weight = product.weight;
+  tiled.productState = plan.stateIndex(in.name);
+  for (size_t i = 0; i < step.operands.size(); ++i)
+    if (!describeTiledArg(step.op->operands[i], step.operands[i], out.name,
+                          hidden, tiled))
+      return false;
+  tiled.kernel = host->kernel(step.op->kernel);
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    tiled.dims.push_back(plan.dims[i] == dim ? tiled.block : dimValues[i]);
+  tiled.lengths = work.lengths;
+  tiled.steps = maxLength;
+  tiled.batch = rowsPerStep;
+  tiled.current = work.currentStates;
+  tiled.next = work.nextStates;
+  return true;
+}
+
+bool Execution::describeTiledArg(const Ref &ref, const Operand &operand,
+                                 const std::string &product, int64_t hidden,
+                                 TiledForward &tiled) const {
+  int64_t width = sizes.eval(plan.arrayWidth(ref));
+  int64_t column = sizes.eval(ref.column);
+  TiledArg arg;
+  arg.stride = operand.stride;
+  switch (ref.kind) {
+  case Ref::Kind::State:
+  case Ref::Kind::Next:
+    if (width != hidden)
+      return false;
+    arg.kind = ref.kind == Ref::Kind::State ? TiledArg::Kind::State
+                                            : TiledArg::Kind::NextState;
+    arg.index = plan.stateIndex(ref.name);
+    break;
+  case Ref::Kind::Step:
+  case Ref::Kind::Seq:
+    // A stacked buffer's H-wide gate; a wider value would span gates.
+    if (width % hidden || column % hidden)
+      return false;
+    if (ref.kind == Ref::Kind::Step && ref.name == product) {
+      arg.kind = TiledArg::Kind::Product;
+      arg.index = column / hidden;
+      break;
+    }
+    arg.base = operand.base;
+    arg.stepAdvance = operand.stepAdvance;
+    break;
+  case Ref::Kind::Param:
+  case Ref::Kind::Out:
+  case Ref::Kind::Input:
+    if (width != hidden || operand.slot)
+      return false;
+    arg.base = operand.base;
+    arg.stepAdvance = operand.stepAdvance;
+    break;
+  default:
+    return false;
+  }
+  tiled.args.push_back(arg);
+  return true;
 }
 
 /// Gradient buffers are the buffers only backward operations reference.

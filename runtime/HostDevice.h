@@ -53,6 +53,10 @@ public:
   Status launch(const KernelLaunch &call) override;
   Status synchronize() override { return Status::success(); }
 
+  /// The compiled function of kernel `index` (the tiled schedule calls
+  /// kernels itself, TiledSteps.h).
+  cellrt_kernel_fn kernel(int64_t index) const { return kernels[index]; }
+
 private:
   std::vector<cellrt_kernel_fn> kernels;
 };

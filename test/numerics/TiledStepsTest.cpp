@@ -1,0 +1,71 @@
+//===- TiledStepsTest.cpp - The tiled forward schedule against LibTorch ---===//
+//
+// Runs with CELLRT_TILED_STEPS=1 (test/numerics/CMakeLists.txt): every cell
+// with one recurrent product per step takes the tiled schedule
+// (runtime/TiledSteps.h) wherever H splits into blocks (here H = 48: three
+// blocks of 16, over the pool's threads) and must match the reference as
+// the default schedule does, over ragged lengths in both directions; GRU,
+// whose second product reads its first's gate, must not take it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CellCheck.h"
+#include "References.h"
+#include "TiledSteps.h"
+
+#include "atr.h"
+#include "gru.h"
+#include "lau.h"
+#include "lstm.h"
+#include "ran.h"
+#include "rnn.h"
+
+#include <gtest/gtest.h>
+
+using namespace cellc_test;
+
+namespace {
+
+CellSize size(int64_t steps, int64_t batch, int64_t input, int64_t hidden) {
+  CellSize s;
+  s.steps = steps;
+  s.batch = batch;
+  s.dims = {{"H", hidden}, {"I", input}};
+  return s;
+}
+
+/// Forward at sizes the schedule tiles (H = 48 and 128) and one it does not
+/// (H = 6); returns how many calls ran tiled.
+int64_t checkTiled(const cellrt_image &image, const Reference &reference) {
+  int64_t before = cellrt::detail::tiledForwardCalls();
+  int64_t input = reference.inputIsHidden ? 48 : 20;
+  checkCellForward(image, reference,
+                   {size(9, 5, input, 48), size(3, 2, 128, 128),
+                    size(4, 3, reference.inputIsHidden ? 6 : 5, 6)});
+  return cellrt::detail::tiledForwardCalls() - before;
+}
+
+} // namespace
+
+TEST(TiledSteps, IsOnInThisBinary) {
+  EXPECT_TRUE(cellrt::detail::tiledStepsEnabled());
+}
+
+TEST(TiledSteps, AtrMatchesTheReference) {
+  EXPECT_GT(checkTiled(cellc_atr_image(), atrReference()), 0);
+}
+TEST(TiledSteps, LstmMatchesTheReference) {
+  EXPECT_GT(checkTiled(cellc_lstm_image(), lstmReference()), 0);
+}
+TEST(TiledSteps, LauMatchesTheReference) {
+  EXPECT_GT(checkTiled(cellc_lau_image(), lauReference()), 0);
+}
+TEST(TiledSteps, RanMatchesTheReference) {
+  EXPECT_GT(checkTiled(cellc_ran_image(), ranReference()), 0);
+}
+TEST(TiledSteps, RnnMatchesTheReference) {
+  EXPECT_GT(checkTiled(cellc_rnn_image(), rnnReference()), 0);
+}
+TEST(TiledSteps, GruKeepsTheDefaultSchedule) {
+  EXPECT_EQ(checkTiled(cellc_gru_image(), gruReference()), 0);
+}

@@ -70,6 +70,7 @@ using cellrt::detail::checkConstraint;
 using cellrt::detail::HostDevice;
 using cellrt::detail::TiledArg;
 using cellrt::detail::TiledForward;
+using cellrt::detail::TiledStage;
 using cellrt::detail::runTiledForward;
 using cellrt::detail::tiledBlock;
 using cellrt::detail::tiledStepsEnabled;
@@ -434,9 +435,17 @@ private:
                       int64_t rowBegin, int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
   bool describeTiledSteps(TiledForward &tiled) const;
+  bool eachSegmentIsAnArgument(int64_t hidden) const;
+  bool describeTiledStage(const BoundOperation &product,
+                          const BoundOperation &step, const HostDevice &host,
+                          std::map<std::string, int64_t> &productStage,
+                          TiledForward &tiled) const;
+  bool writtenByAnEarlierKernel(const Ref &ref,
+                                const TiledForward &tiled) const;
   bool describeTiledArg(const Ref &ref, const Operand &operand,
-                        const std::string &product, int64_t hidden,
-                        TiledForward &tiled) const;
+                        int64_t hidden,
+                        const std::map<std::string, int64_t> &productStage,
+                        TiledArg &arg) const;
   Status finish();
   Status finishBackward(const BackwardArgs &gradients);
   int64_t width(const VectorDecl &decl) const {
@@ -1101,57 +1110,39 @@ Status Execution::forward() {
 }
 
 /// Whether this call's steps can run as tiles (TiledSteps.h): an inference
-/// call on the CPU whose steps are one product of a state, [B, H] by the
-/// stacked [G*H, H] weight, and one kernel without whole-row scratch, every
-/// argument of which is H wide per row (a state, a param, the output, an
+/// call on the CPU whose steps alternate products and kernels without
+/// whole-row scratch; each product reads [B, H] rows of a state or of a
+/// buffer an earlier kernel wrote, by a stacked [G*H, H] weight, and every
+/// kernel argument is H wide per row (a state, a param, the output, an
 /// input) or one H-wide gate of a stacked buffer.
 bool Execution::describeTiledSteps(TiledForward &tiled) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
   // The weight is packed per call: a decoding step would pay a pass over
   // it for one product.
   constexpr int64_t kMinTiledSteps = 3;
-  if (training || !host || !tiledStepsEnabled() ||
-      stepOperations.size() != 2 || maxLength < kMinTiledSteps)
+  if (training || !host || !tiledStepsEnabled() || stepOperations.empty() ||
+      stepOperations.size() % 2 || maxLength < kMinTiledSteps)
     return false;
-  const BoundOperation &product = stepOperations[0], &step = stepOperations[1];
-  if (product.op->kind != Operation::Kind::Gemm ||
-      step.op->kind != Operation::Kind::Kernel || !step.scratch.empty() ||
-      plan.scratch.count(step.op->kernel))
+  // The hidden dim: the length of the state the first product reads, one
+  // symbol the kernels' dims name.
+  const Ref &first = stepOperations[0].op->operands.back();
+  if (first.kind != Ref::Kind::State)
     return false;
-  const Ref &in = product.op->gemmInput(), &out = product.op->gemmOutput();
-  if (in.kind != Ref::Kind::State || out.kind != Ref::Kind::Step ||
-      !in.column.isConstant() || in.column.getConstant() != 0)
-    return false;
-  // The hidden dim: the state's length, one symbol the kernels' dims name.
-  const DimExpr &length = plan.states[plan.stateIndex(in.name)].length;
+  const DimExpr &length = plan.states[plan.stateIndex(first.name)].length;
   if (length.getTerms().size() != 1 || length.getConstant() != 0 ||
       length.getTerms()[0].second != 1)
     return false;
-  const std::string &dim = length.getTerms()[0].first;
   int64_t hidden = sizes.eval(length);
   tiled.block = tiledBlock(hidden);
-  if (!tiled.block || product.weightCols != hidden ||
-      product.weightRows % hidden)
+  if (!tiled.block || !eachSegmentIsAnArgument(hidden))
     return false;
-  // Every H-wide segment of a buffer the kernel reads must be an argument of
-  // its own: a value two segments wide is passed once and spans two gates.
-  std::map<std::string, std::set<int64_t>> segments;
-  for (const Ref &ref : step.op->operands)
-    if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step)
-      segments[ref.name].insert(sizes.eval(ref.column) / hidden);
-  for (const auto &[name, used] : segments)
-    if (int64_t(used.size()) * hidden !=
-        sizes.eval(plan.findBuffer(name)->length))
-      return false;
   tiled.hidden = hidden;
-  tiled.gates = product.weightRows / hidden;
-  tiled.weight = product.weight;
-  tiled.productState = plan.stateIndex(in.name);
-  for (size_t i = 0; i < step.operands.size(); ++i)
-    if (!describeTiledArg(step.op->operands[i], step.operands[i], out.name,
-                          hidden, tiled))
+  std::map<std::string, int64_t> productStage;
+  for (size_t i = 0; i < stepOperations.size(); i += 2)
+    if (!describeTiledStage(stepOperations[i], stepOperations[i + 1], *host,
+                            productStage, tiled))
       return false;
-  tiled.kernel = host->kernel(step.op->kernel);
+  const std::string &dim = length.getTerms()[0].first;
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == dim ? tiled.block : dimValues[i]);
   tiled.lengths = work.lengths;
@@ -1162,12 +1153,83 @@ bool Execution::describeTiledSteps(TiledForward &tiled) const {
   return true;
 }
 
-bool Execution::describeTiledArg(const Ref &ref, const Operand &operand,
-                                 const std::string &product, int64_t hidden,
-                                 TiledForward &tiled) const {
+/// Every H-wide segment of a buffer a step kernel reads must be an argument
+/// of its own: a value two segments wide is passed once and spans two gates.
+bool Execution::eachSegmentIsAnArgument(int64_t hidden) const {
+  std::map<std::string, std::set<int64_t>> segments;
+  for (const BoundOperation &bound : stepOperations)
+    if (bound.op->kind == Operation::Kind::Kernel)
+      for (const Ref &ref : bound.op->operands)
+        if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step) {
+          int64_t column = sizes.eval(ref.column);
+          if (column % hidden)
+            return false;
+          segments[ref.name].insert(column / hidden);
+        }
+  for (const auto &[name, used] : segments)
+    if (int64_t(used.size()) * hidden !=
+        sizes.eval(plan.findBuffer(name)->length))
+      return false;
+  return true;
+}
+
+bool Execution::describeTiledStage(const BoundOperation &product,
+                                   const BoundOperation &step,
+                                   const HostDevice &host,
+                                   std::map<std::string, int64_t> &productStage,
+                                   TiledForward &tiled) const {
+  int64_t hidden = tiled.hidden;
+  if (product.op->kind != Operation::Kind::Gemm ||
+      step.op->kind != Operation::Kind::Kernel || !step.scratch.empty() ||
+      plan.scratch.count(step.op->kernel) || product.weightCols != hidden ||
+      product.weightRows % hidden)
+    return false;
+  const Ref &in = product.op->gemmInput(), &out = product.op->gemmOutput();
+  const Operand &input = product.operands[1];
+  TiledStage stage;
+  if (in.kind == Ref::Kind::State && sizes.eval(in.column) == 0 &&
+      sizes.eval(plan.arrayWidth(in)) == hidden) {
+    stage.inputState = plan.stateIndex(in.name);
+  } else if (in.kind == Ref::Kind::Step && !productStage.count(in.name) &&
+             input.stride == hidden && writtenByAnEarlierKernel(in, tiled)) {
+    stage.input = input.base;
+    stage.inputAdvance = input.stepAdvance;
+    stage.inputStride = input.stride;
+  } else {
+    return false;
+  }
+  if (out.kind != Ref::Kind::Step || sizes.eval(out.column) != 0)
+    return false;
+  productStage[out.name] = int64_t(tiled.stages.size());
+  stage.weight = product.weight;
+  stage.gates = product.weightRows / hidden;
+  stage.kernel = host.kernel(step.op->kernel);
+  for (size_t i = 0; i < step.operands.size(); ++i) {
+    TiledArg arg;
+    if (!describeTiledArg(step.op->operands[i], step.operands[i], hidden,
+                          productStage, arg))
+      return false;
+    stage.args.push_back(arg);
+  }
+  tiled.stages.push_back(std::move(stage));
+  return true;
+}
+
+/// Whether a kernel of an earlier stage writes `ref` (a step buffer the next
+/// product reads whole, after the team has met).
+bool Execution::writtenByAnEarlierKernel(const Ref &ref,
+                                         const TiledForward &tiled) const {
+  for (size_t i = 0; i < tiled.stages.size(); ++i)
+    for (const Ref &arg : stepOperations[2 * i + 1].op->operands)
+      if (arg == ref)
+        return true;
+  return false;
+}
+
+bool Execution::describeTiledArg(
+    const Ref &ref, const Operand &operand, int64_t hidden,
+    const std::map<std::string, int64_t> &productStage, TiledArg &arg) const {
   int64_t width = sizes.eval(plan.arrayWidth(ref));
-  int64_t column = sizes.eval(ref.column);
-  TiledArg arg;
   arg.stride = operand.stride;
   switch (ref.kind) {
   case Ref::Kind::State:
@@ -1177,32 +1239,29 @@ bool Execution::describeTiledArg(const Ref &ref, const Operand &operand,
     arg.kind = ref.kind == Ref::Kind::State ? TiledArg::Kind::State
                                             : TiledArg::Kind::NextState;
     arg.index = plan.stateIndex(ref.name);
-    break;
+    return true;
   case Ref::Kind::Step:
-  case Ref::Kind::Seq:
-    // A stacked buffer's H-wide gate; a wider value would span gates.
-    if (width % hidden || column % hidden)
-      return false;
-    if (ref.kind == Ref::Kind::Step && ref.name == product) {
+    if (auto stage = productStage.find(ref.name); stage != productStage.end()) {
       arg.kind = TiledArg::Kind::Product;
-      arg.index = column / hidden;
-      break;
+      arg.stage = stage->second;
+      arg.index = sizes.eval(ref.column) / hidden;
+      return true;
     }
-    arg.base = operand.base;
-    arg.stepAdvance = operand.stepAdvance;
+    [[fallthrough]];
+  case Ref::Kind::Seq:
+    // Column and width checked by eachSegmentIsAnArgument.
     break;
   case Ref::Kind::Param:
   case Ref::Kind::Out:
   case Ref::Kind::Input:
     if (width != hidden || operand.slot)
       return false;
-    arg.base = operand.base;
-    arg.stepAdvance = operand.stepAdvance;
     break;
   default:
     return false;
   }
-  tiled.args.push_back(arg);
+  arg.base = operand.base;
+  arg.stepAdvance = operand.stepAdvance;
   return true;
 }
 

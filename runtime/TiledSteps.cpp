@@ -59,15 +59,18 @@ private:
 };
 
 #ifdef CELLRT_HAVE_LIBXSMM
-/// Q[batch, gates*block] = h · (block j's rows of every gate)ᵀ, on libxsmm's
-/// column-major kernel: A is the packed block [hidden][gates*block].
+/// Q[batch, gates*block] = in · (block j's rows of every gate)ᵀ, on
+/// libxsmm's column-major kernel: A is the packed block [hidden][gates*block].
 using TileGemm = libxsmm_smmfunction;
 
-TileGemm dispatchTileGemm(const TiledForward &f) {
+TileGemm dispatchTileGemm(const TiledForward &f, const TiledStage &stage) {
   static std::once_flag initialized;
   std::call_once(initialized, [] { libxsmm_init(); });
-  const libxsmm_blasint m = f.gates * f.block, n = f.batch, k = f.hidden,
-                        lda = m, ldb = f.hidden, ldc = m;
+  const libxsmm_blasint m = stage.gates * f.block, n = f.batch, k = f.hidden,
+                        lda = m,
+                        ldb = stage.inputState >= 0 ? f.hidden
+                                                    : stage.inputStride,
+                        ldc = m;
   const float alpha = 1, beta = 0;
   // No prefetch: a prefetching kernel takes more than (a, b, c).
   const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_PREFETCH_NONE;
@@ -76,76 +79,102 @@ TileGemm dispatchTileGemm(const TiledForward &f) {
 }
 
 /// packed[j][k * gates*block + g*block + n] = W[g*hidden + j*block + n][k].
-void packBlock(const TiledForward &f, int64_t j, float *packed) {
-  int64_t m = f.gates * f.block;
+void packBlock(const TiledForward &f, const TiledStage &stage, int64_t j,
+               float *packed) {
+  int64_t m = stage.gates * f.block;
   float *target = packed + j * f.hidden * m;
-  for (int64_t g = 0; g < f.gates; ++g)
+  for (int64_t g = 0; g < stage.gates; ++g)
     for (int64_t n = 0; n < f.block; ++n) {
-      const float *row = f.weight + (g * f.hidden + j * f.block + n) * f.hidden;
+      const float *row =
+          stage.weight + (g * f.hidden + j * f.block + n) * f.hidden;
       for (int64_t k = 0; k < f.hidden; ++k)
         target[k * m + g * f.block + n] = row[k];
     }
 }
 
-/// One member's share: blocks [first, last) of every step.
+/// A stage's libxsmm kernel and its weight packed per block.
+struct StageGemm {
+  TileGemm gemm = nullptr;
+  std::vector<float> packed;
+};
+
+/// One member's share: blocks [first, last) of every stage of every step.
 class Member {
 public:
-  Member(const TiledForward &f, TileGemm gemm, float *packed, int64_t first,
+  Member(const TiledForward &f, std::vector<StageGemm> &gemms, int64_t first,
          int64_t last)
-      : f(f), gemm(gemm), packed(packed), first(first), last(last),
-        product(f.batch * f.gates * f.block), current(f.current),
-        next(f.next), pointers(f.args.size()) {
-    for (const TiledArg &arg : f.args)
-      strides.push_back(arg.kind == TiledArg::Kind::Product
-                            ? f.gates * f.block
-                            : arg.stride);
+      : f(f), gemms(gemms), first(first), last(last), current(f.current),
+        next(f.next) {
+    for (const TiledStage &stage : f.stages) {
+      // The block's products of every stage live until the step ends: a
+      // later kernel may read an earlier stage's gates (GRU's z).
+      products.emplace_back((last - first) * f.batch * stage.gates * f.block);
+      std::vector<int64_t> stageStrides;
+      for (const TiledArg &arg : stage.args)
+        stageStrides.push_back(arg.kind == TiledArg::Kind::Product
+                                   ? f.stages[arg.stage].gates * f.block
+                                   : arg.stride);
+      strides.push_back(std::move(stageStrides));
+    }
   }
 
   void run(SpinBarrier &barrier) {
-    for (int64_t j = first; j < last; ++j)
-      packBlock(f, j, packed);
-    int64_t m = f.gates * f.block;
+    for (size_t s = 0; s < f.stages.size(); ++s)
+      for (int64_t j = first; j < last; ++j)
+        packBlock(f, f.stages[s], j, gemms[s].packed.data());
     for (int64_t step = 0; step < f.steps; ++step) {
-      const float *h = current[f.productState];
-      for (int64_t j = first; j < last; ++j) {
-        gemm(packed + j * f.hidden * m, h, product.data());
-        bind(step, j * f.block);
-        f.kernel(0, f.batch, step, f.lengths, f.dims.data(), pointers.data(),
-                 strides.data());
+      for (size_t s = 0; s < f.stages.size(); ++s) {
+        runStage(s, step);
+        barrier.wait();
       }
-      barrier.wait();
       std::swap(current, next);
     }
   }
 
 private:
-  void bind(int64_t step, int64_t column) {
-    for (size_t a = 0; a < f.args.size(); ++a) {
-      const TiledArg &arg = f.args[a];
-      switch (arg.kind) {
-      case TiledArg::Kind::Array:
-        pointers[a] = arg.base + step * arg.stepAdvance + column;
-        break;
-      case TiledArg::Kind::State:
-        pointers[a] = current[arg.index] + column;
-        break;
-      case TiledArg::Kind::NextState:
-        pointers[a] = next[arg.index] + column;
-        break;
-      case TiledArg::Kind::Product:
-        pointers[a] = product.data() + arg.index * f.block;
-        break;
-      }
+  void runStage(size_t s, int64_t step) {
+    const TiledStage &stage = f.stages[s];
+    const float *in = stage.inputState >= 0
+                          ? current[stage.inputState]
+                          : stage.input + step * stage.inputAdvance;
+    int64_t m = stage.gates * f.block;
+    std::vector<float *> pointers(stage.args.size());
+    for (int64_t j = first; j < last; ++j) {
+      gemms[s].gemm(gemms[s].packed.data() + j * f.hidden * m, in,
+                    product(s, j));
+      for (size_t a = 0; a < stage.args.size(); ++a)
+        pointers[a] = bind(stage.args[a], step, j);
+      stage.kernel(0, f.batch, step, f.lengths, f.dims.data(),
+                   pointers.data(), strides[s].data());
     }
   }
 
+  float *product(size_t stage, int64_t block) {
+    return products[stage].data() +
+           (block - first) * f.batch * f.stages[stage].gates * f.block;
+  }
+
+  float *bind(const TiledArg &arg, int64_t step, int64_t block) {
+    int64_t column = block * f.block;
+    switch (arg.kind) {
+    case TiledArg::Kind::Array:
+      return arg.base + step * arg.stepAdvance + column;
+    case TiledArg::Kind::State:
+      return current[arg.index] + column;
+    case TiledArg::Kind::NextState:
+      return next[arg.index] + column;
+    case TiledArg::Kind::Product:
+      return product(arg.stage, block) + arg.index * f.block;
+    }
+    return nullptr;
+  }
+
   const TiledForward &f;
-  TileGemm gemm;
-  float *packed;
+  std::vector<StageGemm> &gemms;
   int64_t first, last;
-  std::vector<float> product;
-  std::vector<float *> current, next, pointers;
-  std::vector<int64_t> strides;
+  std::vector<std::vector<float>> products;
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<float *> current, next;
 };
 #endif
 
@@ -176,14 +205,18 @@ int64_t cellrt::detail::tiledBlock(int64_t hidden) {
 
 Status cellrt::detail::runTiledForward(const TiledForward &f) {
 #ifdef CELLRT_HAVE_LIBXSMM
-  TileGemm gemm = dispatchTileGemm(f);
-  if (!gemm)
-    return Status::error("libxsmm has no kernel for a " +
-                         std::to_string(f.gates * f.block) + " x " +
-                         std::to_string(f.batch) + " x " +
-                         std::to_string(f.hidden) + " tile product");
+  std::vector<StageGemm> gemms(f.stages.size());
+  for (size_t s = 0; s < f.stages.size(); ++s) {
+    const TiledStage &stage = f.stages[s];
+    gemms[s].gemm = dispatchTileGemm(f, stage);
+    if (!gemms[s].gemm)
+      return Status::error("libxsmm has no kernel for a " +
+                           std::to_string(stage.gates * f.block) + " x " +
+                           std::to_string(f.batch) + " x " +
+                           std::to_string(f.hidden) + " tile product");
+    gemms[s].packed.resize(stage.gates * f.hidden * f.hidden);
+  }
   tiledCalls.fetch_add(1);
-  std::vector<float> packed(f.gates * f.hidden * f.hidden);
   int64_t blocks = f.hidden / f.block;
   int64_t team = std::min<int64_t>(threads(), blocks);
   SpinBarrier barrier(team);
@@ -191,8 +224,7 @@ Status cellrt::detail::runTiledForward(const TiledForward &f) {
   parallelRows(team, std::numeric_limits<int64_t>::max(),
                [&](int64_t begin, int64_t end) {
                  for (int64_t member = begin; member < end; ++member) {
-                   Member share(f, gemm, packed.data(),
-                                blocks * member / team,
+                   Member share(f, gemms, blocks * member / team,
                                 blocks * (member + 1) / team);
                    share.run(barrier);
                  }

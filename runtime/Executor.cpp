@@ -69,9 +69,9 @@ using cellrt::detail::ShapeConstraint;
 using cellrt::detail::checkConstraint;
 using cellrt::detail::HostDevice;
 using cellrt::detail::TiledArg;
-using cellrt::detail::TiledForward;
-using cellrt::detail::TiledStage;
-using cellrt::detail::runTiledForward;
+using cellrt::detail::TiledPhase;
+using cellrt::detail::TiledSteps;
+using cellrt::detail::runTiledSteps;
 using cellrt::detail::tiledBlock;
 using cellrt::detail::tiledStepsEnabled;
 
@@ -434,17 +434,20 @@ private:
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
-  bool describeTiledSteps(TiledForward &tiled) const;
+  Status runBackwardSteps();
+  bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
   bool eachSegmentIsAnArgument(int64_t hidden) const;
-  bool describeTiledStage(const BoundOperation &product,
-                          const BoundOperation &step, const HostDevice &host,
-                          std::map<std::string, int64_t> &productStage,
-                          TiledForward &tiled) const;
-  bool writtenByAnEarlierKernel(const Ref &ref,
-                                const TiledForward &tiled) const;
+  bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
+                            std::map<std::string, int64_t> &productPhase,
+                            const TiledSteps &tiled, TiledPhase &phase) const;
+  bool tiledRows(const Ref &ref, const Operand &operand,
+                 const std::map<std::string, int64_t> &productPhase,
+                 TiledArg &arg) const;
+  bool describeTiledKernel(const BoundOperation &bound, const HostDevice &host,
+                           const std::map<std::string, int64_t> &productPhase,
+                           const TiledSteps &tiled, TiledPhase &phase) const;
   bool describeTiledArg(const Ref &ref, const Operand &operand,
-                        int64_t hidden,
-                        const std::map<std::string, int64_t> &productStage,
+                        const std::map<std::string, int64_t> &productPhase,
                         TiledArg &arg) const;
   Status finish();
   Status finishBackward(const BackwardArgs &gradients);
@@ -1090,10 +1093,11 @@ Status Execution::forward() {
       std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
   }
-  if (TiledForward tiled; describeTiledSteps(tiled)) {
-    if (!(status = runTiledForward(tiled)).ok())
+  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/false)) {
+    if (!(status = runTiledSteps(tiled)).ok())
       return status;
-    if (maxLength % 2)
+    // Inference states are double buffers that swapped every step.
+    if (!training && maxLength % 2)
       for (size_t i = 0; i < plan.states.size(); ++i)
         std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
@@ -1109,47 +1113,63 @@ Status Execution::forward() {
   return finish();
 }
 
-/// Whether this call's steps can run as tiles (TiledSteps.h): an inference
-/// call on the CPU whose steps alternate products and kernels without
-/// whole-row scratch; each product reads [B, H] rows of a state or of a
-/// buffer an earlier kernel wrote, by a stacked [G*H, H] weight, and every
-/// kernel argument is H wide per row (a state, a param, the output, an
-/// input) or one H-wide gate of a stacked buffer.
-bool Execution::describeTiledSteps(TiledForward &tiled) const {
+/// Whether this call's steps can run as tiles (TiledSteps.h): on the CPU,
+/// steps of products and kernels without whole-row scratch; each product
+/// reads [B, H] rows of a state or of a buffer an earlier kernel wrote by a
+/// stacked [G*H, H] weight (backward: [B, rows] by [rows, H] into a state
+/// gradient or a buffer), and every kernel argument is H wide per row (a
+/// state, a gradient, a param, the output, an input) or one H-wide gate of
+/// a stacked buffer.
+bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
-  // The weight is packed per call: a decoding step would pay a pass over
-  // it for one product.
+  // The weights are packed per call: a decoding step would pay a pass over
+  // them for one product.
   constexpr int64_t kMinTiledSteps = 3;
-  if (training || !host || !tiledStepsEnabled() || stepOperations.empty() ||
-      stepOperations.size() % 2 || maxLength < kMinTiledSteps)
+  if (!host || !tiledStepsEnabled() || maxLength < kMinTiledSteps ||
+      plan.states.empty() ||
+      std::none_of(stepOperations.begin(), stepOperations.end(),
+                   [](const BoundOperation &bound) {
+                     return bound.op->kind == Operation::Kind::Gemm;
+                   }))
     return false;
-  // The hidden dim: the length of the state the first product reads, one
-  // symbol the kernels' dims name.
-  const Ref &first = stepOperations[0].op->operands.back();
-  if (first.kind != Ref::Kind::State)
-    return false;
-  const DimExpr &length = plan.states[plan.stateIndex(first.name)].length;
+  // The hidden dim: the first state's length, one symbol of the dims, and
+  // every state as wide.
+  const DimExpr &length = plan.states[0].length;
   if (length.getTerms().size() != 1 || length.getConstant() != 0 ||
       length.getTerms()[0].second != 1)
     return false;
   int64_t hidden = sizes.eval(length);
+  for (const VectorDecl &state : plan.states)
+    if (width(state) != hidden)
+      return false;
   tiled.block = tiledBlock(hidden);
   if (!tiled.block || !eachSegmentIsAnArgument(hidden))
     return false;
   tiled.hidden = hidden;
-  std::map<std::string, int64_t> productStage;
-  for (size_t i = 0; i < stepOperations.size(); i += 2)
-    if (!describeTiledStage(stepOperations[i], stepOperations[i + 1], *host,
-                            productStage, tiled))
+  std::map<std::string, int64_t> productPhase;
+  for (const BoundOperation &bound : stepOperations) {
+    TiledPhase phase;
+    bool described =
+        bound.op->kind == Operation::Kind::Gemm
+            ? describeTiledProduct(bound, backwardPass, productPhase, tiled,
+                                   phase)
+            : describeTiledKernel(bound, *host, productPhase, tiled, phase);
+    if (!described)
       return false;
+    tiled.phases.push_back(std::move(phase));
+  }
   const std::string &dim = length.getTerms()[0].first;
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == dim ? tiled.block : dimValues[i]);
   tiled.lengths = work.lengths;
   tiled.steps = maxLength;
   tiled.batch = rowsPerStep;
-  tiled.current = work.currentStates;
-  tiled.next = work.nextStates;
+  tiled.reverse = backwardPass;
+  tiled.zeroOutgoing = backwardPass;
+  tiled.slots[0] = work.currentStates;
+  tiled.slots[1] = work.nextStates;
+  tiled.slots[2] = grads.dnext;
+  tiled.slots[3] = grads.dstate;
   return true;
 }
 
@@ -1173,92 +1193,111 @@ bool Execution::eachSegmentIsAnArgument(int64_t hidden) const {
   return true;
 }
 
-bool Execution::describeTiledStage(const BoundOperation &product,
-                                   const BoundOperation &step,
-                                   const HostDevice &host,
-                                   std::map<std::string, int64_t> &productStage,
-                                   TiledForward &tiled) const {
+/// A forward product (into the member's tile in inference, into its
+/// buffer where backward reads it) or a backward accumulation.
+bool Execution::describeTiledProduct(
+    const BoundOperation &bound, bool backwardPass,
+    std::map<std::string, int64_t> &productPhase, const TiledSteps &tiled,
+    TiledPhase &phase) const {
   int64_t hidden = tiled.hidden;
-  if (product.op->kind != Operation::Kind::Gemm ||
-      step.op->kind != Operation::Kind::Kernel || !step.scratch.empty() ||
-      plan.scratch.count(step.op->kernel) || product.weightCols != hidden ||
-      product.weightRows % hidden)
+  const Ref &in = bound.op->gemmInput(), &out = bound.op->gemmOutput();
+  phase.weight = bound.weight;
+  phase.weightRows = bound.weightRows;
+  phase.gates = bound.weightRows / hidden;
+  if (bound.weightCols != hidden || bound.weightRows % hidden ||
+      sizes.eval(in.column) != 0 || sizes.eval(out.column) != 0 ||
+      !tiledRows(in, bound.operands[1], productPhase, phase.in) ||
+      !tiledRows(out, bound.operands[0], productPhase, phase.out))
     return false;
-  const Ref &in = product.op->gemmInput(), &out = product.op->gemmOutput();
-  const Operand &input = product.operands[1];
-  TiledStage stage;
-  if (in.kind == Ref::Kind::State && sizes.eval(in.column) == 0 &&
-      sizes.eval(plan.arrayWidth(in)) == hidden) {
-    stage.inputState = plan.stateIndex(in.name);
-  } else if (in.kind == Ref::Kind::Step && !productStage.count(in.name) &&
-             input.stride == hidden && writtenByAnEarlierKernel(in, tiled)) {
-    stage.input = input.base;
-    stage.inputAdvance = input.stepAdvance;
-    stage.inputStride = input.stride;
-  } else {
-    return false;
+  if (backwardPass) {
+    // out (H wide) += in ([B, rows]) · W.
+    phase.kind = TiledPhase::Kind::Accumulate;
+    return sizes.eval(plan.arrayWidth(out)) == hidden &&
+           sizes.eval(plan.arrayWidth(in)) == bound.weightRows;
   }
-  if (out.kind != Ref::Kind::Step || sizes.eval(out.column) != 0)
+  phase.kind = TiledPhase::Kind::Product;
+  if (sizes.eval(plan.arrayWidth(in)) != hidden ||
+      out.kind != Ref::Kind::Step ||
+      sizes.eval(plan.arrayWidth(out)) != bound.weightRows)
     return false;
-  productStage[out.name] = int64_t(tiled.stages.size());
-  stage.weight = product.weight;
-  stage.gates = product.weightRows / hidden;
-  stage.kernel = host.kernel(step.op->kernel);
-  for (size_t i = 0; i < step.operands.size(); ++i) {
-    TiledArg arg;
-    if (!describeTiledArg(step.op->operands[i], step.operands[i], hidden,
-                          productStage, arg))
-      return false;
-    stage.args.push_back(arg);
-  }
-  tiled.stages.push_back(std::move(stage));
+  // Inference keeps the products in the members' caches; training keeps
+  // every step's for backward.
+  phase.intoTile = !training;
+  if (phase.intoTile)
+    productPhase[out.name] = int64_t(tiled.phases.size());
   return true;
 }
 
-/// Whether a kernel of an earlier stage writes `ref` (a step buffer the next
-/// product reads whole, after the team has met).
-bool Execution::writtenByAnEarlierKernel(const Ref &ref,
-                                         const TiledForward &tiled) const {
-  for (size_t i = 0; i < tiled.stages.size(); ++i)
-    for (const Ref &arg : stepOperations[2 * i + 1].op->operands)
-      if (arg == ref)
-        return true;
-  return false;
+/// A product's operand as whole rows: a state or state gradient (double
+/// buffered in inference and backward, a history in training) or a buffer;
+/// never an inference product tile, which exists per block only.
+bool Execution::tiledRows(const Ref &ref, const Operand &operand,
+                          const std::map<std::string, int64_t> &productPhase,
+                          TiledArg &arg) const {
+  if (ref.kind == Ref::Kind::Step && productPhase.count(ref.name))
+    return false;
+  return describeTiledArg(ref, operand, productPhase, arg) &&
+         arg.kind != TiledArg::Kind::Product;
+}
+
+bool Execution::describeTiledKernel(
+    const BoundOperation &bound, const HostDevice &host,
+    const std::map<std::string, int64_t> &productPhase,
+    const TiledSteps &tiled, TiledPhase &phase) const {
+  if (!bound.scratch.empty() || plan.scratch.count(bound.op->kernel))
+    return false;
+  phase.kind = TiledPhase::Kind::Kernel;
+  phase.kernel = host.kernel(bound.op->kernel);
+  for (size_t i = 0; i < bound.operands.size(); ++i) {
+    const Ref &ref = bound.op->operands[i];
+    int64_t width = sizes.eval(plan.arrayWidth(ref));
+    bool stacked = ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step;
+    // Stacked buffers' gates are checked by eachSegmentIsAnArgument.
+    if (!stacked && width != tiled.hidden)
+      return false;
+    TiledArg arg;
+    if (!describeTiledArg(ref, bound.operands[i], productPhase, arg))
+      return false;
+    phase.args.push_back(arg);
+  }
+  return true;
 }
 
 bool Execution::describeTiledArg(
-    const Ref &ref, const Operand &operand, int64_t hidden,
-    const std::map<std::string, int64_t> &productStage, TiledArg &arg) const {
-  int64_t width = sizes.eval(plan.arrayWidth(ref));
+    const Ref &ref, const Operand &operand,
+    const std::map<std::string, int64_t> &productPhase, TiledArg &arg) const {
   arg.stride = operand.stride;
-  switch (ref.kind) {
-  case Ref::Kind::State:
-  case Ref::Kind::Next:
-    if (width != hidden)
-      return false;
-    arg.kind = ref.kind == Ref::Kind::State ? TiledArg::Kind::State
-                                            : TiledArg::Kind::NextState;
-    arg.index = plan.stateIndex(ref.name);
-    return true;
-  case Ref::Kind::Step:
-    if (auto stage = productStage.find(ref.name); stage != productStage.end()) {
+  if (ref.kind == Ref::Kind::Step) {
+    if (auto phase = productPhase.find(ref.name); phase != productPhase.end()) {
       arg.kind = TiledArg::Kind::Product;
-      arg.stage = stage->second;
-      arg.index = sizes.eval(ref.column) / hidden;
+      arg.phase = phase->second;
+      arg.index = sizes.eval(ref.column) / sizes.eval(plan.states[0].length);
       return true;
     }
-    [[fallthrough]];
-  case Ref::Kind::Seq:
-    // Column and width checked by eachSegmentIsAnArgument.
-    break;
-  case Ref::Kind::Param:
-  case Ref::Kind::Out:
-  case Ref::Kind::Input:
-    if (width != hidden || operand.slot)
-      return false;
-    break;
-  default:
+  }
+  if (ref.kind == Ref::Kind::Dinput)
     return false;
+  if (operand.slot) {
+    // The double-buffered arrays: states in inference, state gradients.
+    int64_t index = plan.stateIndex(ref.name);
+    arg.kind = TiledArg::Kind::Slot;
+    arg.index = index;
+    switch (ref.kind) {
+    case Ref::Kind::State:
+      arg.pair = 0;
+      return operand.slot == &work.currentStates[index];
+    case Ref::Kind::Next:
+      arg.pair = 1;
+      return operand.slot == &work.nextStates[index];
+    case Ref::Kind::Dnext:
+      arg.pair = 2;
+      return operand.slot == &grads.dnext[index];
+    case Ref::Kind::Dstate:
+      arg.pair = 3;
+      return operand.slot == &grads.dstate[index];
+    default:
+      return false;
+    }
   }
   arg.base = operand.base;
   arg.stepAdvance = operand.stepAdvance;
@@ -1381,6 +1420,21 @@ Status Execution::finishBackward(const BackwardArgs &gradients) {
   return device.synchronize();
 }
 
+/// The backward step loop on the device, one operation at a time.
+Status Execution::runBackwardSteps() {
+  for (int64_t step = maxLength - 1; step >= 0; --step) {
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      device.zero(grads.dstate[i], sizes.batch * width(plan.states[i]));
+    for (const BoundOperation &bound : stepOperations)
+      if (Status status = runOperation(bound, step, 0, rowsPerStep);
+          !status.ok())
+        return status;
+    for (size_t i = 0; i < plan.states.size(); ++i)
+      std::swap(grads.dnext[i], grads.dstate[i]);
+  }
+  return Status::success();
+}
+
 Status Execution::backward(const BackwardArgs &gradients,
                            Blocks &gradientBlocks) {
   gradientArgs = &gradients;
@@ -1392,16 +1446,18 @@ Status Execution::backward(const BackwardArgs &gradients,
   if (!(status = bindOperations(/*backwardPhases=*/true, gradientBlocks)).ok())
     return status;
 
-  for (int64_t step = maxLength - 1; step >= 0; --step) {
-    for (size_t i = 0; i < plan.states.size(); ++i)
-      device.zero(grads.dstate[i], sizes.batch * width(plan.states[i]));
-    for (const BoundOperation &bound : stepOperations)
-      if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
-        return status;
-    for (size_t i = 0; i < plan.states.size(); ++i)
-      std::swap(grads.dnext[i], grads.dstate[i]);
+  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/true)) {
+    if (!(status = runTiledSteps(tiled)).ok())
+      return status;
+    if (maxLength % 2)
+      for (size_t i = 0; i < plan.states.size(); ++i)
+        std::swap(grads.dnext[i], grads.dstate[i]);
+  } else {
+    if (!(status = runBackwardSteps()).ok())
+      return status;
   }
   int64_t allRows = sizes.steps * sizes.batch;
+
   for (const BoundOperation &bound : sequenceOperations)
     if (!(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;

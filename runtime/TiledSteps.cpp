@@ -1,4 +1,4 @@
-//===- TiledSteps.cpp - Gate math on the recurrent product's tiles --------===//
+//===- TiledSteps.cpp - Gate math on the recurrent products' tiles --------===//
 
 #include "TiledSteps.h"
 
@@ -24,10 +24,12 @@ using namespace cellrt::detail;
 
 namespace {
 
-/// One meeting per step: a generation-count barrier that spins (a step
-/// takes tens of microseconds) and yields once a member is late, so that a
-/// descheduled member on a loaded machine does not stall the others for
-/// its whole time slice.
+std::atomic<int64_t> tiledCalls{0};
+
+#ifdef CELLRT_HAVE_LIBXSMM
+/// One meeting: a generation-count barrier that spins (a step takes tens of
+/// microseconds) and yields once a member is late, so that a descheduled
+/// member on a loaded machine does not stall the rest for its time slice.
 class SpinBarrier {
 public:
   explicit SpinBarrier(int64_t size) : size(size) {}
@@ -58,131 +60,202 @@ private:
   std::atomic<int64_t> arrived{0}, phase{0};
 };
 
-#ifdef CELLRT_HAVE_LIBXSMM
-/// Q[batch, gates*block] = in · (block j's rows of every gate)ᵀ, on
-/// libxsmm's column-major kernel: A is the packed block [hidden][gates*block].
-using TileGemm = libxsmm_smmfunction;
-
-TileGemm dispatchTileGemm(const TiledForward &f, const TiledStage &stage) {
+/// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
+/// libxsmm's JIT kernel for that shape.
+libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
+                             int64_t ldb, int64_t ldc, bool accumulate) {
   static std::once_flag initialized;
   std::call_once(initialized, [] { libxsmm_init(); });
-  const libxsmm_blasint m = stage.gates * f.block, n = f.batch, k = f.hidden,
-                        lda = m,
-                        ldb = stage.inputState >= 0 ? f.hidden
-                                                    : stage.inputStride,
-                        ldc = m;
-  const float alpha = 1, beta = 0;
+  const libxsmm_blasint M = m, N = n, K = k, LDA = lda, LDB = ldb, LDC = ldc;
+  const float alpha = 1, beta = accumulate ? 1 : 0;
   // No prefetch: a prefetching kernel takes more than (a, b, c).
   const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_PREFETCH_NONE;
-  return libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags,
+  return libxsmm_smmdispatch(M, N, K, &LDA, &LDB, &LDC, &alpha, &beta, &flags,
                              &prefetch);
 }
 
-/// packed[j][k * gates*block + g*block + n] = W[g*hidden + j*block + n][k].
-void packBlock(const TiledForward &f, const TiledStage &stage, int64_t j,
-               float *packed) {
-  int64_t m = stage.gates * f.block;
-  float *target = packed + j * f.hidden * m;
-  for (int64_t g = 0; g < stage.gates; ++g)
-    for (int64_t n = 0; n < f.block; ++n) {
-      const float *row =
-          stage.weight + (g * f.hidden + j * f.block + n) * f.hidden;
-      for (int64_t k = 0; k < f.hidden; ++k)
-        target[k * m + g * f.block + n] = row[k];
-    }
-}
-
-/// A stage's libxsmm kernel and its weight packed per block.
-struct StageGemm {
-  TileGemm gemm = nullptr;
+/// A phase's micro-kernel and its weight packed per block, column-major:
+/// Product: block j is [H][gates*block], A[k][g*block + n] =
+/// W[g*H + j*block + n][k]; Accumulate: block j is [rows][block],
+/// A[k][n] = W[k][j*block + n].
+struct PhaseGemm {
+  libxsmm_smmfunction gemm = nullptr;
   std::vector<float> packed;
+  int64_t blockFloats = 0;
 };
 
-/// One member's share: blocks [first, last) of every stage of every step.
+void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
+               PhaseGemm &target) {
+  float *a = target.packed.data() + j * target.blockFloats;
+  if (phase.kind == TiledPhase::Kind::Product) {
+    int64_t m = phase.gates * s.block;
+    for (int64_t g = 0; g < phase.gates; ++g)
+      for (int64_t n = 0; n < s.block; ++n) {
+        const float *row =
+            phase.weight + (g * s.hidden + j * s.block + n) * s.hidden;
+        for (int64_t k = 0; k < s.hidden; ++k)
+          a[k * m + g * s.block + n] = row[k];
+      }
+    return;
+  }
+  for (int64_t k = 0; k < phase.weightRows; ++k)
+    std::memcpy(a + k * s.block, phase.weight + k * s.hidden + j * s.block,
+                s.block * sizeof(float));
+}
+
+Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
+                    PhaseGemm &target) {
+  if (phase.kind == TiledPhase::Kind::Kernel)
+    return Status::success();
+  int64_t blocks = s.hidden / s.block;
+  if (phase.kind == TiledPhase::Kind::Product) {
+    int64_t m = phase.gates * s.block;
+    target.gemm = phase.intoTile
+                      ? dispatch(m, s.batch, s.hidden, m, phase.in.stride, m,
+                                 false)
+                      : dispatch(s.block, s.batch, s.hidden, m,
+                                 phase.in.stride, phase.out.stride, false);
+    target.blockFloats = s.hidden * m;
+  } else {
+    target.gemm = dispatch(s.block, s.batch, phase.weightRows, s.block,
+                           phase.in.stride, phase.out.stride, true);
+    target.blockFloats = phase.weightRows * s.block;
+  }
+  if (!target.gemm)
+    return Status::error("libxsmm has no kernel for a tiled product of " +
+                         std::to_string(s.batch) + " rows");
+  target.packed.resize(blocks * target.blockFloats);
+  return Status::success();
+}
+
+/// One member's share: blocks [first, last) of every phase of every step.
 class Member {
 public:
-  Member(const TiledForward &f, std::vector<StageGemm> &gemms, int64_t first,
+  Member(const TiledSteps &s, std::vector<PhaseGemm> &gemms, int64_t first,
          int64_t last)
-      : f(f), gemms(gemms), first(first), last(last), current(f.current),
-        next(f.next) {
-    for (const TiledStage &stage : f.stages) {
-      // The block's products of every stage live until the step ends: a
-      // later kernel may read an earlier stage's gates (GRU's z).
-      products.emplace_back((last - first) * f.batch * stage.gates * f.block);
-      std::vector<int64_t> stageStrides;
-      for (const TiledArg &arg : stage.args)
-        stageStrides.push_back(arg.kind == TiledArg::Kind::Product
-                                   ? f.stages[arg.stage].gates * f.block
+      : s(s), gemms(gemms), first(first), last(last) {
+    for (int pair = 0; pair < 4; ++pair)
+      slots[pair] = s.slots[pair];
+    for (const TiledPhase &phase : s.phases) {
+      // Each block's product tiles live until the step ends: a later kernel
+      // may read an earlier product's gates (GRU's z).
+      products.emplace_back(phase.intoTile ? (last - first) * s.batch *
+                                                 phase.gates * s.block
+                                           : 0);
+      std::vector<int64_t> phaseStrides;
+      for (const TiledArg &arg : phase.args)
+        phaseStrides.push_back(arg.kind == TiledArg::Kind::Product
+                                   ? s.phases[arg.phase].gates * s.block
                                    : arg.stride);
-      strides.push_back(std::move(stageStrides));
+      strides.push_back(std::move(phaseStrides));
     }
   }
 
   void run(SpinBarrier &barrier) {
-    for (size_t s = 0; s < f.stages.size(); ++s)
-      for (int64_t j = first; j < last; ++j)
-        packBlock(f, f.stages[s], j, gemms[s].packed.data());
-    for (int64_t step = 0; step < f.steps; ++step) {
-      for (size_t s = 0; s < f.stages.size(); ++s) {
-        runStage(s, step);
-        barrier.wait();
+    // A member packs, and later reads, only its own blocks.
+    for (size_t p = 0; p < s.phases.size(); ++p)
+      if (s.phases[p].kind != TiledPhase::Kind::Kernel)
+        for (int64_t j = first; j < last; ++j)
+          packBlock(s, s.phases[p], j, gemms[p]);
+    for (int64_t i = 0; i < s.steps; ++i) {
+      int64_t step = s.reverse ? s.steps - 1 - i : i;
+      if (s.zeroOutgoing)
+        zeroOutgoing();
+      // Groups of phases end before each product but the first: a product
+      // reads whole rows, written by every member's kernels.
+      for (size_t begin = 0; begin < s.phases.size();) {
+        size_t end = begin + 1;
+        while (end < s.phases.size() &&
+               s.phases[end].kind == TiledPhase::Kind::Kernel)
+          ++end;
+        if (begin > 0)
+          barrier.wait();
+        for (int64_t j = first; j < last; ++j)
+          for (size_t p = begin; p < end; ++p)
+            runPhase(p, step, j);
+        begin = end;
       }
-      std::swap(current, next);
+      barrier.wait();
+      std::swap(slots[0], slots[1]);
+      std::swap(slots[2], slots[3]);
     }
   }
 
 private:
-  void runStage(size_t s, int64_t step) {
-    const TiledStage &stage = f.stages[s];
-    const float *in = stage.inputState >= 0
-                          ? current[stage.inputState]
-                          : stage.input + step * stage.inputAdvance;
-    int64_t m = stage.gates * f.block;
-    std::vector<float *> pointers(stage.args.size());
-    for (int64_t j = first; j < last; ++j) {
-      gemms[s].gemm(gemms[s].packed.data() + j * f.hidden * m, in,
-                    product(s, j));
-      for (size_t a = 0; a < stage.args.size(); ++a)
-        pointers[a] = bind(stage.args[a], step, j);
-      stage.kernel(0, f.batch, step, f.lengths, f.dims.data(),
-                   pointers.data(), strides[s].data());
+  void zeroOutgoing() {
+    for (float *gradient : slots[3])
+      for (int64_t b = 0; b < s.batch; ++b)
+        std::memset(gradient + b * s.hidden + first * s.block, 0,
+                    (last - first) * s.block * sizeof(float));
+  }
+
+  void runPhase(size_t p, int64_t step, int64_t j) {
+    const TiledPhase &phase = s.phases[p];
+    switch (phase.kind) {
+    case TiledPhase::Kind::Kernel: {
+      float *pointers[64];
+      std::vector<float *> many;
+      float **bound = pointers;
+      if (phase.args.size() > 64) {
+        many.resize(phase.args.size());
+        bound = many.data();
+      }
+      for (size_t a = 0; a < phase.args.size(); ++a)
+        bound[a] = at(phase.args[a], step, j);
+      phase.kernel(0, s.batch, step, s.lengths, s.dims.data(), bound,
+                   strides[p].data());
+      return;
+    }
+    case TiledPhase::Kind::Product: {
+      const float *a = gemms[p].packed.data() + j * gemms[p].blockFloats;
+      const float *in = rows(phase.in, step);
+      if (phase.intoTile) {
+        gemms[p].gemm(a, in, product(p, j));
+        return;
+      }
+      for (int64_t g = 0; g < phase.gates; ++g)
+        gemms[p].gemm(a + g * s.block, in,
+                      rows(phase.out, step) + g * s.hidden + j * s.block);
+      return;
+    }
+    case TiledPhase::Kind::Accumulate:
+      gemms[p].gemm(gemms[p].packed.data() + j * gemms[p].blockFloats,
+                    rows(phase.in, step), at(phase.out, step, j));
+      return;
     }
   }
 
-  float *product(size_t stage, int64_t block) {
-    return products[stage].data() +
-           (block - first) * f.batch * f.stages[stage].gates * f.block;
+  /// Whole rows of an operand at `step`.
+  float *rows(const TiledArg &arg, int64_t step) {
+    return arg.kind == TiledArg::Kind::Slot
+               ? slots[arg.pair][arg.index]
+               : arg.base + step * arg.stepAdvance;
   }
 
-  float *bind(const TiledArg &arg, int64_t step, int64_t block) {
-    int64_t column = block * f.block;
-    switch (arg.kind) {
-    case TiledArg::Kind::Array:
-      return arg.base + step * arg.stepAdvance + column;
-    case TiledArg::Kind::State:
-      return current[arg.index] + column;
-    case TiledArg::Kind::NextState:
-      return next[arg.index] + column;
-    case TiledArg::Kind::Product:
-      return product(arg.stage, block) + arg.index * f.block;
-    }
-    return nullptr;
+  /// The operand moved to block j's columns.
+  float *at(const TiledArg &arg, int64_t step, int64_t j) {
+    if (arg.kind == TiledArg::Kind::Product)
+      return product(arg.phase, j) + arg.index * s.block;
+    return rows(arg, step) + j * s.block;
   }
 
-  const TiledForward &f;
-  std::vector<StageGemm> &gemms;
+  float *product(size_t phase, int64_t j) {
+    return products[phase].data() +
+           (j - first) * s.batch * s.phases[phase].gates * s.block;
+  }
+
+  const TiledSteps &s;
+  std::vector<PhaseGemm> &gemms;
   int64_t first, last;
+  std::vector<float *> slots[4];
   std::vector<std::vector<float>> products;
   std::vector<std::vector<int64_t>> strides;
-  std::vector<float *> current, next;
 };
 #endif
 
-std::atomic<int64_t> tiledCalls{0};
-
 } // namespace
 
-int64_t cellrt::detail::tiledForwardCalls() { return tiledCalls.load(); }
+int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
 
 bool cellrt::detail::tiledStepsEnabled() {
 #ifdef CELLRT_HAVE_LIBXSMM
@@ -203,35 +276,28 @@ int64_t cellrt::detail::tiledBlock(int64_t hidden) {
   return 0;
 }
 
-Status cellrt::detail::runTiledForward(const TiledForward &f) {
+Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
 #ifdef CELLRT_HAVE_LIBXSMM
-  std::vector<StageGemm> gemms(f.stages.size());
-  for (size_t s = 0; s < f.stages.size(); ++s) {
-    const TiledStage &stage = f.stages[s];
-    gemms[s].gemm = dispatchTileGemm(f, stage);
-    if (!gemms[s].gemm)
-      return Status::error("libxsmm has no kernel for a " +
-                           std::to_string(stage.gates * f.block) + " x " +
-                           std::to_string(f.batch) + " x " +
-                           std::to_string(f.hidden) + " tile product");
-    gemms[s].packed.resize(stage.gates * f.hidden * f.hidden);
-  }
+  std::vector<PhaseGemm> gemms(s.phases.size());
+  for (size_t p = 0; p < s.phases.size(); ++p)
+    if (Status status = preparePhase(s, s.phases[p], gemms[p]); !status.ok())
+      return status;
   tiledCalls.fetch_add(1);
-  int64_t blocks = f.hidden / f.block;
+  int64_t blocks = s.hidden / s.block;
   int64_t team = std::min<int64_t>(threads(), blocks);
   SpinBarrier barrier(team);
   // One chunk per member, each on its own pool thread, all at once.
   parallelRows(team, std::numeric_limits<int64_t>::max(),
                [&](int64_t begin, int64_t end) {
                  for (int64_t member = begin; member < end; ++member) {
-                   Member share(f, gemms, blocks * member / team,
+                   Member share(s, gemms, blocks * member / team,
                                 blocks * (member + 1) / team);
                    share.run(barrier);
                  }
                });
   return Status::success();
 #else
-  (void)f;
+  (void)s;
   return Status::error("cellrt was built without libxsmm: no tiled steps");
 #endif
 }

@@ -1,16 +1,16 @@
-//===- TiledSteps.h - Gate math on the recurrent product's tiles -*- C++ -*-===//
+//===- TiledSteps.h - Gate math on the recurrent products' tiles -*- C++ -*-===//
 //
-// Issue #16, item 2: the inference forward of a recurrent cell as oneDNN's
-// RNN primitive schedules it. One team of the kernel pool's threads lives
-// for the whole sequence; each member owns blocks of hidden units and per
-// step computes its blocks of the recurrent product for every gate
-// (libxsmm, the weight's rows packed per block once per call), runs the
-// step kernel on each block while it is in cache (dims H := the block,
-// every argument moved to the block's columns), and the team meets once per
-// step, or once per stage where a second product reads what the first
-// stage's kernel computed (GRU's U_h (r * h)). The per-step GEMM
-// call over all of H, the separate kernel pass over its output and the
-// hand-off between oneDNN's OpenMP team and the kernel pool are gone.
+// Issue #16, item 2: a recurrent cell's time loop as oneDNN's RNN primitive
+// schedules it. One team of the kernel pool's threads lives for the whole
+// loop; each member owns blocks of hidden units and per step runs, block
+// by block, its part of every operation of the step: a product's columns
+// for those units (libxsmm, the weight packed per block once per call), a
+// kernel on those columns while they are in cache (dims H := the block,
+// every argument moved to the block's columns). The team meets before a
+// product that reads whole rows written in the same step (GRU's U_h (r*h),
+// backward's dh += dS U) and at the end of each step. The per-step GEMM
+// calls over all of H, the separate kernel passes over their outputs and
+// the hand-off between oneDNN's OpenMP team and the kernel pool are gone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,52 +24,65 @@
 
 namespace cellrt::detail {
 
-/// One argument of a step kernel, relative to a block's first column.
+/// Where a kernel argument or product operand is, relative to a block's
+/// first column.
 struct TiledArg {
   enum class Kind {
-    /// base + step * stepAdvance (a buffer, the output, an input, a param).
+    /// base + step * stepAdvance (a buffer, a state's history, the output,
+    /// an input, a param).
     Array,
-    /// The current or next value of state `index` (swapped every step).
-    State,
-    NextState,
-    /// Gate `index` of the block's product of stage `stage`.
+    /// A double-buffered array, half `index` of pair `pair` (0: the current
+    /// states, 1: the next ones; 2: the incoming state gradients, 3: the
+    /// outgoing ones), swapped every step.
+    Slot,
+    /// Gate `index` of the block's product of phase `phase` (inference
+    /// products stay in the member's cache).
     Product,
   };
   Kind kind = Kind::Array;
   float *base = nullptr;
   int64_t stepAdvance = 0;
-  int64_t index = 0, stage = 0;
+  int64_t index = 0, pair = 0, phase = 0;
   /// The row stride (0: a param broadcast to every row).
   int64_t stride = 0;
 };
 
-/// One product and the kernel after it. The product reads whole rows of a
-/// state or of an array an earlier stage's kernel wrote: the team meets
-/// after every stage.
-struct TiledStage {
+/// One operation of the step, run per block.
+struct TiledPhase {
+  enum class Kind {
+    /// A kernel on the block's columns of its arguments.
+    Kernel,
+    /// The block's columns of every gate of in · Wᵀ, W = [gates*H, H]:
+    /// into the member's product tile (`out` unused) or, where backward
+    /// reads them, into `out`'s gate columns.
+    Product,
+    /// The block's columns of out += in · W, W = [rows, H] (backward).
+    Accumulate,
+  };
+  Kind kind = Kind::Kernel;
   cellrt_kernel_fn kernel = nullptr;
   std::vector<TiledArg> args;
-  /// The stacked weight [gates * hidden, hidden].
   const float *weight = nullptr;
-  int64_t gates = 0;
-  /// The product's input: state `inputState`, or (-1) `input` + step *
-  /// `inputAdvance` with rows `inputStride` apart.
-  int64_t inputState = -1;
-  const float *input = nullptr;
-  int64_t inputAdvance = 0, inputStride = 0;
+  int64_t gates = 0, weightRows = 0;
+  TiledArg in, out;
+  bool intoTile = false;
 };
 
 /// Everything the tiled steps of one call read and write.
-struct TiledForward {
-  std::vector<TiledStage> stages;
+struct TiledSteps {
+  std::vector<TiledPhase> phases;
   /// The kernels' dims with the hidden dim replaced by the block width.
   std::vector<int64_t> dims;
   const int32_t *lengths = nullptr;
   int64_t steps = 0, batch = 0, hidden = 0, block = 0;
-  /// Per state, [batch, hidden] each: the values before the first step and
-  /// the other half of each double buffer. After the call the final states
-  /// are in `current` when `steps` is even, else in `next`.
-  std::vector<float *> current, next;
+  /// Backward: from the last step down.
+  bool reverse = false;
+  /// The four double-buffered arrays (TiledArg::Slot), [batch, hidden] each
+  /// per state: after the call the values of the last step are in pairs 1
+  /// and 3 when `steps` is odd (the caller swaps), else in 0 and 2.
+  std::vector<float *> slots[4];
+  /// Backward: the outgoing state gradients (pair 3) start every step at 0.
+  bool zeroOutgoing = false;
 };
 
 /// Whether calls may take the tiled schedule: CELLRT_TILED_STEPS=1 turns it
@@ -81,12 +94,12 @@ bool tiledStepsEnabled();
 /// blocks), or 0 where the schedule does not apply.
 int64_t tiledBlock(int64_t hidden);
 
-/// Runs every step of `forward` on the kernel pool's threads.
-Status runTiledForward(const TiledForward &forward);
+/// Runs every step of `steps` on the kernel pool's threads.
+Status runTiledSteps(const TiledSteps &steps);
 
 /// How many calls have run tiled in this process (tests check the schedule
 /// was taken).
-int64_t tiledForwardCalls();
+int64_t tiledStepCalls();
 
 } // namespace cellrt::detail
 

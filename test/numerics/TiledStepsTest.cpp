@@ -3,8 +3,9 @@
 // Runs with CELLRT_TILED_STEPS=1 (test/numerics/CMakeLists.txt): every cell
 // with recurrent products takes the tiled schedule (runtime/TiledSteps.h)
 // wherever H splits into blocks (H = 48: three blocks of 16 over the pool's
-// threads; H = 128: two of 64), GRU in two stages (its second product reads
-// r * h), and must match the reference as the default schedule does, over
+// threads; H = 128: two of 64), in inference, in training's forward and in
+// backward, GRU with a meeting before each of its products, and must match
+// the reference and LibTorch autograd as the default schedule does, over
 // ragged lengths in both directions. Cells without a recurrent product
 // (SRU, SR-NMT: a time scan) and a state too narrow to split keep the
 // default schedule.
@@ -38,20 +39,22 @@ CellSize size(int64_t steps, int64_t batch, int64_t input, int64_t hidden) {
   return s;
 }
 
-/// Forward at sizes the schedule tiles; returns how many calls ran tiled.
+/// Forward and gradients at sizes the schedule tiles; returns how many
+/// calls ran tiled.
 int64_t checkTiled(const cellrt_image &image, const Reference &reference) {
-  int64_t before = cellrt::detail::tiledForwardCalls();
+  int64_t before = cellrt::detail::tiledStepCalls();
   int64_t input = reference.inputIsHidden ? 48 : 20;
-  checkCellForward(image, reference,
-                   {size(9, 5, input, 48), size(3, 2, 128, 128)});
-  return cellrt::detail::tiledForwardCalls() - before;
+  std::vector<CellSize> sizes = {size(9, 5, input, 48), size(3, 2, 128, 128)};
+  checkCellForward(image, reference, sizes);
+  checkCellGradients(image, reference, sizes);
+  return cellrt::detail::tiledStepCalls() - before;
 }
 
 int64_t checkNarrow(const cellrt_image &image, const Reference &reference) {
-  int64_t before = cellrt::detail::tiledForwardCalls();
+  int64_t before = cellrt::detail::tiledStepCalls();
   checkCellForward(image, reference,
                    {size(4, 3, reference.inputIsHidden ? 6 : 5, 6)});
-  return cellrt::detail::tiledForwardCalls() - before;
+  return cellrt::detail::tiledStepCalls() - before;
 }
 
 } // namespace
@@ -60,23 +63,28 @@ TEST(TiledSteps, IsOnInThisBinary) {
   EXPECT_TRUE(cellrt::detail::tiledStepsEnabled());
 }
 
+// Each check runs 4 cases per size (both directions, random and zero initial
+// states): 8 inference calls and 8 training forward + backward pairs, every
+// one of the 24 tiled.
+constexpr int64_t kTiledCalls = 24;
+
 TEST(TiledSteps, AtrMatchesTheReference) {
-  EXPECT_GT(checkTiled(cellc_atr_image(), atrReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_atr_image(), atrReference()), kTiledCalls);
 }
 TEST(TiledSteps, LstmMatchesTheReference) {
-  EXPECT_GT(checkTiled(cellc_lstm_image(), lstmReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_lstm_image(), lstmReference()), kTiledCalls);
 }
 TEST(TiledSteps, LauMatchesTheReference) {
-  EXPECT_GT(checkTiled(cellc_lau_image(), lauReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_lau_image(), lauReference()), kTiledCalls);
 }
 TEST(TiledSteps, RanMatchesTheReference) {
-  EXPECT_GT(checkTiled(cellc_ran_image(), ranReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_ran_image(), ranReference()), kTiledCalls);
 }
 TEST(TiledSteps, RnnMatchesTheReference) {
-  EXPECT_GT(checkTiled(cellc_rnn_image(), rnnReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_rnn_image(), rnnReference()), kTiledCalls);
 }
 TEST(TiledSteps, GruMatchesTheReferenceInTwoStages) {
-  EXPECT_GT(checkTiled(cellc_gru_image(), gruReference()), 0);
+  EXPECT_EQ(checkTiled(cellc_gru_image(), gruReference()), kTiledCalls);
 }
 TEST(TiledSteps, ScanCellsKeepTheDefaultSchedule) {
   EXPECT_EQ(checkTiled(cellc_sru_image(), sruReference()), 0);

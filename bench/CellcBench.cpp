@@ -17,6 +17,7 @@
 #include "srnmt.h"
 #include "sru.h"
 
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -172,19 +173,30 @@ private:
   cellrt::Tape tape;
 };
 
-Register reg({"cellc",
-              [](const Workload &w, std::string &why) -> std::unique_ptr<Runner> {
-                cellrt_image image;
-                if (!imageOf(w.cell, image)) {
-                  why = "cell-not-compiled";
-                  return nullptr;
-                }
-                auto loaded = cellrt::Cell::load(image);
-                if (!loaded)
-                  fail("load " + w.cell + ": " + loaded.error());
-                return makeCellRunner(std::move(*loaded), w);
-              },
-              [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
+std::unique_ptr<Runner> makeCellc(const Workload &w, std::string &why) {
+  cellrt_image image;
+  if (!imageOf(w.cell, image)) {
+    why = "cell-not-compiled";
+    return nullptr;
+  }
+  auto loaded = cellrt::Cell::load(image);
+  if (!loaded)
+    fail("load " + w.cell + ": " + loaded.error());
+  return makeCellRunner(std::move(*loaded), w);
+}
+
+Register reg({"cellc", makeCellc, [](int threads) { setOmpThreads(threads); },
+              prewarmSgemm});
+
+// The same with the tiled steps (runtime/TiledSteps.h) turned on, in the
+// workload's own child before cellrt first reads the switch; workloads the
+// schedule does not cover run cellrt's default schedule.
+Register tiled({"cellc-tiled", makeCellc,
+                [](int threads) {
+                  setenv("CELLRT_TILED_STEPS", "1", 1);
+                  setOmpThreads(threads);
+                },
+                prewarmSgemm});
 
 } // namespace
 

@@ -16,6 +16,8 @@
 #ifndef CELLC_BENCH_BENCH_H
 #define CELLC_BENCH_BENCH_H
 
+#include "cellrt/Kernel.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -139,6 +141,10 @@ struct CellShape {
   int scanFloatsTraining = 0;
 };
 CellShape cellShape(const std::string &cell);
+
+/// The image of a cell compiled into the benchmarks (bench/CMakeLists.txt);
+/// false for another.
+bool cellImage(const std::string &cell, cellrt_image &image);
 
 } // namespace cellc_bench
 

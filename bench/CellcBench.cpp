@@ -25,24 +25,6 @@ using namespace cellc_bench;
 
 namespace {
 
-bool imageOf(const std::string &cell, cellrt_image &image) {
-  if (cell == "atr")
-    image = cellc_atr_image();
-  else if (cell == "gru")
-    image = cellc_gru_image();
-  else if (cell == "lstm")
-    image = cellc_lstm_image();
-  else if (cell == "lau")
-    image = cellc_lau_image();
-  else if (cell == "sru")
-    image = cellc_sru_image();
-  else if (cell == "srnmt")
-    image = cellc_srnmt_image();
-  else
-    return false;
-  return true;
-}
-
 void check(const cellrt::Status &status, const char *what) {
   if (!status.ok())
     fail(std::string(what) + ": " + status.message());
@@ -175,7 +157,7 @@ private:
 
 std::unique_ptr<Runner> makeCellc(const Workload &w, std::string &why) {
   cellrt_image image;
-  if (!imageOf(w.cell, image)) {
+  if (!cellImage(w.cell, image)) {
     why = "cell-not-compiled";
     return nullptr;
   }
@@ -203,4 +185,22 @@ Register tiled({"cellc-tiled", makeCellc,
 std::unique_ptr<Runner> cellc_bench::makeCellRunner(cellrt::Cell &&cell,
                                                     const Workload &w) {
   return std::make_unique<CellcRunner>(std::move(cell), w);
+}
+
+bool cellc_bench::cellImage(const std::string &cell, cellrt_image &image) {
+  if (cell == "atr")
+    image = cellc_atr_image();
+  else if (cell == "gru")
+    image = cellc_gru_image();
+  else if (cell == "lstm")
+    image = cellc_lstm_image();
+  else if (cell == "lau")
+    image = cellc_lau_image();
+  else if (cell == "sru")
+    image = cellc_sru_image();
+  else if (cell == "srnmt")
+    image = cellc_srnmt_image();
+  else
+    return false;
+  return true;
 }

@@ -36,17 +36,13 @@
 
 #include "Bench.h"
 
-#include "atr.h"
 #include "cellrt/Runtime.h"
-#include "lau.h"
-#include "lstm.h"
+#include "runtime/SpinBarrier.h"
 
 #include <libxsmm.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-#include <atomic>
-#include <immintrin.h>
 #include <thread>
 
 using namespace cellc_bench;
@@ -54,28 +50,6 @@ using namespace cellc_bench;
 namespace {
 
 constexpr int64_t kBlock = 64;
-
-/// One wait per step: a generation-count spin barrier. Spinning suits a
-/// team of one thread per core on an otherwise idle machine; on a loaded
-/// one a descheduled member stalls the rest (measure idle).
-class SpinBarrier {
-public:
-  explicit SpinBarrier(int size) : size(size) {}
-  void wait() {
-    int generation = phase.load(std::memory_order_acquire);
-    if (arrived.fetch_add(1, std::memory_order_acq_rel) == size - 1) {
-      arrived.store(0, std::memory_order_relaxed);
-      phase.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    while (phase.load(std::memory_order_acquire) == generation)
-      _mm_pause();
-  }
-
-private:
-  int size;
-  std::atomic<int> arrived{0}, phase{0};
-};
 
 /// Where a step-kernel argument points, bound once from the plan.
 struct TileArg {
@@ -161,7 +135,7 @@ public:
     for (std::vector<float> &state : states[0])
       std::fill(state.begin(), state.end(), 0.0f);
     int team = w.threads;
-    SpinBarrier barrier(team);
+    cellrt::detail::SpinBarrier barrier(team);
     std::vector<std::thread> others;
     for (int member = 1; member < team; ++member)
       others.emplace_back([&, member] { scan(member, team, barrier); });
@@ -291,7 +265,7 @@ private:
     }
   }
 
-  void scan(int member, int team, SpinBarrier &barrier) {
+  void scan(int member, int team, cellrt::detail::SpinBarrier &barrier) {
     // One OpenMP thread per member's GEMMs: two members must not each start
     // a team of two.
     if (!onLibxsmm && team > 1)
@@ -356,23 +330,11 @@ private:
   libxsmm_smmfunction gemm = nullptr;
 };
 
-bool imageOf(const std::string &cell, cellrt_image &image) {
-  if (cell == "atr")
-    image = cellc_atr_image();
-  else if (cell == "lstm")
-    image = cellc_lstm_image();
-  else if (cell == "lau")
-    image = cellc_lau_image();
-  else
-    return false;
-  return true;
-}
-
 Factory tilesOn(bool onLibxsmm) {
   return [onLibxsmm](const Workload &w,
                      std::string &why) -> std::unique_ptr<Runner> {
     cellrt_image image;
-    if (w.mode != Mode::Forward || !imageOf(w.cell, image)) {
+    if (w.mode != Mode::Forward || !cellImage(w.cell, image)) {
       why = "the-tile-experiment-covers-forward-of-atr-lstm-lau";
       return nullptr;
     }

@@ -109,7 +109,7 @@ def machine_floor_section(data, shapes, ratio_lines):
     """The machine's peaks and each workload's flop floor: the floor's GEMM
     flops at the best f32 GEMM rate this machine reached (and at the bf16
     rate). Empty when the run has no PEAK lines."""
-    peaks, res = data["peaks"], data["results"]
+    peaks = data["peaks"]
     if not peaks:
         return []
     out = ["### Against the machine's peak", ""]
@@ -143,17 +143,12 @@ def machine_floor_section(data, shapes, ratio_lines):
     out.append("| workload | GEMM GFLOP | flop floor (ms) | cellc (ms) | "
                "cellc / flop floor | bf16 flop floor (ms) |")
     out.append("|---|---|---|---|---|---|")
-    for (mode, T, B, threads) in shapes:
+    for name, threads, c, f in floor_workloads(data, shapes, "gemm_gflop"):
         f32 = peak_rate(peaks, ("sgemm", "matmul-f32"), threads)
         bf16 = peak_rate(peaks, ("matmul-bf16",), threads)
-        for cell in CELLS:
-            c = res.get(("cellc", cell, mode, T, B, threads))
-            f = res.get(("floor", cell, mode, T, B, threads))
-            if not c or not f or "gemm_gflop" not in f or not f32:
-                continue
+        if f32:
             gflop = float(f["gemm_gflop"])
             floor_ms = gflop / f32 * 1e3
-            name = workload_name(cell, mode, T, B, threads)
             ratio_lines.append(f"RATIO {name}-flopfloor "
                                f"{floor_ms / ms(c):.3f}")
             bf16_ms = f"{gflop / bf16 * 1e3:.3g}" if bf16 else "—"
@@ -165,23 +160,30 @@ def machine_floor_section(data, shapes, ratio_lines):
     return out
 
 
-def memory_floor_lines(data, shapes, ratio_lines):
-    """SRU and SR-NMT: the flop floor plus the bytes a fused element-wise
-    scan must move (the floor's `scan_mb`) at the measured copy rate."""
-    peaks, res = data["peaks"], data["results"]
-    rows = []
+def floor_workloads(data, shapes, key):
+    """(name, threads, cellc's result, the floor's) of every workload whose
+    floor line carries `key`."""
+    res = data["results"]
     for (mode, T, B, threads) in shapes:
-        f32 = peak_rate(peaks, ("sgemm", "matmul-f32"), threads)
-        copy = peak_rate(peaks, ("copy",), threads)
         for cell in CELLS:
             c = res.get(("cellc", cell, mode, T, B, threads))
             f = res.get(("floor", cell, mode, T, B, threads))
-            if not c or not f or "scan_mb" not in f or not f32 or not copy:
-                continue
+            if c and f and key in f:
+                yield workload_name(cell, mode, T, B, threads), threads, c, f
+
+
+def memory_floor_lines(data, shapes, ratio_lines):
+    """SRU and SR-NMT: the flop floor plus the bytes a fused element-wise
+    scan must move (the floor's `scan_mb`) at the measured copy rate."""
+    peaks = data["peaks"]
+    rows = []
+    for name, threads, c, f in floor_workloads(data, shapes, "scan_mb"):
+        f32 = peak_rate(peaks, ("sgemm", "matmul-f32"), threads)
+        copy = peak_rate(peaks, ("copy",), threads)
+        if f32 and copy:
             flop_ms = float(f["gemm_gflop"]) / f32 * 1e3
             scan_ms = float(f["scan_mb"]) / copy  # MB / (GB/s) = ms
             floor_ms = flop_ms + scan_ms
-            name = workload_name(cell, mode, T, B, threads)
             ratio_lines.append(f"RATIO {name}-memfloor "
                                f"{floor_ms / ms(c):.3f}")
             rows.append(f"| {name} | {float(f['scan_mb']):.4g} | "

@@ -3,6 +3,7 @@
 #include "TiledSteps.h"
 
 #include "Parallel.h"
+#include "SpinBarrier.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,13 +11,9 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <thread>
 
 #ifdef CELLRT_HAVE_LIBXSMM
 #include <libxsmm.h>
-#endif
-#if defined(__x86_64__)
-#include <immintrin.h>
 #endif
 
 using namespace cellrt;
@@ -27,39 +24,6 @@ namespace {
 std::atomic<int64_t> tiledCalls{0};
 
 #ifdef CELLRT_HAVE_LIBXSMM
-/// One meeting: a generation-count barrier that spins (a step takes tens of
-/// microseconds) and yields once a member is late, so that a descheduled
-/// member on a loaded machine does not stall the rest for its time slice.
-class SpinBarrier {
-public:
-  explicit SpinBarrier(int64_t size) : size(size) {}
-  void wait() {
-    int64_t generation = phase.load(std::memory_order_acquire);
-    if (arrived.fetch_add(1, std::memory_order_acq_rel) == size - 1) {
-      arrived.store(0, std::memory_order_relaxed);
-      phase.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    for (int spins = 0; phase.load(std::memory_order_acquire) == generation;
-         ++spins) {
-      if (spins < kSpins)
-        pause();
-      else
-        std::this_thread::yield();
-    }
-  }
-
-private:
-  static constexpr int kSpins = 2000;
-  static void pause() {
-#if defined(__x86_64__)
-    _mm_pause();
-#endif
-  }
-  const int64_t size;
-  std::atomic<int64_t> arrived{0}, phase{0};
-};
-
 /// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
 /// libxsmm's JIT kernel for that shape.
 libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,

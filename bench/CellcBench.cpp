@@ -155,30 +155,31 @@ private:
   cellrt::Tape tape;
 };
 
-std::unique_ptr<Runner> makeCellc(const Workload &w, std::string &why) {
-  cellrt_image image;
-  if (!cellImage(w.cell, image)) {
-    why = "cell-not-compiled";
-    return nullptr;
-  }
-  auto loaded = cellrt::Cell::load(image);
-  if (!loaded)
-    fail("load " + w.cell + ": " + loaded.error());
-  return makeCellRunner(std::move(*loaded), w);
+/// cellc with the default schedule or (`tiled`) the tiled steps
+/// (runtime/TiledSteps.h). The switch is set in the workload's own child
+/// before cellrt first reads it, here: every implementation's setThreads
+/// runs in every child.
+Factory cellcWith(bool tiled) {
+  return [tiled](const Workload &w,
+                 std::string &why) -> std::unique_ptr<Runner> {
+    setenv("CELLRT_TILED_STEPS", tiled ? "1" : "0", 1);
+    cellrt_image image;
+    if (!cellImage(w.cell, image)) {
+      why = "cell-not-compiled";
+      return nullptr;
+    }
+    auto loaded = cellrt::Cell::load(image);
+    if (!loaded)
+      fail("load " + w.cell + ": " + loaded.error());
+    return makeCellRunner(std::move(*loaded), w);
+  };
 }
 
-Register reg({"cellc", makeCellc, [](int threads) { setOmpThreads(threads); },
-              prewarmSgemm});
-
-// The same with the tiled steps (runtime/TiledSteps.h) turned on, in the
-// workload's own child before cellrt first reads the switch; workloads the
-// schedule does not cover run cellrt's default schedule.
-Register tiled({"cellc-tiled", makeCellc,
-                [](int threads) {
-                  setenv("CELLRT_TILED_STEPS", "1", 1);
-                  setOmpThreads(threads);
-                },
-                prewarmSgemm});
+Register reg({"cellc", cellcWith(false),
+              [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
+// Workloads the tiled schedule does not cover run the default one.
+Register tiled({"cellc-tiled", cellcWith(true),
+                [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
 
 } // namespace
 

@@ -119,33 +119,51 @@ llvm::Function *emitResolver(llvm::Module &module, llvm::StringRef name,
   return resolver;
 }
 
-/// For every table of kernels (a constant array of them), the same table of
-/// each level's clones, named <table>_<level>.
+/// Whether `table` is an image's kernel table: a constant array of kernels,
+/// or the empty cellc_<cell>_kernels of a cell without kernels (whose
+/// header declares level tables too).
+bool isKernelTable(
+    const llvm::GlobalVariable &table,
+    const llvm::MapVector<llvm::Function *,
+                          llvm::SmallVector<llvm::Function *>> &clones) {
+  auto *type = llvm::dyn_cast<llvm::ArrayType>(table.getValueType());
+  if (!type || !table.hasInitializer())
+    return false;
+  if (type->getNumElements() == 0)
+    return table.getName().startswith("cellc_") &&
+           table.getName().endswith("_kernels");
+  for (uint64_t k = 0; k < type->getNumElements(); ++k) {
+    auto *kernel = llvm::dyn_cast_or_null<llvm::Function>(
+        table.getInitializer()->getAggregateElement(k));
+    if (!kernel || !clones.count(kernel))
+      return false;
+  }
+  return true;
+}
+
+/// For every table of kernels, the same table of each level's clones, named
+/// <table>_<level>.
 void addLevelTables(
     llvm::Module &module,
     const llvm::MapVector<llvm::Function *,
                           llvm::SmallVector<llvm::Function *>> &clones) {
   for (llvm::GlobalVariable &table : llvm::make_early_inc_range(
            module.globals())) {
-    auto *entries = table.hasInitializer()
-                        ? llvm::dyn_cast<llvm::ConstantArray>(
-                              table.getInitializer())
-                        : nullptr;
-    if (!entries || !llvm::all_of(entries->operands(), [&](llvm::Use &entry) {
-          auto *kernel = llvm::dyn_cast<llvm::Function>(entry.get());
-          return kernel && clones.count(kernel);
-        }))
+    if (!isKernelTable(table, clones))
       continue;
+    auto *type = llvm::cast<llvm::ArrayType>(table.getValueType());
     for (size_t i = 0; i < kNumLevels; ++i) {
       llvm::SmallVector<llvm::Constant *> levelEntries;
-      for (llvm::Use &entry : entries->operands())
+      for (uint64_t k = 0; k < type->getNumElements(); ++k)
         levelEntries.push_back(
-            clones.find(llvm::cast<llvm::Function>(entry.get()))->second[i]);
-      new llvm::GlobalVariable(
-          module, entries->getType(), /*isConstant=*/true,
-          llvm::GlobalValue::ExternalLinkage,
-          llvm::ConstantArray::get(entries->getType(), levelEntries),
-          table.getName() + "_" + level(i).name);
+            clones
+                .find(llvm::cast<llvm::Function>(
+                    table.getInitializer()->getAggregateElement(k)))
+                ->second[i]);
+      new llvm::GlobalVariable(module, type, /*isConstant=*/true,
+                               llvm::GlobalValue::ExternalLinkage,
+                               llvm::ConstantArray::get(type, levelEntries),
+                               table.getName() + "_" + level(i).name);
     }
   }
 }
@@ -154,9 +172,11 @@ void addLevelTables(
 
 std::vector<std::string>
 cellc::kernelLevels(const TargetOptions &options) {
-  if (!options.cpu.empty() ||
-      llvm::Triple(llvm::sys::getDefaultTargetTriple()).getArch() !=
-          llvm::Triple::x86_64)
+  // GNU indirect functions need ELF and glibc's loader (musl's rejects
+  // them, Mach-O and COFF have none): elsewhere the default is the host.
+  llvm::Triple host(llvm::sys::getDefaultTargetTriple());
+  if (!options.cpu.empty() || host.getArch() != llvm::Triple::x86_64 ||
+      !host.isOSBinFormatELF() || !host.isGNUEnvironment())
     return {};
   std::vector<std::string> names;
   for (size_t i = 0; i < kNumLevels; ++i)

@@ -436,7 +436,7 @@ private:
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
-  bool eachSegmentIsAnArgument(int64_t hidden) const;
+  bool eachSegmentIsAnArgument(const std::string &hidden) const;
   bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
                             std::map<std::string, int64_t> &productPhase,
                             const TiledSteps &tiled, TiledPhase &phase) const;
@@ -1093,9 +1093,10 @@ Status Execution::forward() {
       std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
   }
-  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/false)) {
-    if (!(status = runTiledSteps(tiled)).ok())
-      return status;
+  // The tiled steps fail only before they start (no micro-kernel for the
+  // shape); the default schedule then runs.
+  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/false) &&
+                        runTiledSteps(tiled).ok()) {
     // Inference states are double buffers that swapped every step.
     if (!training && maxLength % 2)
       for (size_t i = 0; i < plan.states.size(); ++i)
@@ -1120,6 +1121,18 @@ Status Execution::forward() {
 /// gradient or a buffer), and every kernel argument is H wide per row (a
 /// state, a gradient, a param, the output, an input) or one H-wide gate of
 /// a stacked buffer.
+/// n where `expr` is written n * `dim` (n >= 0), else -1. The tiled steps
+/// move arrays by the hidden dim as the plan writes it: an array whose width
+/// is another dim that happens to be as large is not split.
+static int64_t multipleOf(const DimExpr &expr, const std::string &dim) {
+  const std::vector<DimExpr::Term> &terms = expr.getTerms();
+  if (expr.getConstant() != 0 || terms.size() > 1)
+    return -1;
+  if (terms.empty())
+    return 0;
+  return terms[0].first == dim && terms[0].second > 0 ? terms[0].second : -1;
+}
+
 bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
   // The weights are packed per call: a decoding step would pay a pass over
@@ -1135,17 +1148,16 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   // The hidden dim: the first state's length, one symbol of the dims, and
   // every state as wide.
   const DimExpr &length = plan.states[0].length;
-  if (length.getTerms().size() != 1 || length.getConstant() != 0 ||
-      length.getTerms()[0].second != 1)
+  if (length.getTerms().size() != 1)
     return false;
-  int64_t hidden = sizes.eval(length);
+  tiled.hiddenDim = length.getTerms()[0].first;
   for (const VectorDecl &state : plan.states)
-    if (width(state) != hidden)
+    if (multipleOf(state.length, tiled.hiddenDim) != 1)
       return false;
-  tiled.block = tiledBlock(hidden);
-  if (!tiled.block || !eachSegmentIsAnArgument(hidden))
+  tiled.hidden = sizes.eval(length);
+  tiled.block = tiledBlock(tiled.hidden);
+  if (!tiled.block || !eachSegmentIsAnArgument(tiled.hiddenDim))
     return false;
-  tiled.hidden = hidden;
   std::map<std::string, int64_t> productPhase;
   for (const BoundOperation &bound : stepOperations) {
     TiledPhase phase;
@@ -1158,9 +1170,9 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
       return false;
     tiled.phases.push_back(std::move(phase));
   }
-  const std::string &dim = length.getTerms()[0].first;
   for (size_t i = 0; i < plan.dims.size(); ++i)
-    tiled.dims.push_back(plan.dims[i] == dim ? tiled.block : dimValues[i]);
+    tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
+                                                          : dimValues[i]);
   tiled.lengths = work.lengths;
   tiled.steps = maxLength;
   tiled.batch = rowsPerStep;
@@ -1175,50 +1187,58 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
 
 /// Every H-wide segment of a buffer a step kernel reads must be an argument
 /// of its own: a value two segments wide is passed once and spans two gates.
-bool Execution::eachSegmentIsAnArgument(int64_t hidden) const {
+bool Execution::eachSegmentIsAnArgument(const std::string &hidden) const {
   std::map<std::string, std::set<int64_t>> segments;
   for (const BoundOperation &bound : stepOperations)
     if (bound.op->kind == Operation::Kind::Kernel)
       for (const Ref &ref : bound.op->operands)
         if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step) {
-          int64_t column = sizes.eval(ref.column);
-          if (column % hidden)
+          int64_t segment = multipleOf(ref.column, hidden);
+          if (segment < 0)
             return false;
-          segments[ref.name].insert(column / hidden);
+          segments[ref.name].insert(segment);
         }
   for (const auto &[name, used] : segments)
-    if (int64_t(used.size()) * hidden !=
-        sizes.eval(plan.findBuffer(name)->length))
+    if (int64_t(used.size()) !=
+        multipleOf(plan.findBuffer(name)->length, hidden))
       return false;
   return true;
 }
 
 /// A forward product (into the member's tile in inference, into its
-/// buffer where backward reads it) or a backward accumulation.
+/// buffer where backward reads it) or a backward accumulation, by a weight
+/// of [k*H, H] params.
 bool Execution::describeTiledProduct(
     const BoundOperation &bound, bool backwardPass,
     std::map<std::string, int64_t> &productPhase, const TiledSteps &tiled,
     TiledPhase &phase) const {
-  int64_t hidden = tiled.hidden;
+  const std::string &hidden = tiled.hiddenDim;
+  int64_t gates = 0;
+  for (const std::string &name : plan.findWeight(bound.op->weight)->params) {
+    const ParamDecl *param = plan.findParam(name);
+    int64_t rows = multipleOf(param->shape[0], hidden);
+    if (rows < 1 || multipleOf(param->shape[1], hidden) != 1)
+      return false;
+    gates += rows;
+  }
   const Ref &in = bound.op->gemmInput(), &out = bound.op->gemmOutput();
   phase.weight = bound.weight;
   phase.weightRows = bound.weightRows;
-  phase.gates = bound.weightRows / hidden;
-  if (bound.weightCols != hidden || bound.weightRows % hidden ||
-      sizes.eval(in.column) != 0 || sizes.eval(out.column) != 0 ||
+  phase.gates = gates;
+  if (multipleOf(in.column, hidden) != 0 ||
+      multipleOf(out.column, hidden) != 0 ||
       !tiledRows(in, bound.operands[1], productPhase, phase.in) ||
       !tiledRows(out, bound.operands[0], productPhase, phase.out))
     return false;
+  int64_t inWidth = multipleOf(plan.arrayWidth(in), hidden);
+  int64_t outWidth = multipleOf(plan.arrayWidth(out), hidden);
   if (backwardPass) {
-    // out (H wide) += in ([B, rows]) · W.
+    // out (H wide) += in ([B, k*H]) · W.
     phase.kind = TiledPhase::Kind::Accumulate;
-    return sizes.eval(plan.arrayWidth(out)) == hidden &&
-           sizes.eval(plan.arrayWidth(in)) == bound.weightRows;
+    return outWidth == 1 && inWidth == gates;
   }
   phase.kind = TiledPhase::Kind::Product;
-  if (sizes.eval(plan.arrayWidth(in)) != hidden ||
-      out.kind != Ref::Kind::Step ||
-      sizes.eval(plan.arrayWidth(out)) != bound.weightRows)
+  if (inWidth != 1 || out.kind != Ref::Kind::Step || outWidth != gates)
     return false;
   // Inference keeps the products in the members' caches; training keeps
   // every step's for backward.
@@ -1250,10 +1270,9 @@ bool Execution::describeTiledKernel(
   phase.kernel = host.kernel(bound.op->kernel);
   for (size_t i = 0; i < bound.operands.size(); ++i) {
     const Ref &ref = bound.op->operands[i];
-    int64_t width = sizes.eval(plan.arrayWidth(ref));
     bool stacked = ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step;
     // Stacked buffers' gates are checked by eachSegmentIsAnArgument.
-    if (!stacked && width != tiled.hidden)
+    if (!stacked && multipleOf(plan.arrayWidth(ref), tiled.hiddenDim) != 1)
       return false;
     TiledArg arg;
     if (!describeTiledArg(ref, bound.operands[i], productPhase, arg))
@@ -1271,7 +1290,7 @@ bool Execution::describeTiledArg(
     if (auto phase = productPhase.find(ref.name); phase != productPhase.end()) {
       arg.kind = TiledArg::Kind::Product;
       arg.phase = phase->second;
-      arg.index = sizes.eval(ref.column) / sizes.eval(plan.states[0].length);
+      arg.index = sizes.eval(ref.column) / width(plan.states[0]);
       return true;
     }
   }
@@ -1446,9 +1465,8 @@ Status Execution::backward(const BackwardArgs &gradients,
   if (!(status = bindOperations(/*backwardPhases=*/true, gradientBlocks)).ok())
     return status;
 
-  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/true)) {
-    if (!(status = runTiledSteps(tiled)).ok())
-      return status;
+  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/true) &&
+                        runTiledSteps(tiled).ok()) {
     if (maxLength % 2)
       for (size_t i = 0; i < plan.states.size(); ++i)
         std::swap(grads.dnext[i], grads.dstate[i]);

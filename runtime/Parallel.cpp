@@ -39,8 +39,43 @@ public:
   void setThreads(int n) { wanted.store(n < 1 ? 1 : n); }
 
   void run(int64_t rows, const std::function<void(int64_t, int64_t)> &body) {
-    int chunks = static_cast<int>(std::min<int64_t>(threads(), rows));
     std::lock_guard<std::mutex> callLock(callMutex);
+    runChunks(static_cast<int>(std::min<int64_t>(threads(), rows)), rows,
+              body);
+  }
+
+  /// One member per chunk: the count is read once, under the call lock.
+  void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
+               const std::function<void(int64_t)> &body) {
+    std::lock_guard<std::mutex> callLock(callMutex);
+    int64_t team =
+        std::max<int64_t>(1, std::min<int64_t>(threads(), maxMembers));
+    prepare(team);
+    if (team == 1) {
+      body(0);
+      return;
+    }
+    runChunks(static_cast<int>(team), team, [&](int64_t begin, int64_t) {
+      body(begin);
+    });
+  }
+
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      ++generation;
+    }
+    wake.notify_all();
+    for (std::thread &worker : workers)
+      worker.join();
+  }
+
+private:
+  /// Runs `chunks` chunks of [0, rows), the first on the calling thread.
+  /// The caller holds callMutex.
+  void runChunks(int chunks, int64_t rows,
+                 const std::function<void(int64_t, int64_t)> &body) {
     startWorkers(chunks - 1);
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -57,18 +92,6 @@ public:
     job = nullptr;
   }
 
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-      ++generation;
-    }
-    wake.notify_all();
-    for (std::thread &worker : workers)
-      worker.join();
-  }
-
-private:
   Pool() : wanted(defaultThreads()) {}
 
   void startWorkers(int count) {
@@ -126,6 +149,12 @@ void cellrt::detail::parallelRows(
 }
 
 int cellrt::detail::threads() { return Pool::get().threads(); }
+
+void cellrt::detail::runTeam(int64_t maxMembers,
+                             const std::function<void(int64_t)> &prepare,
+                             const std::function<void(int64_t)> &body) {
+  Pool::get().runTeam(maxMembers, prepare, body);
+}
 
 void cellrt::setNumThreads(int threads) { Pool::get().setThreads(threads); }
 int cellrt::getNumThreads() { return Pool::get().threads(); }

@@ -24,6 +24,12 @@ void parallelRows(int64_t rows, int64_t work,
 /// The number of threads kernels use.
 int threads();
 
+/// Runs body(member) for every member of a team of min(threads(),
+/// maxMembers), each on its own thread and all at once (members may wait
+/// for each other); prepare(team) runs first, with the size decided once.
+void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
+             const std::function<void(int64_t)> &body);
+
 } // namespace cellrt::detail
 
 #endif // CELLRT_PARALLEL_H

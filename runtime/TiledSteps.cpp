@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
+#include <optional>
 #include <mutex>
 
 #ifdef CELLRT_HAVE_LIBXSMM
@@ -221,16 +221,28 @@ private:
 
 int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
 
+namespace {
+/// -1 until CELLRT_TILED_STEPS is read or setTiledSteps decides.
+std::atomic<int> tiledMode{-1};
+} // namespace
+
 bool cellrt::detail::tiledStepsEnabled() {
 #ifdef CELLRT_HAVE_LIBXSMM
-  static const bool enabled = [] {
+  int mode = tiledMode.load();
+  if (mode < 0) {
     const char *value = std::getenv("CELLRT_TILED_STEPS");
-    return value && std::strcmp(value, "1") == 0;
-  }();
-  return enabled;
+    int fromEnvironment = value && std::strcmp(value, "1") == 0 ? 1 : 0;
+    tiledMode.compare_exchange_strong(mode, fromEnvironment);
+    mode = tiledMode.load();
+  }
+  return mode == 1;
 #else
   return false;
 #endif
+}
+
+void cellrt::detail::setTiledSteps(bool enabled) {
+  tiledMode.store(enabled ? 1 : 0);
 }
 
 int64_t cellrt::detail::tiledBlock(int64_t hidden) {
@@ -247,18 +259,19 @@ Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
     if (Status status = preparePhase(s, s.phases[p], gemms[p]); !status.ok())
       return status;
   tiledCalls.fetch_add(1);
-  int64_t blocks = s.hidden / s.block;
-  int64_t team = std::min<int64_t>(threads(), blocks);
-  SpinBarrier barrier(team);
-  // One chunk per member, each on its own pool thread, all at once.
-  parallelRows(team, std::numeric_limits<int64_t>::max(),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t member = begin; member < end; ++member) {
-                   Member share(s, gemms, blocks * member / team,
-                                blocks * (member + 1) / team);
-                   share.run(barrier);
-                 }
-               });
+  int64_t blocks = s.hidden / s.block, team = 0;
+  std::optional<SpinBarrier> barrier;
+  runTeam(
+      blocks,
+      [&](int64_t size) {
+        team = size;
+        barrier.emplace(size);
+      },
+      [&](int64_t member) {
+        Member share(s, gemms, blocks * member / team,
+                     blocks * (member + 1) / team);
+        share.run(*barrier);
+      });
   return Status::success();
 #else
   (void)s;

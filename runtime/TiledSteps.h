@@ -20,6 +20,7 @@
 #include "cellrt/Kernel.h"
 #include "cellrt/Plan.h"
 
+#include <string>
 #include <vector>
 
 namespace cellrt::detail {
@@ -71,7 +72,9 @@ struct TiledPhase {
 /// Everything the tiled steps of one call read and write.
 struct TiledSteps {
   std::vector<TiledPhase> phases;
-  /// The kernels' dims with the hidden dim replaced by the block width.
+  /// The dim the blocks split (every state's length) and the kernels' dims
+  /// with it replaced by the block width.
+  std::string hiddenDim;
   std::vector<int64_t> dims;
   const int32_t *lengths = nullptr;
   int64_t steps = 0, batch = 0, hidden = 0, block = 0;
@@ -89,6 +92,10 @@ struct TiledSteps {
 /// on where it applies (and libxsmm was found at build time); off by
 /// default until it is measured faster on every workload it covers.
 bool tiledStepsEnabled();
+
+/// Overrides CELLRT_TILED_STEPS for the calls that start afterwards (tests
+/// compare both schedules in one process); without libxsmm nothing tiles.
+void setTiledSteps(bool enabled);
 
 /// The block width for `hidden` hidden units (64, 32, 16 or 8, at least two
 /// blocks), or 0 where the schedule does not apply.

@@ -14,7 +14,7 @@
 
 #include "CellCheck.h"
 #include "References.h"
-#include "TiledSteps.h"
+#include "runtime/TiledSteps.h"
 
 #include "atr.h"
 #include "gru.h"
@@ -44,7 +44,9 @@ CellSize size(int64_t steps, int64_t batch, int64_t input, int64_t hidden) {
 int64_t checkTiled(const cellrt_image &image, const Reference &reference) {
   int64_t before = cellrt::detail::tiledStepCalls();
   int64_t input = reference.inputIsHidden ? 48 : 20;
-  std::vector<CellSize> sizes = {size(9, 5, input, 48), size(3, 2, 128, 128)};
+  std::vector<CellSize> sizes = {size(9, 5, input, 48), size(3, 2, 128, 128),
+                                 size(8, 4, reference.inputIsHidden ? 32 : 7,
+                                      32)};
   checkCellForward(image, reference, sizes);
   checkCellGradients(image, reference, sizes);
   return cellrt::detail::tiledStepCalls() - before;
@@ -64,9 +66,10 @@ TEST(TiledSteps, IsOnInThisBinary) {
 }
 
 // Each check runs 4 cases per size (both directions, random and zero initial
-// states): 8 inference calls and 8 training forward + backward pairs, every
-// one of the 24 tiled.
-constexpr int64_t kTiledCalls = 24;
+// states), 3 sizes (the longest sequence 9, 3 and 8 steps long: both
+// parities of the swapped buffers): 12 inference calls and 12 training
+// forward + backward pairs, every one of the 36 tiled.
+constexpr int64_t kTiledCalls = 36;
 
 TEST(TiledSteps, AtrMatchesTheReference) {
   EXPECT_EQ(checkTiled(cellc_atr_image(), atrReference()), kTiledCalls);

@@ -1,0 +1,102 @@
+//===- TiledStepsJitTest.cpp - Tiled steps against the default schedule ---===//
+//
+// Every cell of cells/ and the cells whose products read values of the same
+// step (test/tools/Inputs/in-step-products.cell), compiled by the JIT, give
+// the outputs, final states and gradients of cellrt's default schedule with
+// the tiled steps (runtime/TiledSteps.h) on: H = 32 splits into two blocks,
+// the longest sequence has an even number of steps (6; the LibTorch tests in
+// TiledStepsTest.cpp have odd ones), both directions, inference and
+// training. Cells the schedule does not cover must keep the default
+// schedule: no recurrent product (SRU, SR-NMT), an output not H wide
+// (outproj), or a kernel that reads a value several H wide and splits it
+// itself (deeptrans' [z; r], lstmh's four gates with one bias, peepout's
+// [i; f; o]), which a block of H cannot hold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CellRunner.h"
+#include "jit/Jit.h"
+#include "runtime/TiledSteps.h"
+
+#include <cmath>
+
+using namespace cellrt_test;
+
+namespace {
+
+struct Case {
+  std::string file, cell;
+  bool tiles;
+};
+
+std::string casePath(const Case &c) {
+  return std::string(CELLC_SOURCE_DIR) + "/" + c.file;
+}
+
+class TiledStepsJit : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
+  const Case &c = GetParam();
+  cellc::jit::CompileOptions options;
+  options.cellName = c.cell;
+  options.cacheDir = "";
+  cellc::jit::CompileResult compiled =
+      cellc::jit::compileFile(casePath(c), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+  Expected<Cell> cell = Cell::load(compiled->image());
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  ProblemShape shape;
+  shape.firstDim = 32;
+  shape.paramScale = 1 / std::sqrt(32.0f);
+  Problem problem(cell->getPlan(), 5, shape);
+  int64_t tiledCalls = 0;
+  for (bool reverse : {false, true})
+    for (bool train : {false, true}) {
+      SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") +
+                   (train ? ", training" : ", inference"));
+      cellrt::detail::setTiledSteps(false);
+      Results expected = run(*cell, problem, reverse, train);
+      cellrt::detail::setTiledSteps(true);
+      int64_t before = cellrt::detail::tiledStepCalls();
+      Results actual = run(*cell, problem, reverse, train);
+      tiledCalls += cellrt::detail::tiledStepCalls() - before;
+      ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
+      for (size_t i = 0; i < actual.arrays.size(); ++i)
+        for (size_t j = 0; j < actual.arrays[i].size(); ++j)
+          ASSERT_NEAR(actual.arrays[i][j], expected.arrays[i][j],
+                      1e-5f * std::max(1.0f, std::fabs(expected.arrays[i][j])))
+              << "array " << i << " element " << j;
+    }
+  cellrt::detail::setTiledSteps(false);
+  // Inference, and training's forward and backward, in both directions.
+  if (c.tiles)
+    EXPECT_EQ(tiledCalls, 6);
+  else
+    EXPECT_EQ(tiledCalls, 0);
+}
+
+const char *kInStep = "test/tools/Inputs/in-step-products.cell";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cells, TiledStepsJit,
+    ::testing::Values(Case{"cells/atr.cell", "", true},
+                      Case{"cells/gru.cell", "", true},
+                      Case{"cells/lstm.cell", "", true},
+                      Case{"cells/lau.cell", "", true},
+                      Case{"cells/ran.cell", "", true},
+                      Case{"cells/rnn.cell", "", true},
+                      Case{"cells/deeptrans.cell", "", false},
+                      Case{"cells/sru.cell", "", false},
+                      Case{"cells/srnmt.cell", "", false},
+                      Case{kInStep, "twolevel", true},
+                      Case{kInStep, "lstmh", false},
+                      Case{kInStep, "peepout", false},
+                      Case{kInStep, "outproj", false}),
+    [](const ::testing::TestParamInfo<Case> &info) {
+      std::string name = info.param.cell.empty() ? info.param.file
+                                                 : info.param.cell;
+      name = name.substr(name.rfind('/') + 1);
+      return name.substr(0, name.find('.'));
+    });
+
+} // namespace

@@ -65,10 +65,12 @@ fi
 OUT=${OUT:-${BUILD_DIR:-build}/m30k}
 mkdir -p "$OUT"
 queue=$(mktemp)
-trap 'rm -f "$queue"' EXIT
+trap 'rm -f "$queue" "$queue.lock"' EXIT
 printf '%s\n' ${RUNS:-$ORDER} >"$queue"
+# The lock is its own file: sed -i replaces the queue's, so a lock on the
+# queue itself would not be the same lock for every worker.
 nextRun() {
-  flock "$queue" bash -c 'head -1 "$1"; sed -i 1d "$1"' _ "$queue"
+  flock "$queue.lock" bash -c 'head -1 "$1"; sed -i 1d "$1"' _ "$queue"
 }
 worker() {
   local run

@@ -9,8 +9,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <mutex>
+#include <optional>
 
 #ifdef CELLRT_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -112,6 +112,7 @@ public:
                                    ? s.phases[arg.phase].gates * s.block
                                    : arg.stride);
       strides.push_back(std::move(phaseStrides));
+      pointers.emplace_back(phase.args.size());
     }
   }
 
@@ -157,16 +158,10 @@ private:
     const TiledPhase &phase = s.phases[p];
     switch (phase.kind) {
     case TiledPhase::Kind::Kernel: {
-      float *pointers[64];
-      std::vector<float *> many;
-      float **bound = pointers;
-      if (phase.args.size() > 64) {
-        many.resize(phase.args.size());
-        bound = many.data();
-      }
+      std::vector<float *> &bound = pointers[p];
       for (size_t a = 0; a < phase.args.size(); ++a)
         bound[a] = at(phase.args[a], step, j);
-      phase.kernel(0, s.batch, step, s.lengths, s.dims.data(), bound,
+      phase.kernel(0, s.batch, step, s.lengths, s.dims.data(), bound.data(),
                    strides[p].data());
       return;
     }
@@ -214,6 +209,8 @@ private:
   std::vector<float *> slots[4];
   std::vector<std::vector<float>> products;
   std::vector<std::vector<int64_t>> strides;
+  /// Each kernel phase's arguments, bound per block (this member's only).
+  std::vector<std::vector<float *>> pointers;
 };
 #endif
 

@@ -155,14 +155,15 @@ private:
   cellrt::Tape tape;
 };
 
-/// cellc with the default schedule or (`tiled`) the tiled steps
-/// (runtime/TiledSteps.h). The switch is set in the workload's own child
-/// before cellrt first reads it, here: every implementation's setThreads
-/// runs in every child.
-Factory cellcWith(bool tiled) {
-  return [tiled](const Workload &w,
-                 std::string &why) -> std::unique_ptr<Runner> {
-    setenv("CELLRT_TILED_STEPS", tiled ? "1" : "0", 1);
+/// cellc as shipped (`mode` "auto": the tiled steps where
+/// runtime/TiledSteps.h chooses them) or with the per-step schedule only
+/// ("0", the default before the tiles). The switch is set in the
+/// workload's own child before cellrt first reads it, here: every
+/// implementation's setThreads runs in every child.
+Factory cellcWith(const char *mode) {
+  return [mode](const Workload &w,
+                std::string &why) -> std::unique_ptr<Runner> {
+    setenv("CELLRT_TILED_STEPS", mode, 1);
     cellrt_image image;
     if (!cellImage(w.cell, image)) {
       why = "cell-not-compiled";
@@ -175,11 +176,10 @@ Factory cellcWith(bool tiled) {
   };
 }
 
-Register reg({"cellc", cellcWith(false),
+Register reg({"cellc", cellcWith("auto"),
               [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
-// Workloads the tiled schedule does not cover run the default one.
-Register tiled({"cellc-tiled", cellcWith(true),
-                [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
+Register untiled({"cellc-untiled", cellcWith("0"),
+                  [](int threads) { setOmpThreads(threads); }, prewarmSgemm});
 
 } // namespace
 

@@ -73,7 +73,7 @@ using cellrt::detail::TiledPhase;
 using cellrt::detail::TiledSteps;
 using cellrt::detail::runTiledSteps;
 using cellrt::detail::tiledBlock;
-using cellrt::detail::tiledStepsEnabled;
+using cellrt::detail::tiledStepsWanted;
 
 static std::string quote(const std::string &text) { return "'" + text + "'"; }
 
@@ -1138,7 +1138,7 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   // The weights are packed per call: a decoding step would pay a pass over
   // them for one product.
   constexpr int64_t kMinTiledSteps = 3;
-  if (!host || !tiledStepsEnabled() || maxLength < kMinTiledSteps ||
+  if (!host || !tiledStepsWanted(training) || maxLength < kMinTiledSteps ||
       plan.states.empty() ||
       std::none_of(stepOperations.begin(), stepOperations.end(),
                    [](const BoundOperation &bound) {

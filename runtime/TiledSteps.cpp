@@ -219,27 +219,49 @@ private:
 int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
 
 namespace {
-/// -1 until CELLRT_TILED_STEPS is read or setTiledSteps decides.
+/// -1 until CELLRT_TILED_STEPS is read or setTiledSteps decides, else a
+/// TiledMode.
 std::atomic<int> tiledMode{-1};
+
+TiledMode modeFromEnvironment() {
+  const char *value = std::getenv("CELLRT_TILED_STEPS");
+  if (value && std::strcmp(value, "0") == 0)
+    return TiledMode::Off;
+  if (value && std::strcmp(value, "1") == 0)
+    return TiledMode::On;
+  return TiledMode::Auto;
+}
 } // namespace
 
-bool cellrt::detail::tiledStepsEnabled() {
-#ifdef CELLRT_HAVE_LIBXSMM
+TiledMode cellrt::detail::tiledStepsMode() {
   int mode = tiledMode.load();
   if (mode < 0) {
-    const char *value = std::getenv("CELLRT_TILED_STEPS");
-    int fromEnvironment = value && std::strcmp(value, "1") == 0 ? 1 : 0;
-    tiledMode.compare_exchange_strong(mode, fromEnvironment);
+    tiledMode.compare_exchange_strong(
+        mode, static_cast<int>(modeFromEnvironment()));
     mode = tiledMode.load();
   }
-  return mode == 1;
+  return static_cast<TiledMode>(mode);
+}
+
+bool cellrt::detail::tiledStepsWanted(bool training) {
+#ifdef CELLRT_HAVE_LIBXSMM
+  switch (tiledStepsMode()) {
+  case TiledMode::Off:
+    return false;
+  case TiledMode::On:
+    return true;
+  case TiledMode::Auto:
+    return !training || threads() >= 2;
+  }
+  return false;
 #else
+  (void)training;
   return false;
 #endif
 }
 
-void cellrt::detail::setTiledSteps(bool enabled) {
-  tiledMode.store(enabled ? 1 : 0);
+void cellrt::detail::setTiledSteps(TiledMode mode) {
+  tiledMode.store(static_cast<int>(mode));
 }
 
 int64_t cellrt::detail::tiledBlock(int64_t hidden) {

@@ -88,14 +88,31 @@ struct TiledSteps {
   bool zeroOutgoing = false;
 };
 
-/// Whether calls may take the tiled schedule: CELLRT_TILED_STEPS=1 turns it
-/// on where it applies (and libxsmm was found at build time); off by
-/// default until it is measured faster on every workload it covers.
-bool tiledStepsEnabled();
+/// Which calls take the tiled schedule, where it applies (and libxsmm was
+/// found at build time).
+enum class TiledMode {
+  /// Never.
+  Off,
+  /// Every call.
+  On,
+  /// Where it was measured faster (bench/README.md): every call on a team
+  /// of two or more threads, and inference on one. A one-thread training
+  /// call keeps the default schedule: the tiled backward's M = 64
+  /// accumulations run 4-5% slower there than one whole-row GEMM per step.
+  Auto,
+};
+
+/// The mode: CELLRT_TILED_STEPS=0 is Off, 1 is On, unset (or anything
+/// else) Auto, until setTiledSteps decides.
+TiledMode tiledStepsMode();
+
+/// Whether a call (training: one that records a tape, or its backward)
+/// should take the tiled schedule in the current mode and thread count.
+bool tiledStepsWanted(bool training);
 
 /// Overrides CELLRT_TILED_STEPS for the calls that start afterwards (tests
 /// compare both schedules in one process); without libxsmm nothing tiles.
-void setTiledSteps(bool enabled);
+void setTiledSteps(TiledMode mode);
 
 /// The block width for `hidden` hidden units (64, 32, 16 or 8, at least two
 /// blocks), or 0 where the schedule does not apply.

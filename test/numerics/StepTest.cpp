@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cellrt/Runtime.h"
+#include "runtime/TiledSteps.h"
 
 #include "atr.h"
 #include "gru.h"
@@ -220,8 +221,12 @@ TEST(CellStep, BeamGatherFromMoreRowsThanTheStep) {
   checkBeamReorder(cellc_lstm_image(), {{"H", 10}, {"I", 6}}, 2);
 }
 
-/// Kernels split rows across threads; every row is computed by the same
-/// code, so 1 and 2 threads must agree to the bit, forward and backward.
+/// Kernels split rows across threads, and the tiled steps split hidden
+/// units into blocks whose math does not depend on the team; either way
+/// every value is computed by the same code, so 1 and 2 threads must agree
+/// to the bit, forward and backward, under each schedule. (The default
+/// mode picks the schedule by thread count for training: see
+/// runtime/TiledSteps.h.)
 void checkThreadsAgree(const cellrt_image &image,
                        std::map<std::string, int64_t> dims) {
   auto loaded = cellrt::Cell::load(image);
@@ -273,10 +278,16 @@ void checkThreadsAgree(const cellrt_image &image,
       result.insert(result.end(), d.begin(), d.end());
     return result;
   };
-  for (bool training : {false, true}) {
-    std::vector<float> one = run(1, training), two = run(2, training);
-    EXPECT_EQ(one, two) << (training ? "training" : "inference");
+  using cellrt::detail::TiledMode;
+  for (TiledMode mode : {TiledMode::Off, TiledMode::On}) {
+    cellrt::detail::setTiledSteps(mode);
+    for (bool training : {false, true}) {
+      std::vector<float> one = run(1, training), two = run(2, training);
+      EXPECT_EQ(one, two) << (training ? "training" : "inference")
+                          << (mode == TiledMode::On ? ", tiled" : "");
+    }
   }
+  cellrt::detail::setTiledSteps(TiledMode::Auto);
   cellrt::setNumThreads(1);
 }
 

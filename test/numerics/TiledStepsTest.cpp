@@ -62,7 +62,7 @@ int64_t checkNarrow(const cellrt_image &image, const Reference &reference) {
 } // namespace
 
 TEST(TiledSteps, IsOnInThisBinary) {
-  EXPECT_TRUE(cellrt::detail::tiledStepsEnabled());
+  EXPECT_EQ(cellrt::detail::tiledStepsMode(), cellrt::detail::TiledMode::On);
 }
 
 // Each check runs 4 cases per size (both directions, random and zero initial

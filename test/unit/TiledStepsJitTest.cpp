@@ -54,9 +54,9 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
     for (bool train : {false, true}) {
       SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") +
                    (train ? ", training" : ", inference"));
-      cellrt::detail::setTiledSteps(false);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
       Results expected = run(*cell, problem, reverse, train);
-      cellrt::detail::setTiledSteps(true);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
       int64_t before = cellrt::detail::tiledStepCalls();
       Results actual = run(*cell, problem, reverse, train);
       tiledCalls += cellrt::detail::tiledStepCalls() - before;
@@ -67,12 +67,33 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
                       1e-5f * std::max(1.0f, std::fabs(expected.arrays[i][j])))
               << "array " << i << " element " << j;
     }
-  cellrt::detail::setTiledSteps(false);
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
   // Inference, and training's forward and backward, in both directions.
   if (c.tiles)
     EXPECT_EQ(tiledCalls, 6);
   else
     EXPECT_EQ(tiledCalls, 0);
+}
+
+// The default mode tiles where bench/README.md measured the tiles faster:
+// every call on a team of two or more threads, inference on one.
+TEST(TiledMode, AutoKeepsOneThreadTrainingOnTheDefaultSchedule) {
+  using namespace cellrt::detail;
+  int threadsBefore = cellrt::getNumThreads();
+  setTiledSteps(TiledMode::Auto);
+  cellrt::setNumThreads(1);
+  EXPECT_TRUE(tiledStepsWanted(/*training=*/false));
+  EXPECT_FALSE(tiledStepsWanted(/*training=*/true));
+  cellrt::setNumThreads(2);
+  EXPECT_TRUE(tiledStepsWanted(/*training=*/false));
+  EXPECT_TRUE(tiledStepsWanted(/*training=*/true));
+  setTiledSteps(TiledMode::Off);
+  EXPECT_FALSE(tiledStepsWanted(/*training=*/false));
+  setTiledSteps(TiledMode::On);
+  cellrt::setNumThreads(1);
+  EXPECT_TRUE(tiledStepsWanted(/*training=*/true));
+  setTiledSteps(TiledMode::Auto);
+  cellrt::setNumThreads(threadsBefore);
 }
 
 const char *kInStep = "test/tools/Inputs/in-step-products.cell";

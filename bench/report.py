@@ -162,10 +162,14 @@ def machine_floor_section(data, shapes, ratio_lines):
 
 
 def floor_workloads(data, shapes, key):
-    """(name, threads, cellc's result, the floor's) of every workload whose
-    floor line carries `key`."""
+    """(name, threads, cellc's result, the floor's) of every sequence
+    workload whose floor line carries `key`. Decoding steps are left out:
+    their products are matrix-vector products, bound by reading the
+    weights, not by flops or the scan's bytes; the GEMM floor is theirs."""
     res = data["results"]
     for (mode, T, B, threads) in shapes:
+        if mode == "step":
+            continue
         for cell in CELLS:
             c = res.get(("cellc", cell, mode, T, B, threads))
             f = res.get(("floor", cell, mode, T, B, threads))

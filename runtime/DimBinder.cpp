@@ -218,6 +218,13 @@ Expected<Sizes> DimBinder::bind() {
       return Status::error("cannot tell the size of dimension " + quote(dim) +
                            " from the arrays passed");
 
+  if (!(status = checkLengths(args, sizes)).ok())
+    return status;
+  return sizes;
+}
+
+Status cellrt::detail::checkLengths(const ForwardArgs &args,
+                                    const Sizes &sizes) {
   if (!args.lengths)
     return Status::error("lengths is null");
   for (int64_t b = 0; b < sizes.batch; ++b)
@@ -226,6 +233,72 @@ Expected<Sizes> DimBinder::bind() {
                            "] = " + std::to_string(args.lengths[b]) +
                            " is outside [1, T] = [1, " +
                            std::to_string(sizes.steps) + "]");
+  return Status::success();
+}
+
+/// Everything DimBinder reads but the lengths and the param names: each
+/// array's presence and shape, in a fixed order, with the counts first.
+static void shapeSignature(const ForwardArgs &args,
+                           std::vector<int64_t> &signature) {
+  signature.clear();
+  auto addArray = [&](const void *data, const std::vector<int64_t> &shape) {
+    signature.push_back(data ? int64_t(shape.size()) : -1);
+    if (data)
+      signature.insert(signature.end(), shape.begin(), shape.end());
+  };
+  signature.push_back(int64_t(args.inputs.size()));
+  signature.push_back(int64_t(args.initialStates.size()));
+  signature.push_back(int64_t(args.probes.size()));
+  signature.push_back(int64_t(args.finalStates.size()));
+  signature.push_back(int64_t(args.params.size()));
+  for (const ConstArray &input : args.inputs)
+    addArray(input.data, input.shape);
+  for (const ConstArray &state : args.initialStates)
+    addArray(state.data, state.shape);
+  addArray(args.output.data, args.output.shape);
+  for (const MutableArray &probe : args.probes)
+    addArray(probe.data, probe.shape);
+  for (const MutableArray &state : args.finalStates)
+    addArray(state.data, state.shape);
+  for (const auto &[name, param] : args.params)
+    addArray(param.data, param.shape);
+}
+
+static bool sameParamNames(const ForwardArgs &args,
+                           const std::vector<std::string> &names) {
+  if (args.params.size() != names.size())
+    return false;
+  size_t i = 0;
+  for (const auto &entry : args.params)
+    if (entry.first != names[i++])
+      return false;
+  return true;
+}
+
+Expected<std::shared_ptr<const Sizes>>
+SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
+  thread_local std::vector<int64_t> signature;
+  shapeSignature(args, signature);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (last && signature == lastShapes && sameParamNames(args, lastParams)) {
+      std::shared_ptr<const Sizes> sizes = last;
+      if (Status status = checkLengths(args, *sizes); !status.ok())
+        return status;
+      return sizes;
+    }
+  }
+  Expected<Sizes> solved = DimBinder(plan, args).bind();
+  if (!solved)
+    return solved.getStatus();
+  auto sizes = std::make_shared<const Sizes>(std::move(*solved));
+  std::vector<std::string> names;
+  for (const auto &entry : args.params)
+    names.push_back(entry.first);
+  std::lock_guard<std::mutex> lock(mutex);
+  lastShapes = signature;
+  lastParams = std::move(names);
+  last = sizes;
   return sizes;
 }
 

@@ -12,6 +12,8 @@
 #include "cellrt/Runtime.h"
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,27 @@ struct ShapeConstraint {
   std::vector<std::string> declaredText;
   std::vector<DimExpr> declared;
   std::vector<int64_t> actual;
+};
+
+/// Checks every length against [1, T].
+Status checkLengths(const ForwardArgs &args, const Sizes &sizes);
+
+/// The sizes of the last call a Cell bound, by the shapes that gave them: a
+/// call whose arrays are the same ones present with the same shapes (and
+/// the same param names) gets the same sizes without solving and checking
+/// again; its lengths are still checked. A decoding step binds the same
+/// shapes thousands of times, and solving them, with its strings and maps,
+/// was most of a small step's fixed cost. Safe to share between threads.
+class SizesCache {
+public:
+  Expected<std::shared_ptr<const Sizes>> bind(const Plan &plan,
+                                              const ForwardArgs &args);
+
+private:
+  std::mutex mutex;
+  std::vector<int64_t> lastShapes;
+  std::vector<std::string> lastParams;
+  std::shared_ptr<const Sizes> last;
 };
 
 /// Binds dims by solving one-unknown linear equations until nothing changes,

@@ -325,9 +325,12 @@ struct GradientSpace {
 } // namespace
 
 /// Workspaces of inference calls, kept between calls: a call takes one (or
-/// a new one when all are in use by other threads) and gives it back.
+/// a new one when all are in use by other threads) and gives it back. Also
+/// the sizes of the Cell's last call's shapes.
 class cellrt::detail::WorkspacePool {
 public:
+  SizesCache sizes;
+
   std::unique_ptr<Workspace> take() {
     std::lock_guard<std::mutex> lock(mutex);
     if (spare.empty())
@@ -1572,14 +1575,14 @@ Expected<BoundSizes> cellrt::bindSizes(const Plan &plan,
 }
 
 Status Cell::forward(const ForwardArgs &args) const {
-  Expected<Sizes> sizes = DimBinder(plan, args).bind();
+  auto sizes = workspaces->sizes.bind(plan, args);
   if (!sizes)
     return sizes.getStatus();
   // Inference reuses the blocks of an earlier call.
   std::unique_ptr<Workspace> work = workspaces->take();
   work->blocks.use(device);
   Status status =
-      Execution(plan, *device, args, *sizes, *work, /*training=*/false)
+      Execution(plan, *device, args, **sizes, *work, /*training=*/false)
           .forward();
   workspaces->give(std::move(work));
   return status;
@@ -1596,7 +1599,7 @@ static Status noBackward(const Plan &plan) {
 Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
   if (!plan.hasBackward())
     return noBackward(plan);
-  Expected<Sizes> sizes = DimBinder(plan, args).bind();
+  auto sizes = workspaces->sizes.bind(plan, args);
   if (!sizes)
     return sizes.getStatus();
   if (!tape.storage)
@@ -1604,16 +1607,16 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
   Tape::Storage &record = *tape.storage;
   record.recorded = false;
   record.workspace.blocks.use(device);
-  Status status = Execution(plan, *device, args, *sizes, record.workspace,
+  Status status = Execution(plan, *device, args, **sizes, record.workspace,
                             /*training=*/true)
                       .forward();
   if (!status.ok())
     return status;
   record.plan = &plan;
-  record.steps = sizes->steps;
-  record.batch = sizes->batch;
-  record.dims = sizes->dims;
-  record.lengths.assign(args.lengths, args.lengths + sizes->batch);
+  record.steps = (*sizes)->steps;
+  record.batch = (*sizes)->batch;
+  record.dims = (*sizes)->dims;
+  record.lengths.assign(args.lengths, args.lengths + (*sizes)->batch);
   record.reverse = args.reverse;
   record.recorded = true;
   return Status::success();
@@ -1707,9 +1710,10 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
   const Tape::Storage &record = *tape.storage;
   if (record.plan != &plan)
     return Status::error("backward: the tape was recorded by another cell");
-  Expected<Sizes> sizes = DimBinder(plan, args).bind();
-  if (!sizes)
-    return sizes.getStatus();
+  auto bound = workspaces->sizes.bind(plan, args);
+  if (!bound)
+    return bound.getStatus();
+  const Sizes *sizes = bound->get();
   if (sizes->steps != record.steps || sizes->batch != record.batch ||
       sizes->dims != record.dims) {
     auto describe = [&](int64_t steps, int64_t batch,

@@ -645,6 +645,52 @@ TEST(ExecutorErrorTest, MisShapedArrays) {
             "lengths[1] = 0 is outside [1, T] = [1, 2]");
 }
 
+// A Cell keeps the sizes of its last call's shapes (detail::SizesCache):
+// a call right after a successful one, with one thing changed, must get the
+// same error as a first call.
+TEST(ExecutorErrorTest, ErrorsRightAfterASuccessfulCall) {
+  Expected<Cell> cell = Cell::load(imageFor(linearPlan));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  LinearProblem problem(2, 3, 4, 5, 1);
+  std::vector<float> out(2 * 3 * 5), finalState(3 * 5);
+  auto errorFor = [&](const std::function<void(ForwardArgs &)> &change) {
+    Status primed = cell->forward(problem.args(out.data(), finalState.data(),
+                                               false));
+    EXPECT_TRUE(primed.ok()) << primed.message();
+    ForwardArgs args = problem.args(out.data(), finalState.data(), false);
+    change(args);
+    Status status = cell->forward(args);
+    EXPECT_FALSE(status.ok());
+    return status.message();
+  };
+  EXPECT_EQ(errorFor([](ForwardArgs &a) {
+              a.params["U"].shape = {5, 4};
+            }),
+            "param 'U' has shape [5, 4] but the plan expects [H, H] = [5, 5]; "
+            "dimension H = 5 comes from param 'A' [5, 4]");
+  // The same shapes under another name.
+  EXPECT_EQ(errorFor([&](ForwardArgs &a) {
+              a.params["C"] = a.params["B"];
+              a.params.erase("B");
+            }),
+            "unknown param 'C' (cell 'lin' has params: A B U b)");
+  EXPECT_EQ(errorFor([](ForwardArgs &a) { a.params["A"].data = nullptr; }),
+            "param 'A' is null");
+  EXPECT_EQ(errorFor([](ForwardArgs &a) { a.inputs[0].data = nullptr; }),
+            "input 'x' is null");
+  std::vector<int32_t> badLengths = {2, 3, 1};
+  EXPECT_EQ(errorFor([&](ForwardArgs &a) { a.lengths = badLengths.data(); }),
+            "lengths[1] = 3 is outside [1, T] = [1, 2]");
+  EXPECT_EQ(errorFor([](ForwardArgs &a) { a.lengths = nullptr; }),
+            "lengths is null");
+  // A shape that binds other sizes is solved again, not refused.
+  LinearProblem wider(2, 3, 4, 6, 1);
+  std::vector<float> widerOut(2 * 3 * 6), widerFinal(3 * 6);
+  Status status =
+      cell->forward(wider.args(widerOut.data(), widerFinal.data(), false));
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
 TEST(ExecutorErrorTest, ColumnsOutsideTheirArray) {
   LinearProblem problem(2, 3, 4, 5, 1);
   std::string narrow =

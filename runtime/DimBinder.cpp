@@ -279,14 +279,17 @@ Expected<std::shared_ptr<const Sizes>>
 SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
   thread_local std::vector<int64_t> signature;
   shapeSignature(args, signature);
+  std::shared_ptr<const Sizes> hit;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (last && signature == lastShapes && sameParamNames(args, lastParams)) {
-      std::shared_ptr<const Sizes> sizes = last;
-      if (Status status = checkLengths(args, *sizes); !status.ok())
-        return status;
-      return sizes;
-    }
+    if (last && signature == lastShapes && sameParamNames(args, lastParams))
+      hit = last;
+  }
+  if (hit) {
+    // Outside the lock: the check is linear in B.
+    if (Status status = checkLengths(args, *hit); !status.ok())
+      return status;
+    return hit;
   }
   Expected<Sizes> solved = DimBinder(plan, args).bind();
   if (!solved)

@@ -19,6 +19,7 @@
 #include "runtime/TiledSteps.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace cellrt_test;
 
@@ -35,20 +36,37 @@ std::string casePath(const Case &c) {
 
 class TiledStepsJit : public ::testing::TestWithParam<Case> {};
 
-TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
-  const Case &c = GetParam();
+/// A case's cell compiled by the JIT (the image outlives the Cell).
+struct LoadedCase {
+  std::optional<cellc::jit::CompileResult> compiled;
+  std::optional<Cell> cell;
+};
+
+void loadCase(const Case &c, LoadedCase &loaded) {
   cellc::jit::CompileOptions options;
   options.cellName = c.cell;
   options.cacheDir = "";
-  cellc::jit::CompileResult compiled =
-      cellc::jit::compileFile(casePath(c), options);
-  ASSERT_TRUE(compiled.ok()) << compiled.error();
-  Expected<Cell> cell = Cell::load(compiled->image());
+  loaded.compiled.emplace(cellc::jit::compileFile(casePath(c), options));
+  ASSERT_TRUE(loaded.compiled->ok()) << loaded.compiled->error();
+  Expected<Cell> cell = Cell::load((*loaded.compiled)->image());
   ASSERT_TRUE(cell.ok()) << cell.error();
+  loaded.cell.emplace(std::move(*cell));
+}
+
+/// H = 32: two blocks of 16 units.
+ProblemShape tiledShape() {
   ProblemShape shape;
   shape.firstDim = 32;
   shape.paramScale = 1 / std::sqrt(32.0f);
-  Problem problem(cell->getPlan(), 5, shape);
+  return shape;
+}
+
+TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
+  const Case &c = GetParam();
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(c, loaded));
+  const Cell *cell = &*loaded.cell;
+  Problem problem(cell->getPlan(), 5, tiledShape());
   int64_t tiledCalls = 0;
   for (bool reverse : {false, true})
     for (bool train : {false, true}) {
@@ -73,6 +91,29 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
     EXPECT_EQ(tiledCalls, 6);
   else
     EXPECT_EQ(tiledCalls, 0);
+}
+
+// The executor asks for the schedule per call: under the default mode a
+// one-thread inference call tiles and a one-thread training call (forward
+// and backward) does not; on two threads training tiles both passes.
+TEST(TiledMode, AutoChoosesTheScheduleForEachCall) {
+  using namespace cellrt::detail;
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/atr.cell", "", true}, loaded));
+  const Cell &cell = *loaded.cell;
+  Problem problem(cell.getPlan(), 5, tiledShape());
+  int threadsBefore = cellrt::getNumThreads();
+  setTiledSteps(TiledMode::Auto);
+  auto tiledCallsOf = [&](int threads, bool train) {
+    cellrt::setNumThreads(threads);
+    int64_t before = tiledStepCalls();
+    run(cell, problem, /*reverse=*/false, train);
+    return tiledStepCalls() - before;
+  };
+  EXPECT_EQ(tiledCallsOf(1, /*train=*/false), 1);
+  EXPECT_EQ(tiledCallsOf(1, /*train=*/true), 0);
+  EXPECT_EQ(tiledCallsOf(2, /*train=*/true), 2);
+  cellrt::setNumThreads(threadsBefore);
 }
 
 // The default mode tiles where bench/README.md measured the tiles faster:

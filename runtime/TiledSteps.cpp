@@ -260,6 +260,14 @@ bool cellrt::detail::tiledStepsWanted(bool training) {
 #endif
 }
 
+bool cellrt::detail::tiledStepsAvailable() {
+#ifdef CELLRT_HAVE_LIBXSMM
+  return true;
+#else
+  return false;
+#endif
+}
+
 void cellrt::detail::setTiledSteps(TiledMode mode) {
   tiledMode.store(static_cast<int>(mode));
 }

@@ -110,6 +110,9 @@ TiledMode tiledStepsMode();
 /// should take the tiled schedule in the current mode and thread count.
 bool tiledStepsWanted(bool training);
 
+/// Whether cellrt was built with libxsmm, i.e. whether any call can tile.
+bool tiledStepsAvailable();
+
 /// Overrides CELLRT_TILED_STEPS for the calls that start afterwards (tests
 /// compare both schedules in one process); without libxsmm nothing tiles.
 void setTiledSteps(TiledMode mode);

@@ -228,7 +228,7 @@ TEST(CellStep, BeamGatherFromMoreRowsThanTheStep) {
 /// mode picks the schedule by thread count for training: see
 /// runtime/TiledSteps.h.)
 void checkThreadsAgree(const cellrt_image &image,
-                       std::map<std::string, int64_t> dims) {
+                       std::map<std::string, int64_t> dims, bool tiles) {
   auto loaded = cellrt::Cell::load(image);
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   Problem p(std::move(*loaded), std::move(dims));
@@ -281,19 +281,25 @@ void checkThreadsAgree(const cellrt_image &image,
   using cellrt::detail::TiledMode;
   for (TiledMode mode : {TiledMode::Off, TiledMode::On}) {
     cellrt::detail::setTiledSteps(mode);
+    int64_t tiledBefore = cellrt::detail::tiledStepCalls();
     for (bool training : {false, true}) {
       std::vector<float> one = run(1, training), two = run(2, training);
       EXPECT_EQ(one, two) << (training ? "training" : "inference")
                           << (mode == TiledMode::On ? ", tiled" : "");
     }
+    // Each run(threads, training) is one call, or a forward and a backward.
+    bool tiled = mode == TiledMode::On && tiles &&
+                 cellrt::detail::tiledStepsAvailable();
+    EXPECT_EQ(cellrt::detail::tiledStepCalls() - tiledBefore, tiled ? 6 : 0);
   }
   cellrt::detail::setTiledSteps(TiledMode::Auto);
   cellrt::setNumThreads(1);
 }
 
 TEST(CellThreads, GruRowsSplitAcrossThreadsAgree) {
-  checkThreadsAgree(cellc_gru_image(), {{"H", 256}, {"I", 32}});
+  checkThreadsAgree(cellc_gru_image(), {{"H", 256}, {"I", 32}},
+                    /*tiles=*/true);
 }
 TEST(CellThreads, SruScanSplitAcrossThreadsAgrees) {
-  checkThreadsAgree(cellc_sru_image(), {{"H", 512}});
+  checkThreadsAgree(cellc_sru_image(), {{"H", 512}}, /*tiles=*/false);
 }

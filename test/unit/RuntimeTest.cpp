@@ -597,17 +597,31 @@ TEST(ExecutorTest, BindsDimsFromShapes) {
   EXPECT_EQ(*dims, (std::vector<int64_t>{5, 4}));
 }
 
+/// forward()'s error on linearPlan's problem (T=2, B=3, H=5) after
+/// `change`; `primed`: right after a successful call on the unchanged
+/// arrays, whose sizes the Cell keeps.
+std::string forwardError(const Cell &cell, const LinearProblem &problem,
+                         const std::function<void(ForwardArgs &)> &change,
+                         bool primed) {
+  std::vector<float> out(2 * 3 * 5), finalState(3 * 5);
+  if (primed) {
+    Status status =
+        cell.forward(problem.args(out.data(), finalState.data(), false));
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+  ForwardArgs args = problem.args(out.data(), finalState.data(), false);
+  change(args);
+  Status status = cell.forward(args);
+  EXPECT_FALSE(status.ok());
+  return status.message();
+}
+
 TEST(ExecutorErrorTest, MisShapedArrays) {
   Expected<Cell> cell = Cell::load(imageFor(linearPlan));
   ASSERT_TRUE(cell.ok()) << cell.error();
   LinearProblem problem(2, 3, 4, 5, 1);
-  std::vector<float> out(2 * 3 * 5), finalState(3 * 5);
   auto errorFor = [&](const std::function<void(ForwardArgs &)> &change) {
-    ForwardArgs args = problem.args(out.data(), finalState.data(), false);
-    change(args);
-    Status status = cell->forward(args);
-    EXPECT_FALSE(status.ok());
-    return status.message();
+    return forwardError(*cell, problem, change, /*primed=*/false);
   };
   EXPECT_EQ(errorFor([](ForwardArgs &a) {
               a.params["U"].shape = {5, 4};
@@ -652,20 +666,10 @@ TEST(ExecutorErrorTest, ErrorsRightAfterASuccessfulCall) {
   Expected<Cell> cell = Cell::load(imageFor(linearPlan));
   ASSERT_TRUE(cell.ok()) << cell.error();
   LinearProblem problem(2, 3, 4, 5, 1);
-  std::vector<float> out(2 * 3 * 5), finalState(3 * 5);
   auto errorFor = [&](const std::function<void(ForwardArgs &)> &change) {
-    Status primed = cell->forward(problem.args(out.data(), finalState.data(),
-                                               false));
-    EXPECT_TRUE(primed.ok()) << primed.message();
-    ForwardArgs args = problem.args(out.data(), finalState.data(), false);
-    change(args);
-    Status status = cell->forward(args);
-    EXPECT_FALSE(status.ok());
-    return status.message();
+    return forwardError(*cell, problem, change, /*primed=*/true);
   };
-  EXPECT_EQ(errorFor([](ForwardArgs &a) {
-              a.params["U"].shape = {5, 4};
-            }),
+  EXPECT_EQ(errorFor([](ForwardArgs &a) { a.params["U"].shape = {5, 4}; }),
             "param 'U' has shape [5, 4] but the plan expects [H, H] = [5, 5]; "
             "dimension H = 5 comes from param 'A' [5, 4]");
   // The same shapes under another name.

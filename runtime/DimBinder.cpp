@@ -1,6 +1,7 @@
 //===- DimBinder.cpp - Dims from the shapes a caller passes ---------------===//
 
 #include "DimBinder.h"
+#include "PlanLayout.h"
 
 using namespace cellrt;
 using namespace cellrt::detail;
@@ -294,6 +295,7 @@ SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
   Expected<Sizes> solved = DimBinder(plan, args).bind();
   if (!solved)
     return solved.getStatus();
+  solved->layout = std::make_shared<const PlanLayout>(plan, *solved);
   auto sizes = std::make_shared<const Sizes>(std::move(*solved));
   std::vector<std::string> names;
   for (const auto &entry : args.params)

@@ -20,10 +20,14 @@
 namespace cellrt::detail {
 
 
+struct PlanLayout;
+
 /// The sizes of one call: T, B and the value of every plan dim.
 struct Sizes {
   int64_t steps = 0, batch = 0;
   std::map<std::string, int64_t> dims;
+  /// The plan evaluated for these sizes (SizesCache makes it).
+  std::shared_ptr<const PlanLayout> layout;
   /// The array each dim's value was read from, so a mismatch can name both
   /// arrays.
   struct Source {

@@ -23,6 +23,7 @@
 
 #include "DimBinder.h"
 #include "HostDevice.h"
+#include "PlanLayout.h"
 #include "TiledSteps.h"
 #include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 using namespace cellrt;
@@ -68,6 +70,9 @@ using cellrt::detail::Sizes;
 using cellrt::detail::ShapeConstraint;
 using cellrt::detail::checkConstraint;
 using cellrt::detail::HostDevice;
+using cellrt::detail::OperandLayout;
+using cellrt::detail::OperationLayout;
+using cellrt::detail::PlanLayout;
 using cellrt::detail::TiledArg;
 using cellrt::detail::TiledPhase;
 using cellrt::detail::TiledSteps;
@@ -286,8 +291,9 @@ struct Workspace {
   /// (block t = the state before step t) and nextStates is unused.
   std::vector<float *> currentStates, nextStates;
   std::vector<const float *> weights;
-  /// Every param: the caller's array or the device's copy.
-  std::map<std::string, float *> params;
+  /// Every param, in the plan's order: the caller's array or the device's
+  /// copy.
+  std::vector<float *> params;
   float *outputBase = nullptr;
   int64_t outputStepAdvance = 0;
   /// The kernels' lengths and dims arrays.
@@ -412,10 +418,9 @@ public:
       : plan(plan), device(device), shared(device.sharesHostMemory()),
         args(args), sizes(sizes), work(work), training(training),
         rowsPerStep(sizes.batch),
-        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)) {
-    for (const std::string &dim : plan.dims)
-      dimValues.push_back(sizes.dims.at(dim));
-  }
+        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
+        layout(sizes.layout ? *sizes.layout : ownLayout.emplace(plan, sizes)),
+        dimValues(layout.dimValues) {}
 
   /// Fills `work` and runs the pre and step operations.
   Status forward();
@@ -428,10 +433,12 @@ private:
   void stackWeights();
   void refreshCallerPointers();
   Status bindOperations(bool backwardPhases, Blocks &scratchBlocks);
-  Expected<Operand> bindOperand(const Operation &op, const Ref &ref);
-  Status checkColumns(const Operation &op, const Ref &ref, int64_t columns,
+  Expected<Operand> bindOperand(const Operation &op, const Ref &ref,
+                                const OperandLayout &at);
+  Status checkColumns(const Operation &op, const Ref &ref,
+                      const OperandLayout &at, int64_t columns,
                       const char *role) const;
-  Status bindGradients(BoundOperation &bound);
+  Status bindGradients(BoundOperation &bound, const OperationLayout &at);
   Status setUpGradients(const BackwardArgs &gradients, Blocks &blocks);
   void zeroGradientBuffers();
   Status runOperation(const BoundOperation &bound, int64_t step,
@@ -470,10 +477,7 @@ private:
                                           : nullptr;
   }
   int64_t paramCount(const std::string &name) const {
-    int64_t count = 1;
-    for (const DimExpr &extent : plan.findParam(name)->shape)
-      count *= sizes.eval(extent);
-    return count;
+    return layout.paramCounts[plan.findParam(name) - plan.params.data()];
   }
   /// A caller's host array as the device sees it: itself when memory is
   /// shared, else a copy in `blocks` (filled once the call's allocations
@@ -504,7 +508,11 @@ private:
   const int64_t rowsPerStep;
   /// Steps at or past the longest sequence would only carry states.
   const int64_t maxLength;
-  std::vector<int64_t> dimValues;
+  /// The plan evaluated for these sizes: the cached one, or (sizes not
+  /// from a SizesCache) this call's own.
+  std::optional<PlanLayout> ownLayout;
+  const PlanLayout &layout;
+  const std::vector<int64_t> &dimValues;
   /// The width of the kernels' `out` rows: the output, then the probes.
   int64_t outputWidth = 0;
   /// Backward with probes: the caller's output gradient widened to the
@@ -619,19 +627,20 @@ Status Execution::setUp() {
   Blocks &blocks = work.blocks;
   work.reset();
   // Allocate everything first: nothing is written unless all of it fits.
-  for (const BufferDecl &buffer : plan.buffers) {
-    int64_t rows = buffer.extent == BufferDecl::Extent::Sequence || training
-                       ? steps * batch
-                       : batch;
-    work.buffers.push_back(blocks.allocate(rows * sizes.eval(buffer.length)));
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    int64_t rows =
+        plan.buffers[i].extent == BufferDecl::Extent::Sequence || training
+            ? steps * batch
+            : batch;
+    work.buffers.push_back(blocks.allocate(rows * layout.bufferLengths[i]));
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
-    int64_t count = batch * width(plan.states[i]);
+    int64_t count = batch * layout.stateWidths[i];
     work.currentStates.push_back(
         blocks.allocate(training ? (steps + 1) * count : count));
     work.nextStates.push_back(training ? nullptr : blocks.allocate(count));
   }
-  outputWidth = sizes.eval(plan.kernelOutputWidth());
+  outputWidth = layout.kernelOutputWidth;
   if (!readsOutRows()) {
     // Nobody reads the output: one step's worth of scratch is enough.
     work.outputBase = blocks.allocate(batch * outputWidth);
@@ -652,19 +661,19 @@ Status Execution::setUp() {
   }
   std::vector<float *> reversedInputs(plan.inputs.size(), nullptr);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    int64_t count = steps * batch * width(plan.inputs[i]);
+    int64_t count = steps * batch * layout.inputWidths[i];
     if (args.reverse)
       work.inputs.push_back(reversedInputs[i] = blocks.allocate(count));
     else
       work.inputs.push_back(mirror(args.inputs[i].data, count, blocks));
   }
   const DeviceWeights *resident = residentWeights();
-  for (const ParamDecl &param : plan.params) {
-    float *onDevice = resident ? resident->find(param.name) : nullptr;
-    work.params[param.name] =
-        onDevice ? onDevice
-                 : mirror(args.params.at(param.name).data,
-                          paramCount(param.name), blocks);
+  for (size_t i = 0; i < plan.params.size(); ++i) {
+    const std::string &name = plan.params[i].name;
+    float *onDevice = resident ? resident->find(name) : nullptr;
+    work.params.push_back(onDevice ? onDevice
+                                   : mirror(args.params.at(name).data,
+                                            layout.paramCounts[i], blocks));
   }
   stackWeights();
   Status status = blocks.status();
@@ -704,11 +713,12 @@ Status Execution::setUp() {
     const WeightDecl &weight = plan.weights[w];
     if (weight.params.size() == 1 || usesPackedWeights())
       continue;
-    int64_t cols = sizes.eval(plan.weightCols(weight));
+    int64_t cols = layout.weightCols[w];
     float *row = const_cast<float *>(work.weights[w]);
-    for (const std::string &name : weight.params) {
-      int64_t count = sizes.eval(plan.findParam(name)->shape[0]) * cols;
-      device.upload(row, args.params.at(name).data, count * sizeof(float));
+    for (int64_t param : layout.weightParams[w]) {
+      int64_t count = layout.paramRows[param] * cols;
+      device.upload(row, args.params.at(plan.params[param].name).data,
+                    count * sizeof(float));
       row += count;
     }
   }
@@ -724,14 +734,13 @@ void Execution::stackWeights() {
     work.weights = args.packedWeights->pointers();
     return;
   }
-  for (const WeightDecl &weight : plan.weights) {
-    if (weight.params.size() == 1) {
-      work.weights.push_back(work.params.at(weight.params[0]));
+  for (size_t w = 0; w < plan.weights.size(); ++w) {
+    if (layout.weightParams[w].size() == 1) {
+      work.weights.push_back(work.params[layout.weightParams[w][0]]);
       continue;
     }
     work.weights.push_back(
-        work.blocks.allocate(sizes.eval(plan.weightRows(weight)) *
-                             sizes.eval(plan.weightCols(weight))));
+        work.blocks.allocate(layout.weightRows[w] * layout.weightCols[w]));
   }
 }
 
@@ -746,17 +755,18 @@ void Execution::refreshCallerPointers() {
   if (!args.reverse)
     for (size_t i = 0; i < plan.inputs.size(); ++i)
       work.inputs[i] = const_cast<float *>(args.inputs[i].data);
-  for (const ParamDecl &param : plan.params)
-    work.params[param.name] = const_cast<float *>(args.params.at(param.name).data);
-  for (size_t i = 0; i < plan.weights.size(); ++i)
-    if (plan.weights[i].params.size() == 1)
-      work.weights[i] = work.params.at(plan.weights[i].params[0]);
+  for (size_t i = 0; i < plan.params.size(); ++i)
+    work.params[i] = const_cast<float *>(args.params.at(plan.params[i].name).data);
+  for (size_t w = 0; w < plan.weights.size(); ++w)
+    if (layout.weightParams[w].size() == 1)
+      work.weights[w] = work.params[layout.weightParams[w][0]];
 }
 
-Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
+Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref,
+                                         const OperandLayout &at) {
   Operand operand;
-  int64_t arrayWidth = sizes.eval(plan.arrayWidth(ref));
-  operand.column = sizes.eval(ref.column);
+  int64_t arrayWidth = at.arrayWidth;
+  operand.column = at.column;
   if (operand.column < 0 || operand.column > arrayWidth)
     return Status::error(planError(
         op, "column offset of " + quote(ref.str()) + " is " +
@@ -768,21 +778,21 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
   int64_t stepFloats = perStep ? rowsPerStep * arrayWidth : 0;
   switch (ref.kind) {
   case Ref::Kind::Input:
-    operand.base = work.inputs[plan.inputIndex(ref.name)];
+    operand.base = work.inputs[at.index];
     operand.stepAdvance = stepFloats;
     break;
   case Ref::Kind::Seq:
-    operand.base = work.buffers[plan.bufferIndex(ref.name)];
+    operand.base = work.buffers[at.index];
     operand.stepAdvance = stepFloats;
     break;
   case Ref::Kind::Step:
-    operand.base = work.buffers[plan.bufferIndex(ref.name)];
+    operand.base = work.buffers[at.index];
     // Training keeps every step's values (T-indexed).
     operand.stepAdvance = training ? stepFloats : 0;
     break;
   case Ref::Kind::State:
   case Ref::Kind::Next: {
-    int64_t index = plan.stateIndex(ref.name);
+    int64_t index = at.index;
     bool next = ref.kind == Ref::Kind::Next;
     if (!training) {
       operand.slot =
@@ -796,10 +806,9 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
     break;
   }
   case Ref::Kind::Param: {
-    const ParamDecl *param = plan.findParam(ref.name);
-    operand.base = work.params.at(ref.name);
+    operand.base = work.params[at.index];
     // A vector param is broadcast to every row.
-    operand.stride = param->isMatrix() ? arrayWidth : 0;
+    operand.stride = plan.params[at.index].isMatrix() ? arrayWidth : 0;
     break;
   }
   case Ref::Kind::Out:
@@ -808,7 +817,7 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
     break;
   case Ref::Kind::Dnext:
   case Ref::Kind::Dstate: {
-    int64_t index = plan.stateIndex(ref.name);
+    int64_t index = at.index;
     operand.slot = ref.kind == Ref::Kind::Dnext ? &grads.dnext[index]
                                                 : &grads.dstate[index];
     return operand;
@@ -818,7 +827,7 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
     operand.stepAdvance = grads.doutStepAdvance;
     break;
   case Ref::Kind::Dinput:
-    operand.base = grads.dinputs[plan.inputIndex(ref.name)];
+    operand.base = grads.dinputs[at.index];
     operand.stepAdvance = stepFloats;
     break;
   }
@@ -827,9 +836,10 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref) {
 }
 
 Status Execution::checkColumns(const Operation &op, const Ref &ref,
-                               int64_t columns, const char *role) const {
-  int64_t arrayWidth = sizes.eval(plan.arrayWidth(ref));
-  int64_t first = sizes.eval(ref.column);
+                               const OperandLayout &at, int64_t columns,
+                               const char *role) const {
+  int64_t arrayWidth = at.arrayWidth;
+  int64_t first = at.column;
   if (first + columns <= arrayWidth)
     return Status::success();
   return Status::error(planError(
@@ -839,7 +849,8 @@ Status Execution::checkColumns(const Operation &op, const Ref &ref,
 }
 
 /// Wgrad and pgrad: where the caller's param gradients are accumulated.
-Status Execution::bindGradients(BoundOperation &bound) {
+Status Execution::bindGradients(BoundOperation &bound,
+                                const OperationLayout &at) {
   const Operation &op = *bound.op;
   auto wanted = [&](const std::string &name) -> float * {
     auto it = grads.params.find(name);
@@ -847,26 +858,31 @@ Status Execution::bindGradients(BoundOperation &bound) {
   };
   if (op.kind == Operation::Kind::Pgrad) {
     bound.gradient = wanted(op.param);
-    bound.length = sizes.eval(plan.findParam(op.param)->shape[0]);
-    return checkColumns(op, op.operands[0], bound.length, "pgrad operand");
+    bound.length = layout.paramRows[at.param];
+    return checkColumns(op, op.operands[0], at.operands[0], bound.length,
+                        "pgrad operand");
   }
-  const WeightDecl &weight = *plan.findWeight(op.weight);
   int64_t row = 0;
-  for (const std::string &name : weight.params) {
-    int64_t rows = sizes.eval(plan.findParam(name)->shape[0]);
-    if (float *gradient = wanted(name))
+  for (int64_t param : layout.weightParams[at.weight]) {
+    int64_t rows = layout.paramRows[param];
+    if (float *gradient = wanted(plan.params[param].name))
       bound.parts.push_back({gradient, row, rows});
     row += rows;
   }
-  Status status = checkColumns(op, op.wgradDy(), bound.weightRows, "wgrad DY");
+  // wgrad's operands are {DY, X}.
+  Status status = checkColumns(op, op.wgradDy(), at.operands[0],
+                               bound.weightRows, "wgrad DY");
   if (!status.ok())
     return status;
-  return checkColumns(op, op.wgradX(), bound.weightCols, "wgrad X");
+  return checkColumns(op, op.wgradX(), at.operands[1], bound.weightCols,
+                      "wgrad X");
 }
 
 Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
   size_t maxOperands = 0;
-  for (const Operation &op : plan.operations) {
+  for (size_t o = 0; o < plan.operations.size(); ++o) {
+    const Operation &op = plan.operations[o];
+    const OperationLayout &at = layout.operations[o];
     if (isBackward(op.phase) != backwardPhases)
       continue;
     // Training runs the step kernels: they record the state history.
@@ -874,8 +890,9 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       continue;
     BoundOperation bound;
     bound.op = &op;
-    for (const Ref &ref : op.operands) {
-      Expected<Operand> operand = bindOperand(op, ref);
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      Expected<Operand> operand = bindOperand(op, op.operands[i],
+                                              at.operands[i]);
       if (!operand)
         return operand.getStatus();
       bound.operands.push_back(*operand);
@@ -886,39 +903,36 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
         return Status::error(planError(op, "kernel " +
                                                std::to_string(op.kernel) +
                                                " is not in the image"));
-      auto scratch = plan.scratch.find(op.kernel);
-      if (scratch != plan.scratch.end()) {
-        bool allRows = op.phase == Phase::Pre || op.phase == Phase::BPre ||
-                       op.phase == Phase::End;
-        int64_t rows = allRows ? sizes.steps * sizes.batch : sizes.batch;
-        for (const DimExpr &length : scratch->second) {
-          int64_t columns = sizes.eval(length);
-          if (!device.scratchPerRow())
-            bound.scratchLengths.push_back(columns);
-          else
-            bound.scratch.push_back(
-                {scratchBlocks.allocate(rows * columns), columns});
-        }
+      bool allRows = op.phase == Phase::Pre || op.phase == Phase::BPre ||
+                     op.phase == Phase::End;
+      int64_t rows = allRows ? sizes.steps * sizes.batch : sizes.batch;
+      for (int64_t columns : at.scratchLengths) {
+        if (!device.scratchPerRow())
+          bound.scratchLengths.push_back(columns);
+        else
+          bound.scratch.push_back(
+              {scratchBlocks.allocate(rows * columns), columns});
       }
     } else if (op.kind == Operation::Kind::Pgrad) {
-      if (!(status = bindGradients(bound)).ok())
+      if (!(status = bindGradients(bound, at)).ok())
         return status;
     } else {
-      const WeightDecl &weight = *plan.findWeight(op.weight);
-      bound.weight = work.weights[plan.weightIndex(op.weight)];
-      bound.weightRows = sizes.eval(plan.weightRows(weight));
-      bound.weightCols = sizes.eval(plan.weightCols(weight));
+      bound.weight = work.weights[at.weight];
+      bound.weightRows = layout.weightRows[at.weight];
+      bound.weightCols = layout.weightCols[at.weight];
       if (op.kind == Operation::Kind::Wgrad) {
-        status = bindGradients(bound);
+        status = bindGradients(bound, at);
       } else {
         // Forward: OUT[., R] = IN[., C] W^T; backward: OUT[., C] += IN[., R] W.
         bool forwardGemm = !isBackward(op.phase);
         int64_t outColumns = forwardGemm ? bound.weightRows : bound.weightCols;
         int64_t inColumns = forwardGemm ? bound.weightCols : bound.weightRows;
-        if ((status =
-                 checkColumns(op, op.gemmOutput(), outColumns, "gemm output"))
+        // gemm's operands are {OUT, IN}.
+        if ((status = checkColumns(op, op.gemmOutput(), at.operands[0],
+                                   outColumns, "gemm output"))
                 .ok())
-          status = checkColumns(op, op.gemmInput(), inColumns, "gemm input");
+          status = checkColumns(op, op.gemmInput(), at.operands[1], inColumns,
+                                "gemm input");
       }
       if (!status.ok())
         return status;

@@ -421,6 +421,9 @@ public:
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
         layout(sizes.layout ? *sizes.layout : ownLayout.emplace(plan, sizes)),
         dimValues(layout.dimValues) {}
+  /// `layout` may refer to the object's own `ownLayout`.
+  Execution(const Execution &) = delete;
+  Execution &operator=(const Execution &) = delete;
 
   /// Fills `work` and runs the pre and step operations.
   Status forward();

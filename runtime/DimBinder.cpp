@@ -221,6 +221,7 @@ Expected<Sizes> DimBinder::bind() {
 
   if (!(status = checkLengths(args, sizes)).ok())
     return status;
+  sizes.layout = std::make_shared<const PlanLayout>(plan, sizes);
   return sizes;
 }
 
@@ -295,7 +296,6 @@ SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
   Expected<Sizes> solved = DimBinder(plan, args).bind();
   if (!solved)
     return solved.getStatus();
-  solved->layout = std::make_shared<const PlanLayout>(plan, *solved);
   auto sizes = std::make_shared<const Sizes>(std::move(*solved));
   std::vector<std::string> names;
   for (const auto &entry : args.params)

@@ -26,7 +26,7 @@ struct PlanLayout;
 struct Sizes {
   int64_t steps = 0, batch = 0;
   std::map<std::string, int64_t> dims;
-  /// The plan evaluated for these sizes (SizesCache makes it).
+  /// The plan evaluated for these sizes (made by DimBinder::bind).
   std::shared_ptr<const PlanLayout> layout;
   /// The array each dim's value was read from, so a mismatch can name both
   /// arrays.

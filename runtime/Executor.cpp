@@ -32,7 +32,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 
 using namespace cellrt;
@@ -419,11 +418,7 @@ public:
         args(args), sizes(sizes), work(work), training(training),
         rowsPerStep(sizes.batch),
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
-        layout(sizes.layout ? *sizes.layout : ownLayout.emplace(plan, sizes)),
-        dimValues(layout.dimValues) {}
-  /// `layout` may refer to the object's own `ownLayout`.
-  Execution(const Execution &) = delete;
-  Execution &operator=(const Execution &) = delete;
+        layout(*sizes.layout), dimValues(layout.dimValues) {}
 
   /// Fills `work` and runs the pre and step operations.
   Status forward();
@@ -511,9 +506,7 @@ private:
   const int64_t rowsPerStep;
   /// Steps at or past the longest sequence would only carry states.
   const int64_t maxLength;
-  /// The plan evaluated for these sizes: the cached one, or (sizes not
-  /// from a SizesCache) this call's own.
-  std::optional<PlanLayout> ownLayout;
+  /// The plan evaluated for these sizes (DimBinder made it with them).
   const PlanLayout &layout;
   const std::vector<int64_t> &dimValues;
   /// The width of the kernels' `out` rows: the output, then the probes.
@@ -1592,14 +1585,15 @@ Expected<BoundSizes> cellrt::bindSizes(const Plan &plan,
 }
 
 Status Cell::forward(const ForwardArgs &args) const {
-  auto sizes = workspaces->sizes.bind(plan, args);
-  if (!sizes)
-    return sizes.getStatus();
+  auto bound = workspaces->sizes.bind(plan, args);
+  if (!bound)
+    return bound.getStatus();
+  const Sizes *sizes = bound->get();
   // Inference reuses the blocks of an earlier call.
   std::unique_ptr<Workspace> work = workspaces->take();
   work->blocks.use(device);
   Status status =
-      Execution(plan, *device, args, **sizes, *work, /*training=*/false)
+      Execution(plan, *device, args, *sizes, *work, /*training=*/false)
           .forward();
   workspaces->give(std::move(work));
   return status;
@@ -1616,24 +1610,25 @@ static Status noBackward(const Plan &plan) {
 Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
   if (!plan.hasBackward())
     return noBackward(plan);
-  auto sizes = workspaces->sizes.bind(plan, args);
-  if (!sizes)
-    return sizes.getStatus();
+  auto bound = workspaces->sizes.bind(plan, args);
+  if (!bound)
+    return bound.getStatus();
+  const Sizes *sizes = bound->get();
   if (!tape.storage)
     tape.storage = std::make_unique<Tape::Storage>();
   Tape::Storage &record = *tape.storage;
   record.recorded = false;
   record.workspace.blocks.use(device);
-  Status status = Execution(plan, *device, args, **sizes, record.workspace,
+  Status status = Execution(plan, *device, args, *sizes, record.workspace,
                             /*training=*/true)
                       .forward();
   if (!status.ok())
     return status;
   record.plan = &plan;
-  record.steps = (*sizes)->steps;
-  record.batch = (*sizes)->batch;
-  record.dims = (*sizes)->dims;
-  record.lengths.assign(args.lengths, args.lengths + (*sizes)->batch);
+  record.steps = sizes->steps;
+  record.batch = sizes->batch;
+  record.dims = sizes->dims;
+  record.lengths.assign(args.lengths, args.lengths + sizes->batch);
   record.reverse = args.reverse;
   record.recorded = true;
   return Status::success();

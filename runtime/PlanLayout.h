@@ -3,8 +3,8 @@
 // Issue #16, item 1: the plan's rules (array widths, column offsets, weight
 // shapes, which array a name refers to) evaluated once per set of sizes and
 // kept by index, so that a call binds its operands without evaluating an
-// expression or looking a name up. SizesCache makes one with each set of
-// sizes it solves; every call with the same shapes shares it.
+// expression or looking a name up. DimBinder::bind makes one with each set
+// of sizes; through SizesCache every call with the same shapes shares it.
 //
 //===----------------------------------------------------------------------===//
 

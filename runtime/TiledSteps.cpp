@@ -244,7 +244,8 @@ TiledMode cellrt::detail::tiledStepsMode() {
 }
 
 bool cellrt::detail::tiledStepsWanted(bool training) {
-#ifdef CELLRT_HAVE_LIBXSMM
+  if (!tiledStepsAvailable())
+    return false;
   switch (tiledStepsMode()) {
   case TiledMode::Off:
     return false;
@@ -254,10 +255,6 @@ bool cellrt::detail::tiledStepsWanted(bool training) {
     return !training || threads() >= 2;
   }
   return false;
-#else
-  (void)training;
-  return false;
-#endif
 }
 
 bool cellrt::detail::tiledStepsAvailable() {

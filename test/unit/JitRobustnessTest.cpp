@@ -88,6 +88,91 @@ std::vector<double> reference(const std::vector<double> &v,
   return result;
 }
 
+/// The row's layer norm n = (v - mean) r, r = 1/sqrt(variance + eps), in
+/// double precision.
+std::vector<double> normalized(const std::vector<double> &v, double &r) {
+  double mean = 0, variance = 0;
+  for (double e : v)
+    mean += e;
+  mean /= v.size();
+  for (double e : v)
+    variance += (e - mean) * (e - mean);
+  r = 1 / std::sqrt(variance / v.size() + 1e-5);
+  std::vector<double> n(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    n[i] = (v[i] - mean) * r;
+  return n;
+}
+
+/// The kernels sum rows in blocks of 32 elements and then the tail one by
+/// one: rows shorter than a block, around one and around several must each
+/// sum every element once, forward and in the gradient's two extra sums.
+TEST(JitRobustness, LayerNormRowsOfLengthsAroundTheSumBlocks) {
+  auto compiled = jit::compileSource(kWideCell, "wide.cell", noCache());
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+  auto cell = cellrt::Cell::load(compiled->image());
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  const int64_t T = 1, B = 3;
+  for (int64_t H : {1, 2, 7, 8, 31, 32, 33, 63, 65, 100, 1536}) {
+    SCOPED_TRACE("H = " + std::to_string(H));
+    std::vector<float> x(B * H), g(H), b(H), out(B * H), dout(B * H);
+    for (int64_t i = 0; i < B * H; ++i) {
+      x[i] = std::sin(0.37f * i) + 0.5f;
+      dout[i] = std::cos(0.11f * i);
+    }
+    for (int64_t i = 0; i < H; ++i) {
+      g[i] = 1.0f + static_cast<float>(i % 5) / 10.0f;
+      b[i] = static_cast<float>(i % 3) / 10.0f;
+    }
+    std::vector<int32_t> lengths(B, T);
+    cellrt::ForwardArgs args;
+    args.inputs = {{x.data(), {T, B, H}}};
+    args.lengths = lengths.data();
+    args.params = {{"g", {g.data(), {H}}}, {"b", {b.data(), {H}}}};
+    args.output = {out.data(), {T, B, H}};
+    cellrt::Tape tape;
+    cellrt::Status status = cell->forward(args, tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+    std::vector<float> dx(B * H), dg(H), db(H);
+    cellrt::BackwardArgs gradients;
+    gradients.outputGradient = {dout.data(), {T, B, H}};
+    gradients.inputGradients = {{dx.data(), {T, B, H}}};
+    gradients.paramGradients = {{"g", {dg.data(), {H}}},
+                                {"b", {db.data(), {H}}}};
+    status = cell->backward(args, gradients, tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+
+    // From the zero state v = x; with a = n g + b and y = tanh(a):
+    // da = dout (1 - y^2), dn = da g, dv = r (dn - mean(dn) - n mean(dn n)).
+    std::vector<double> dgWant(H, 0), dbWant(H, 0);
+    for (int64_t row = 0; row < B; ++row) {
+      double r;
+      std::vector<double> n =
+          normalized({x.begin() + row * H, x.begin() + (row + 1) * H}, r);
+      std::vector<double> dn(H);
+      double meanDn = 0, meanDnN = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        double y = std::tanh(n[i] * g[i] + b[i]);
+        EXPECT_NEAR(out[row * H + i], y, 2e-6) << "y at " << row << "," << i;
+        double da = dout[row * H + i] * (1 - y * y);
+        dn[i] = da * g[i];
+        meanDn += dn[i] / H;
+        meanDnN += dn[i] * n[i] / H;
+        dgWant[i] += da * n[i];
+        dbWant[i] += da;
+      }
+      for (int64_t i = 0; i < H; ++i)
+        EXPECT_NEAR(dx[row * H + i], r * (dn[i] - meanDn - n[i] * meanDnN),
+                    1e-4 * std::max(1.0, r))
+            << "dx at " << row << "," << i;
+    }
+    for (int64_t i = 0; i < H; ++i) {
+      EXPECT_NEAR(dg[i], dgWant[i], 1e-5) << "dg at " << i;
+      EXPECT_NEAR(db[i], dbWant[i], 1e-5) << "db at " << i;
+    }
+  }
+}
+
 TEST(JitRobustness, LayerNormOverRowsOfTwoMillionElements) {
   const int64_t T = 2, B = 1, H = 2100000;
   auto compiled = jit::compileSource(kWideCell, "wide.cell", noCache());

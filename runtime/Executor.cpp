@@ -190,6 +190,51 @@ struct BoundOperation {
   std::vector<GradientPart> parts;
   float *gradient = nullptr;
   int64_t length = 0;
+
+  /// Empty again, keeping the vectors' memory.
+  void reset() {
+    op = nullptr;
+    operands.clear();
+    scratch.clear();
+    scratchLengths.clear();
+    weight = nullptr;
+    weightRows = weightCols = 0;
+    parts.clear();
+    gradient = nullptr;
+    length = 0;
+  }
+};
+
+/// Bound operations of one phase group, kept across calls: clear() forgets
+/// them but keeps each one's vectors, so binding the same plan again (every
+/// call of a decoding loop) allocates nothing.
+class BoundList {
+public:
+  void clear() { count = 0; }
+  /// A reset operation at the end of the list.
+  BoundOperation &append() {
+    if (count == items.size())
+      items.emplace_back();
+    BoundOperation &bound = items[count++];
+    bound.reset();
+    return bound;
+  }
+  const BoundOperation *begin() const { return items.data(); }
+  const BoundOperation *end() const { return items.data() + count; }
+  bool empty() const { return count == 0; }
+
+private:
+  std::vector<BoundOperation> items;
+  size_t count = 0;
+};
+
+/// What a call binds, kept in its workspace so that the next call with the
+/// same plan reuses the memory.
+struct BoundProgram {
+  BoundList sequence, steps, end, scan;
+  /// One kernel launch's pointers and strides.
+  std::vector<float *> kernelPointers;
+  std::vector<int64_t> kernelStrides;
 };
 
 /// Device memory kept across calls: a call with the same plan and sizes asks
@@ -265,6 +310,7 @@ private:
 /// forward keeps them in the tape for backward().
 struct Workspace {
   Blocks blocks;
+  BoundProgram bound;
 
   void reset() {
     blocks.rewind();
@@ -520,10 +566,13 @@ private:
   /// Uploads waiting for the call's allocations to succeed.
   std::vector<WriteBack> pendingUploads;
 
-  std::vector<BoundOperation> sequenceOperations, stepOperations, endOperations,
-      scanOperations;
-  std::vector<float *> kernelPointers;
-  std::vector<int64_t> kernelStrides;
+  /// The bound operations by phase group, in `work` (see BoundProgram).
+  BoundList &sequenceOperations = work.bound.sequence;
+  BoundList &stepOperations = work.bound.steps;
+  BoundList &endOperations = work.bound.end;
+  BoundList &scanOperations = work.bound.scan;
+  std::vector<float *> &kernelPointers = work.bound.kernelPointers;
+  std::vector<int64_t> &kernelStrides = work.bound.kernelStrides;
 };
 
 } // namespace
@@ -874,7 +923,27 @@ Status Execution::bindGradients(BoundOperation &bound,
                       "wgrad X");
 }
 
+/// The list that runs an operation of `phase`.
+static BoundList &listFor(Phase phase, BoundProgram &program) {
+  switch (phase) {
+  case Phase::Pre:
+  case Phase::BPre:
+    return program.sequence;
+  case Phase::Step:
+  case Phase::BStep:
+    return program.steps;
+  case Phase::Scan:
+    return program.scan;
+  case Phase::End:
+    break;
+  }
+  return program.end;
+}
+
 Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
+  for (BoundList *list : {&sequenceOperations, &stepOperations,
+                          &endOperations, &scanOperations})
+    list->clear();
   size_t maxOperands = 0;
   for (size_t o = 0; o < plan.operations.size(); ++o) {
     const Operation &op = plan.operations[o];
@@ -884,7 +953,7 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
     // Training runs the step kernels: they record the state history.
     if (op.phase == Phase::Scan && training)
       continue;
-    BoundOperation bound;
+    BoundOperation &bound = listFor(op.phase, work.bound).append();
     bound.op = &op;
     for (size_t i = 0; i < op.operands.size(); ++i) {
       Expected<Operand> operand = bindOperand(op, op.operands[i],
@@ -935,22 +1004,6 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
     }
     maxOperands =
         std::max(maxOperands, op.operands.size() + bound.scratch.size());
-    switch (op.phase) {
-    case Phase::Pre:
-    case Phase::BPre:
-      sequenceOperations.push_back(std::move(bound));
-      break;
-    case Phase::Step:
-    case Phase::BStep:
-      stepOperations.push_back(std::move(bound));
-      break;
-    case Phase::Scan:
-      scanOperations.push_back(std::move(bound));
-      break;
-    case Phase::End:
-      endOperations.push_back(std::move(bound));
-      break;
-    }
   }
   kernelPointers.reserve(maxOperands);
   // Scan kernels take a second stride per argument (its per-step advance).

@@ -21,13 +21,54 @@ static std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
+namespace {
+
+/// A step's ForwardArgs, kept per thread: a decoder calls step thousands of
+/// times with the same params and shapes, and building the arguments anew
+/// (a copy of the params map, a shape vector per array) was a third of a
+/// small step's fixed cost. Arrays are assigned in place, and the params
+/// map is copied only when it differs from the last call's.
+struct StepScratch {
+  ForwardArgs args;
+  std::vector<int32_t> lengths;
+  std::vector<std::vector<float>> gathered;
+};
+
+template <typename Array, typename Pointer>
+void setArray(std::vector<Array> &arrays, size_t index, Pointer data,
+              std::initializer_list<int64_t> shape) {
+  if (arrays.size() <= index)
+    arrays.resize(index + 1);
+  arrays[index].data = data;
+  arrays[index].shape.assign(shape);
+}
+
+bool sameParams(const std::map<std::string, ConstArray> &a,
+                const std::map<std::string, ConstArray> &b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const auto &x, const auto &y) {
+                      return x.first == y.first &&
+                             x.second.data == y.second.data &&
+                             x.second.shape == y.second.shape;
+                    });
+}
+
+/// Extent i of a step array's [B, LEN] shape; 0 where it is missing.
+int64_t extent(const std::vector<int64_t> &shape, size_t i) {
+  return i < shape.size() ? shape[i] : 0;
+}
+
+} // namespace
+
 Status Cell::step(const StepArgs &args) const {
   if (args.inputs.size() != plan.inputs.size())
     return Status::error("cell '" + plan.cellName + "' takes " +
                          std::to_string(plan.inputs.size()) +
                          " inputs, got " + std::to_string(args.inputs.size()));
-  ForwardArgs forwardArgs;
+  thread_local StepScratch scratch;
+  ForwardArgs &forwardArgs = scratch.args;
   int64_t batch = -1;
+  forwardArgs.inputs.resize(args.inputs.size());
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     const ConstArray &input = args.inputs[i];
     if (input.shape.size() != 2)
@@ -36,25 +77,28 @@ Status Cell::step(const StepArgs &args) const {
                            shapeText(input.shape));
     if (batch < 0)
       batch = input.shape[0];
-    forwardArgs.inputs.push_back(
-        {input.data, {1, input.shape[0], input.shape[1]}});
+    setArray(forwardArgs.inputs, i, input.data,
+             {1, input.shape[0], input.shape[1]});
   }
-  std::vector<int32_t> lengths(batch > 0 ? batch : 0, 1);
-  forwardArgs.lengths = lengths.data();
-  forwardArgs.params = args.params;
+  scratch.lengths.assign(batch > 0 ? batch : 0, 1);
+  forwardArgs.lengths = scratch.lengths.data();
+  if (!sameParams(forwardArgs.params, args.params))
+    forwardArgs.params = args.params;
 
   // Beam search: gather each row's parent state. The states may have any
   // number of rows (the previous step's live hypotheses); the step has
   // `batch` rows, one per input row.
-  std::vector<std::vector<float>> gathered(args.states.size());
+  forwardArgs.initialStates.resize(args.states.size());
+  scratch.gathered.resize(args.states.size());
   for (size_t i = 0; i < args.states.size(); ++i) {
     const ConstArray &state = args.states[i];
     if (!args.sourceRows || !state.data || state.shape.size() != 2) {
-      forwardArgs.initialStates.push_back(state);
+      forwardArgs.initialStates[i] = state;
       continue;
     }
     int64_t rows = state.shape[0], width = state.shape[1];
-    gathered[i].resize(std::max<int64_t>(batch, 0) * width);
+    std::vector<float> &gathered = scratch.gathered[i];
+    gathered.resize(std::max<int64_t>(batch, 0) * width);
     for (int64_t b = 0; b < batch; ++b) {
       int32_t source = args.sourceRows[b];
       if (source < 0 || source >= rows)
@@ -62,22 +106,21 @@ Status Cell::step(const StepArgs &args) const {
                              std::to_string(source) + " is outside the " +
                              std::to_string(rows) + " rows of state '" +
                              plan.states[i].name + "'");
-      std::memcpy(&gathered[i][b * width], state.data + source * width,
+      std::memcpy(&gathered[b * width], state.data + source * width,
                   width * sizeof(float));
     }
-    forwardArgs.initialStates.push_back({gathered[i].data(), {batch, width}});
+    setArray(forwardArgs.initialStates, i, gathered.data(), {batch, width});
   }
+  forwardArgs.output.data = args.output.data;
+  forwardArgs.output.shape.clear();
   if (args.output.data)
-    forwardArgs.output = {args.output.data,
-                          {1, args.output.shape.empty() ? 0
-                                                        : args.output.shape[0],
-                           args.output.shape.size() > 1 ? args.output.shape[1]
-                                                        : 0}};
-  for (const MutableArray &probe : args.probes)
-    forwardArgs.probes.push_back(
-        {probe.data,
-         {1, probe.shape.empty() ? 0 : probe.shape[0],
-          probe.shape.size() > 1 ? probe.shape[1] : 0}});
+    forwardArgs.output.shape.assign({1, extent(args.output.shape, 0),
+                                     extent(args.output.shape, 1)});
+  forwardArgs.probes.resize(args.probes.size());
+  for (size_t i = 0; i < args.probes.size(); ++i)
+    setArray(forwardArgs.probes, i, args.probes[i].data,
+             {1, extent(args.probes[i].shape, 0),
+              extent(args.probes[i].shape, 1)});
   forwardArgs.finalStates = args.nextStates;
   forwardArgs.packedWeights = args.packedWeights;
   return forward(forwardArgs);

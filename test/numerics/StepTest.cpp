@@ -221,6 +221,64 @@ TEST(CellStep, BeamGatherFromMoreRowsThanTheStep) {
   checkBeamReorder(cellc_lstm_image(), {{"H", 10}, {"I", 6}}, 2);
 }
 
+/// The first step of `p` with `params`, through step() or, for the
+/// reference, forward() over a sequence of length 1.
+std::vector<float>
+firstStep(Problem &p, const std::map<std::string, cellrt::ConstArray> &params,
+          bool throughStep) {
+  const cellrt::Plan &plan = p.cell.getPlan();
+  std::vector<float> out(p.batch * p.outputWidth());
+  cellrt::Status status;
+  if (throughStep) {
+    cellrt::StepArgs step;
+    step.params = params;
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      step.inputs.push_back(
+          {p.inputs[i].data(), {p.batch, p.width(plan.inputs[i])}});
+    step.output = {out.data(), {p.batch, p.outputWidth()}};
+    status = p.cell.step(step);
+  } else {
+    cellrt::ForwardArgs sequence;
+    std::vector<int32_t> lengths(p.batch, 1);
+    sequence.lengths = lengths.data();
+    sequence.params = params;
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      sequence.inputs.push_back(
+          {p.inputs[i].data(), {1, p.batch, p.width(plan.inputs[i])}});
+    sequence.output = {out.data(), {1, p.batch, p.outputWidth()}};
+    status = p.cell.forward(sequence);
+  }
+  EXPECT_TRUE(status.ok()) << status.message();
+  return out;
+}
+
+TEST(CellStep, EachCallUsesItsOwnCellAndParams) {
+  // step() keeps its arguments per thread between calls; alternating cells
+  // and param arrays on one thread must still use each call's own.
+  auto atr = cellrt::Cell::load(cellc_atr_image());
+  auto gru = cellrt::Cell::load(cellc_gru_image());
+  ASSERT_TRUE(atr.ok() && gru.ok());
+  Problem a(std::move(*atr), {{"H", 12}, {"I", 7}});
+  Problem g(std::move(*gru), {{"H", 9}, {"I", 5}});
+  auto first = a.paramArrays();
+  std::map<std::string, std::vector<float>> scaled = a.params;
+  for (auto &[name, values] : scaled)
+    for (float &v : values)
+      v *= 2;
+  auto second = first;
+  for (auto &[name, array] : second)
+    array.data = scaled.at(name).data();
+  std::vector<float> wantFirst = firstStep(a, first, false),
+                     wantSecond = firstStep(a, second, false),
+                     wantGru = firstStep(g, g.paramArrays(), false);
+  ASSERT_NE(wantFirst, wantSecond);
+  for (int round = 0; round < 2; ++round) {
+    expectClose(firstStep(a, first, true), wantFirst, "first params");
+    expectClose(firstStep(a, second, true), wantSecond, "second params");
+    expectClose(firstStep(g, g.paramArrays(), true), wantGru, "GRU");
+  }
+}
+
 /// Kernels split rows across threads, and the tiled steps split hidden
 /// units into blocks whose math does not depend on the team; either way
 /// every value is computed by the same code, so 1 and 2 threads must agree

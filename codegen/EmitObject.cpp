@@ -16,7 +16,6 @@
 #include "llvm/Support/Host.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-#include <mutex>
 
 using namespace mlir;
 
@@ -118,28 +117,35 @@ std::unique_ptr<llvm::Module> translateAndOptimize(
 /// Loop strength reduction was 30-45% of an x86 object's compile time
 /// (SR-NMT: 0.09 of 0.30 s per CPU level; the portable object has three)
 /// and the kernels run as fast without it: their loops index every
-/// argument by the element, which x86 addressing modes do directly. So x86
-/// codegen skips it unless the command line sets --disable-lsr itself.
-/// NVPTX keeps it. The option is LLVM's global, read while the passes are
-/// added: the lock keeps concurrent compiles (the JIT's) from racing on it.
-bool addCodegenPasses(llvm::TargetMachine &machine,
-                      llvm::legacy::PassManager &codegen,
-                      llvm::raw_pwrite_stream &stream,
-                      llvm::CodeGenFileType fileType) {
-  static std::mutex lock;
-  std::lock_guard<std::mutex> guard(lock);
-  auto *disableLSR = static_cast<llvm::cl::opt<bool> *>(
-      llvm::cl::getRegisteredOptions().lookup("disable-lsr"));
-  bool setByUser = !disableLSR || disableLSR->getNumOccurrences() > 0;
-  bool wasDisabled = disableLSR && *disableLSR;
-  if (!setByUser)
-    disableLSR->setValue(machine.getTargetTriple().isX86());
-  bool failed =
-      machine.addPassesToEmitFile(codegen, stream, nullptr, fileType);
-  if (!setByUser)
-    disableLSR->setValue(wasDisabled);
-  return failed;
-}
+/// argument by the element, which x86 addressing modes do directly. This
+/// pass manager drops it (and so never schedules its IVUsers analysis)
+/// unless the command line names --disable-lsr, which then decides. It
+/// leaves LLVM's global option alone: other compiles in the process, and
+/// NVPTX's here, keep it.
+class CodegenPassManager : public llvm::legacy::PassManager {
+public:
+  explicit CodegenPassManager(const llvm::TargetMachine &machine)
+      : dropStrengthReduction(machine.getTargetTriple().isX86() &&
+                              !namedOnCommandLine("disable-lsr")) {}
+
+  void add(llvm::Pass *pass) override {
+    if (dropStrengthReduction &&
+        pass->getPassName() == "Loop Strength Reduction") {
+      delete pass;
+      return;
+    }
+    llvm::legacy::PassManager::add(pass);
+  }
+
+private:
+  static bool namedOnCommandLine(llvm::StringRef option) {
+    llvm::cl::Option *registered =
+        llvm::cl::getRegisteredOptions().lookup(option);
+    return registered && registered->getNumOccurrences() > 0;
+  }
+
+  bool dropStrengthReduction;
+};
 
 } // namespace
 
@@ -173,8 +179,8 @@ LogicalResult cellc::emitMachineCode(ModuleOp module,
                                      llvm::raw_ostream &os) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream bufferStream(buffer);
-  llvm::legacy::PassManager codegen;
-  if (addCodegenPasses(machine, codegen, bufferStream, fileType)) {
+  CodegenPassManager codegen(machine);
+  if (machine.addPassesToEmitFile(codegen, bufferStream, nullptr, fileType)) {
     module.emitError("the target cannot emit ")
         << (fileType == llvm::CGFT_ObjectFile ? "object files" : "assembly");
     return failure();

@@ -117,8 +117,9 @@ private:
   Value sumOver(Value length, RowTerm term);
   /// term(begin) + ... + term(end - 1), added in order.
   Value serialSum(Value begin, Value end, RowTerm term);
-  /// sumOver's partial sums on the CPU: four vectors of eight lanes (four
-  /// AVX registers, two AVX-512 ones) hide the add latency.
+  /// sumOver's partial sums on the CPU: four independent vectors of eight
+  /// lanes (four ymm registers with AVX2 or AVX-512, eight xmm with SSE2)
+  /// hide the add latency.
   static constexpr unsigned kSumWidth = 8, kSumVectors = 4;
   std::pair<Value, Value> rowStatistics(Value input, Value length);
   void emitRow(Value row);

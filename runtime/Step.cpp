@@ -81,7 +81,9 @@ Status Cell::step(const StepArgs &args) const {
              {1, input.shape[0], input.shape[1]});
   }
   scratch.lengths.assign(batch > 0 ? batch : 0, 1);
-  forwardArgs.lengths = scratch.lengths.data();
+  // No inputs, no rows: null lengths, which forward() reports (a kept
+  // vector's memory would be read past its end).
+  forwardArgs.lengths = batch > 0 ? scratch.lengths.data() : nullptr;
   if (!sameParams(forwardArgs.params, args.params))
     forwardArgs.params = args.params;
 

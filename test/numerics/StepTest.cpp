@@ -221,13 +221,23 @@ TEST(CellStep, BeamGatherFromMoreRowsThanTheStep) {
   checkBeamReorder(cellc_lstm_image(), {{"H", 10}, {"I", 6}}, 2);
 }
 
-/// The first step of `p` with `params`, through step() or, for the
-/// reference, forward() over a sequence of length 1.
+/// The first step of `p` with `params`, from p.states or (withStates
+/// false) from zeros, through step() or, for the reference, forward() over
+/// a sequence of length 1: the output, then each next state.
 std::vector<float>
 firstStep(Problem &p, const std::map<std::string, cellrt::ConstArray> &params,
-          bool throughStep) {
+          bool throughStep, bool withStates = false) {
   const cellrt::Plan &plan = p.cell.getPlan();
   std::vector<float> out(p.batch * p.outputWidth());
+  std::vector<std::vector<float>> next;
+  std::vector<cellrt::ConstArray> states;
+  std::vector<cellrt::MutableArray> nextStates;
+  for (size_t i = 0; i < plan.states.size() && withStates; ++i) {
+    int64_t w = p.width(plan.states[i]);
+    next.emplace_back(p.batch * w);
+    states.push_back({p.states[i].data(), {p.batch, w}});
+    nextStates.push_back({next.back().data(), {p.batch, w}});
+  }
   cellrt::Status status;
   if (throughStep) {
     cellrt::StepArgs step;
@@ -236,6 +246,8 @@ firstStep(Problem &p, const std::map<std::string, cellrt::ConstArray> &params,
       step.inputs.push_back(
           {p.inputs[i].data(), {p.batch, p.width(plan.inputs[i])}});
     step.output = {out.data(), {p.batch, p.outputWidth()}};
+    step.states = states;
+    step.nextStates = nextStates;
     status = p.cell.step(step);
   } else {
     cellrt::ForwardArgs sequence;
@@ -246,9 +258,13 @@ firstStep(Problem &p, const std::map<std::string, cellrt::ConstArray> &params,
       sequence.inputs.push_back(
           {p.inputs[i].data(), {1, p.batch, p.width(plan.inputs[i])}});
     sequence.output = {out.data(), {1, p.batch, p.outputWidth()}};
+    sequence.initialStates = states;
+    sequence.finalStates = nextStates;
     status = p.cell.forward(sequence);
   }
   EXPECT_TRUE(status.ok()) << status.message();
+  for (const std::vector<float> &state : next)
+    out.insert(out.end(), state.begin(), state.end());
   return out;
 }
 
@@ -270,12 +286,14 @@ TEST(CellStep, EachCallUsesItsOwnCellAndParams) {
     array.data = scaled.at(name).data();
   std::vector<float> wantFirst = firstStep(a, first, false),
                      wantSecond = firstStep(a, second, false),
-                     wantGru = firstStep(g, g.paramArrays(), false);
+                     wantStates = firstStep(a, first, false, true),
+                     wantGru = firstStep(g, g.paramArrays(), false, true);
   ASSERT_NE(wantFirst, wantSecond);
   for (int round = 0; round < 2; ++round) {
     expectClose(firstStep(a, first, true), wantFirst, "first params");
+    expectClose(firstStep(a, first, true, true), wantStates, "states");
     expectClose(firstStep(a, second, true), wantSecond, "second params");
-    expectClose(firstStep(g, g.paramArrays(), true), wantGru, "GRU");
+    expectClose(firstStep(g, g.paramArrays(), true, true), wantGru, "GRU");
   }
 }
 

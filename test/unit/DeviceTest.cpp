@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -392,6 +393,38 @@ TEST(HostDevice, ScratchThatCannotBeHadIsAnError) {
         << status.message();
   }
   EXPECT_EQ(seen.calls, 0);
+}
+
+// Zeroing and bias sums over many rows split across the threads; each
+// touches exactly its range (no element missed, none beyond the end), and
+// the sums give the same bits on any number of threads.
+TEST(HostDevice, ZeroAndRowSumsSplitAcrossThreads) {
+  detail::HostDevice device({scratchKernel});
+  const int64_t count = 3 * 16 * 1024 * 16 + 5; // several chunks and a tail
+  std::vector<float> data(count + 1, 7.0f);
+  const int64_t rows = 3000, length = 517, stride = 530;
+  std::vector<float> source(rows * stride);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = std::sin(0.001f * i);
+  std::vector<std::vector<float>> sums;
+  for (int threads : {1, 2}) {
+    cellrt::setNumThreads(threads);
+    std::fill(data.begin(), data.end(), 7.0f);
+    device.zero(data.data(), count);
+    EXPECT_EQ(std::count(data.begin(), data.end() - 1, 0.0f), count);
+    EXPECT_EQ(data.back(), 7.0f);
+    sums.emplace_back(length + 1, 1.0f);
+    device.sumRows(source.data(), rows, stride, length, sums.back().data());
+    EXPECT_EQ(sums.back().back(), 1.0f);
+  }
+  cellrt::setNumThreads(1);
+  EXPECT_EQ(sums[0], sums[1]);
+  for (int64_t j : {int64_t(0), int64_t(16), length - 1}) {
+    double want = 1.0;
+    for (int64_t row = 0; row < rows; ++row)
+      want += source[row * stride + j];
+    EXPECT_NEAR(sums[0][j], want, 1e-3) << "column " << j;
+  }
 }
 
 // A C caller that did not compile the cell (ctypes) learns its inputs,

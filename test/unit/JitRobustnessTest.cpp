@@ -71,24 +71,6 @@ cell wide(x: [H]) {
 }
 )";
 
-/// tanh(layernorm(v) * g + b) in double precision.
-std::vector<double> reference(const std::vector<double> &v,
-                              const std::vector<float> &g,
-                              const std::vector<float> &b) {
-  double mean = 0, variance = 0;
-  for (double e : v)
-    mean += e;
-  mean /= v.size();
-  for (double e : v)
-    variance += (e - mean) * (e - mean);
-  variance /= v.size();
-  std::vector<double> result(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    result[i] =
-        std::tanh((v[i] - mean) / std::sqrt(variance + 1e-5) * g[i] + b[i]);
-  return result;
-}
-
 /// The row's layer norm n = (v - mean) r, r = 1/sqrt(variance + eps), in
 /// double precision.
 std::vector<double> normalized(const std::vector<double> &v, double &r) {
@@ -102,6 +84,17 @@ std::vector<double> normalized(const std::vector<double> &v, double &r) {
   std::vector<double> n(v.size());
   for (size_t i = 0; i < v.size(); ++i)
     n[i] = (v[i] - mean) * r;
+  return n;
+}
+
+/// tanh(layernorm(v) * g + b) in double precision.
+std::vector<double> reference(const std::vector<double> &v,
+                              const std::vector<float> &g,
+                              const std::vector<float> &b) {
+  double r;
+  std::vector<double> n = normalized(v, r);
+  for (size_t i = 0; i < v.size(); ++i)
+    n[i] = std::tanh(n[i] * g[i] + b[i]);
   return n;
 }
 

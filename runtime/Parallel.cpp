@@ -4,6 +4,7 @@
 #include "cellrt/Runtime.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -87,9 +88,43 @@ private:
     }
     wake.notify_all();
     body(0, rows / chunks);
+    // The workers' chunks end about when the caller's does, unless a
+    // worker had to be woken first.
+    if (workersSpun.load())
+      spinUntil([&] { return pending.load() == 0; });
     std::unique_lock<std::mutex> lock(mutex);
     finished.wait(lock, [&] { return pending.load() == 0; });
     job = nullptr;
+  }
+
+  static int64_t spinBudget() {
+    static const int64_t budget = spinMicroseconds();
+    return budget;
+  }
+
+  /// Spins up to spinMicroseconds() for `ready` before the caller sleeps.
+  template <typename Ready> static void spinUntil(Ready ready) {
+    int64_t budget = spinBudget();
+    if (budget <= 0 || ready())
+      return;
+    auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(budget);
+    for (int i = 0;; ++i) {
+      if (ready())
+        return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if (i % 64 == 63 && std::chrono::steady_clock::now() > until)
+        return;
+    }
+  }
+
+  /// CELLRT_SPIN_US, else 50: about what waking a sleeping thread costs
+  /// here (bench/README.md); 0 always sleeps at once.
+  static int64_t spinMicroseconds() {
+    const char *value = std::getenv("CELLRT_SPIN_US");
+    return value ? std::atoll(value) : 50;
   }
 
   Pool() : wanted(defaultThreads()) {}
@@ -103,10 +138,18 @@ private:
 
   void work(int index) {
     uint64_t seen = 0;
+    // Whether the last job came within the spin budget of the one before:
+    // kernels back to back (a scan-free cell's training steps) come
+    // microseconds apart, kernels between GEMMs come after the GEMM, and
+    // spinning through a GEMM would take a core from oneDNN's threads.
+    bool quick = false;
     for (;;) {
+      auto idle = std::chrono::steady_clock::now();
+      if (quick)
+        spinUntil([&] { return generation.load() != seen; });
       std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] { return generation != seen; });
-      seen = generation;
+      wake.wait(lock, [&] { return generation.load() != seen; });
+      seen = generation.load();
       if (stopping)
         return;
       if (!job || index >= jobChunks)
@@ -115,6 +158,9 @@ private:
       int64_t begin = jobRows * index / jobChunks,
               end = jobRows * (index + 1) / jobChunks;
       lock.unlock();
+      quick = std::chrono::steady_clock::now() - idle <
+              std::chrono::microseconds(spinBudget());
+      workersSpun.store(quick);
       (*body)(begin, end);
       if (pending.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> done(mutex);
@@ -131,7 +177,10 @@ private:
   int64_t jobRows = 0;
   int jobChunks = 0;
   std::atomic<int> pending{0};
-  uint64_t generation = 0;
+  /// Whether the last job found a worker awake (see work()).
+  std::atomic<bool> workersSpun{false};
+  /// Written under `mutex`; read without it while spinning.
+  std::atomic<uint64_t> generation{0};
   bool stopping = false;
 };
 

@@ -2,7 +2,8 @@
 //
 // A kernel's rows are independent, so a large call is split into one chunk
 // per thread. The pool's threads wait on a condition variable between
-// calls; the caller's thread runs the first chunk itself. oneDNN's GEMMs
+// calls, after spinning up to CELLRT_SPIN_US (50 µs) when calls have been
+// coming back to back; the caller's thread runs the first chunk itself. oneDNN's GEMMs
 // keep their own OpenMP threads: run with OMP_WAIT_POLICY=PASSIVE so those
 // do not spin while the kernels run.
 //

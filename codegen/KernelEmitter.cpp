@@ -115,6 +115,9 @@ private:
   Value broadcast(Value scalar, unsigned width);
   /// Sum over the row of term(i) for i in [0, length).
   Value sumOver(Value length, RowTerm term);
+  /// The sums of several terms in one pass over the row, each added in the
+  /// same order as sumOver would.
+  SmallVector<Value> sumsOver(Value length, ArrayRef<RowTerm> terms);
   /// term(begin) + ... + term(end - 1), added in order.
   Value serialSum(Value begin, Value end, RowTerm term);
   /// sumOver's partial sums on the CPU: four independent vectors of eight
@@ -122,6 +125,11 @@ private:
   /// hide the add latency.
   static constexpr unsigned kSumWidth = 8, kSumVectors = 4;
   std::pair<Value, Value> rowStatistics(Value input, Value length);
+  /// rowStatistics of a region value, once per row: a backward kernel
+  /// recomputes the forward layer norm and then needs the same statistics
+  /// for its gradient (SR-NMT's spent 3 of its 8 passes over a row on
+  /// them again).
+  std::pair<Value, Value> statisticsOf(Value value);
   void emitRow(Value row);
   void emitScanRow(Value row);
   void bindScratch(Value row);
@@ -160,6 +168,8 @@ private:
   DenseMap<Value, Value> storage;
   /// Row-local scratch for values whole-vector operations need.
   DenseMap<Value, Value> scratch;
+  /// The current row's layer-norm statistics by region value.
+  DenseMap<Value, std::pair<Value, Value>> statistics;
 };
 
 void KernelEmitter::loadEntryValues() {
@@ -336,9 +346,18 @@ static Value addPairwise(OpBuilder &builder, Location loc,
 /// target's vector width, so each CPU level of a kernel gives the same
 /// bits. GPU lanes each sum the whole row in order.
 Value KernelEmitter::sumOver(Value length, RowTerm term) {
+  return sumsOver(length, {term})[0];
+}
+
+SmallVector<Value> KernelEmitter::sumsOver(Value length,
+                                           ArrayRef<RowTerm> terms) {
   Value zero = i64Constant(0);
-  if (gpu)
-    return serialSum(zero, length, term);
+  SmallVector<Value> sums;
+  if (gpu) {
+    for (RowTerm term : terms)
+      sums.push_back(serialSum(zero, length, term));
+    return sums;
+  }
   int64_t block = kSumWidth * kSumVectors;
   Value blocked = builder.create<arith::MulIOp>(
       loc, builder.create<arith::DivSIOp>(loc, length, i64Constant(block)),
@@ -346,28 +365,38 @@ Value KernelEmitter::sumOver(Value length, RowTerm term) {
   auto vectorType = VectorType::get({kSumWidth}, builder.getF32Type());
   Value zeros = builder.create<arith::ConstantOp>(
       loc, DenseElementsAttr::get(vectorType, 0.0f));
+  // Term t's partial k is iteration argument t * kSumVectors + k.
   auto loop = builder.create<scf::ForOp>(
       loc, toIndex(zero), toIndex(blocked), toIndex(i64Constant(block)),
-      SmallVector<Value>(kSumVectors, zeros),
+      SmallVector<Value>(kSumVectors * terms.size(), zeros),
       [&](OpBuilder &nested, Location, Value i, ValueRange partials) {
         OpBuilder::InsertionGuard guard(builder);
         builder.setInsertionPointToEnd(nested.getInsertionBlock());
         SmallVector<Value> next;
-        for (unsigned k = 0; k < kSumVectors; ++k) {
-          Value first = builder.create<arith::AddIOp>(
-              loc, toI64(i), i64Constant(k * kSumWidth));
-          next.push_back(builder.create<arith::AddFOp>(
-              loc, partials[k], term(first, kSumWidth)));
-        }
+        for (auto [t, term] : llvm::enumerate(terms))
+          for (unsigned k = 0; k < kSumVectors; ++k) {
+            Value first = builder.create<arith::AddIOp>(
+                loc, toI64(i), i64Constant(k * kSumWidth));
+            next.push_back(builder.create<arith::AddFOp>(
+                loc, partials[t * kSumVectors + k], term(first, kSumWidth)));
+          }
         builder.create<scf::YieldOp>(loc, next);
       });
-  Value vectorSum = addPairwise(builder, loc, loop.getResults());
-  SmallVector<Value> lanes;
-  for (unsigned lane = 0; lane < kSumWidth; ++lane)
-    lanes.push_back(builder.create<LLVM::ExtractElementOp>(
-        loc, vectorSum, builder.create<arith::ConstantIntOp>(loc, lane, 32)));
-  return builder.create<arith::AddFOp>(loc, addPairwise(builder, loc, lanes),
-                                       serialSum(blocked, length, term));
+  for (auto [t, term] : llvm::enumerate(terms)) {
+    Value vectorSum = addPairwise(
+        builder, loc,
+        SmallVector<Value>(loop.getResults().slice(t * kSumVectors,
+                                                   kSumVectors)));
+    SmallVector<Value> lanes;
+    for (unsigned lane = 0; lane < kSumWidth; ++lane)
+      lanes.push_back(builder.create<LLVM::ExtractElementOp>(
+          loc, vectorSum,
+          builder.create<arith::ConstantIntOp>(loc, lane, 32)));
+    sums.push_back(builder.create<arith::AddFOp>(
+        loc, addPairwise(builder, loc, lanes),
+        serialSum(blocked, length, term)));
+  }
+  return sums;
 }
 
 /// Mean and 1/sqrt(variance + eps) of a row. The mean is corrected by the
@@ -410,10 +439,18 @@ std::pair<Value, Value> KernelEmitter::rowStatistics(Value input,
   return {mean, scale};
 }
 
+std::pair<Value, Value> KernelEmitter::statisticsOf(Value value) {
+  auto known = statistics.find(value);
+  if (known != statistics.end())
+    return known->second;
+  return statistics[value] =
+             rowStatistics(storage.lookup(value), lengthOf(value.getType()));
+}
+
 void KernelEmitter::emitLayerNorm(LayerNormOp op) {
   Value input = storage.lookup(op.getOperand());
   Value length = lengthOf(op.getType());
-  auto [mean, scale] = rowStatistics(input, length);
+  auto [mean, scale] = statisticsOf(op.getOperand());
   Value target = scratch.lookup(op.getResult());
   forEachElement(length, [&](Value i) {
     Value centered = builder.create<arith::SubFOp>(loc, loadAt(input, i), mean);
@@ -430,7 +467,7 @@ void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
   Value input = storage.lookup(op.getInput());
   Value gradient = storage.lookup(op.getResultGradient());
   Value length = lengthOf(op.getType());
-  auto [mean, scale] = rowStatistics(input, length);
+  auto [mean, scale] = statisticsOf(op.getInput());
   auto normalized = [&](Value i, unsigned width) {
     return builder.create<arith::MulFOp>(
         loc,
@@ -440,21 +477,18 @@ void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
   };
   Value count =
       builder.create<arith::SIToFPOp>(loc, builder.getF32Type(), length);
-  Value meanGradient = builder.create<arith::DivFOp>(
-      loc,
-      sumOver(length,
-              [&](Value i, unsigned width) {
-                return loadLanes(gradient, i, width);
-              }),
-      count);
-  Value meanProjection = builder.create<arith::DivFOp>(
-      loc,
-      sumOver(length,
-              [&](Value i, unsigned width) {
-                return builder.create<arith::MulFOp>(
-                    loc, loadLanes(gradient, i, width), normalized(i, width));
-              }),
-      count);
+  // sum(dy) and sum(dy * n) in one pass over the row.
+  auto gradientTerm = [&](Value i, unsigned width) -> Value {
+    return loadLanes(gradient, i, width);
+  };
+  auto projectionTerm = [&](Value i, unsigned width) -> Value {
+    return builder.create<arith::MulFOp>(loc, loadLanes(gradient, i, width),
+                                         normalized(i, width));
+  };
+  SmallVector<Value> sums =
+      sumsOver(length, {RowTerm(gradientTerm), RowTerm(projectionTerm)});
+  Value meanGradient = builder.create<arith::DivFOp>(loc, sums[0], count);
+  Value meanProjection = builder.create<arith::DivFOp>(loc, sums[1], count);
   Value target = scratch.lookup(op.getResult());
   forEachElement(length, [&](Value i) {
     Value centered =
@@ -471,6 +505,7 @@ void KernelEmitter::emitLayerNormGrad(LayerNormGradOp op) {
 }
 
 void KernelEmitter::emitActiveRow() {
+  statistics.clear();
   // Whole-vector operations, in order, each on materialised operands.
   for (Operation &op : region().without_terminator()) {
     if (!isWholeVector(&op))

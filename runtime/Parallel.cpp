@@ -120,8 +120,8 @@ private:
     }
   }
 
-  /// CELLRT_SPIN_US, else 50: about what waking a sleeping thread costs
-  /// here (bench/README.md); 0 always sleeps at once.
+  /// CELLRT_SPIN_US, else 50, the budget measured in bench/README.md ("The
+  /// pool now spins briefly"); 0 always sleeps at once.
   static int64_t spinMicroseconds() {
     const char *value = std::getenv("CELLRT_SPIN_US");
     return value ? std::atoll(value) : 50;

@@ -68,8 +68,10 @@ int64_t countKernels(mlir::cell::CellOp cell);
 std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 
 /// The plan text of a cell that has been through fuse-elementwise and
-/// lower-to-loops (docs/plan-format.md).
-std::string emitPlan(mlir::cell::CellOp cell);
+/// lower-to-loops (docs/plan-format.md), printed and checked by the
+/// runtime's own printer and parser; a plan it refuses is an error on the
+/// cell (a cellc bug).
+mlir::FailureOr<std::string> emitPlan(mlir::cell::CellOp cell);
 
 /// Adds the cell-level passes (hoist, stack, fuse and, for training,
 /// derive-backward).

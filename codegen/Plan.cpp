@@ -1,4 +1,4 @@
-//===- Plan.cpp - Write a lowered cell's execution plan -------------------===//
+//===- Plan.cpp - Build a lowered cell's execution plan -------------------===//
 //
 // After fusion a cell is a sequence of products and kernels in two phases
 // (prologue over all T*B rows, body per step). The plan names a buffer for
@@ -6,149 +6,200 @@
 // the runtime needs nothing else. When derive-backward has run, the plan
 // also lists the backward pass: the backward kernels in reverse order, one
 // data-gradient GEMM per product, and the weight and bias gradients as
-// single reductions over all T*B rows. Format: docs/plan-format.md.
+// single reductions over all T*B rows.
+//
+// The writer builds the runtime's own cellrt::Plan and leaves the text to
+// cellrt::printPlan, then reads that text back with cellrt::parsePlan: the
+// format and its rules live once, in runtime/Plan.cpp, and a plan the
+// runtime would refuse fails here, at compile time, as a cellc bug.
+// Format: docs/plan-format.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
 #include "cellrt/DimExpr.h"
+#include "cellrt/Plan.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::cell;
 
 namespace {
 
-/// Where a value lives: a column range of a named buffer.
+using cellrt::BufferDecl;
+using cellrt::Phase;
+using cellrt::Ref;
+using Extent = BufferDecl::Extent;
+
+/// Where a value lives: a column range of a buffer.
 struct Slot {
-  std::string kind; // "seq" or "step"
+  Extent extent = Extent::Step;
   std::string buffer;
   cellc::DimExpr offset;
   cellc::DimExpr bufferLength;
 };
 
-std::string formatRef(StringRef kind, StringRef buffer,
-                      const cellc::DimExpr &offset) {
-  std::string ref = (kind + ":" + buffer).str();
-  if (offset != cellc::DimExpr())
-    ref += "+" + offset.str();
+Ref::Kind refKindOf(Extent extent) {
+  return extent == Extent::Sequence ? Ref::Kind::Seq : Ref::Kind::Step;
+}
+
+Ref makeRef(Ref::Kind kind, std::string name = {},
+            cellc::DimExpr column = {}) {
+  Ref ref;
+  ref.kind = kind;
+  ref.name = std::move(name);
+  ref.column = std::move(column);
   return ref;
 }
 
 class PlanWriter {
 public:
   explicit PlanWriter(CellOp cell) : cell(cell) {}
-  std::string write();
+  FailureOr<std::string> write();
 
 private:
   void writeHeader();
-  void writeForward(Block &block, StringRef phase, StringRef bufferKind);
-  void writeBackward(Block &block, StringRef phase, StringRef bufferKind);
+  void writeForward(Block &block, Phase phase, Extent extent);
+  void writeBackward(Block &block, Phase phase, Extent extent);
   /// One buffer holding `values` side by side (a stacked product's results,
   /// or a single value); each value's reference carries its column offset.
-  void allocate(ValueRange values, StringRef bufferKind);
+  void allocate(ValueRange values, Extent extent);
+  void declareBuffer(Extent extent, std::string name, cellc::DimExpr length);
   std::string weightFor(Operation *product, ValueRange matrices);
-  std::string refOf(Value value) { return refs.lookup(value); }
-  /// The reference of dL/d(value), declaring its gradient buffer on first
-  /// use; `bufferKind` is the phase's kind for vector-parameter gradients.
-  std::string gradientRefOf(Value value, StringRef bufferKind);
+  /// A value the writer has not placed gets a name the runtime's check
+  /// refuses, so the bug surfaces as a failed plan, not a wrong one.
+  Ref refOf(Value value) const {
+    auto known = refs.find(value);
+    return known != refs.end() ? known->second
+                               : makeRef(Ref::Kind::Step, "<unplaced>");
+  }
+  /// dL/d(value), declaring its gradient buffer on first use; `extent` is
+  /// the phase's for vector-parameter gradients. None where the value has
+  /// no gradient (a matrix param's comes from `wgrad`).
+  std::optional<Ref> gradientRefOf(Value value, Extent extent);
+  void addOperation(Phase phase, cellrt::Operation::Kind kind,
+                    std::vector<Ref> operands, std::string weight = {},
+                    int64_t kernel = -1);
   std::string nameOf(ArrayAttr names, unsigned index) {
     return names[index].cast<StringAttr>().getValue().str();
   }
+  /// `scratch K LEN...` for the GPU launcher.
+  void noteScratch(FusedOp fused, int64_t kernel, bool scan);
 
   CellOp cell;
-  DenseMap<Value, std::string> refs, gradientRefs;
+  cellrt::Plan plan;
+  /// `wgrad` and `pgrad`, which run after every other operation.
+  std::vector<cellrt::Operation> reductions;
+  DenseMap<Value, Ref> refs, gradientRefs;
   DenseMap<Value, Slot> slots;
   DenseMap<Operation *, std::string> weightOf;
   llvm::StringSet<> declaredGradients;
-  /// `scratch K LEN...` for the GPU launcher.
-  void noteScratch(FusedOp fused, int64_t kernel, bool scan);
-  std::string header, buffers, weights, operations, reductions, scratchLines;
-  unsigned numBuffers = 0, numWeights = 0;
+  unsigned numBuffers = 0;
 };
 
 void PlanWriter::writeHeader() {
-  llvm::raw_string_ostream os(header);
-  os << "cellc-plan 1\ncell " << cell.getSymName() << "\ndims";
-  for (const std::string &dim : cellc::collectDims(cell))
-    os << " " << dim;
-  os << "\n";
+  plan.cellName = cell.getSymName().str();
+  plan.dims = cellc::collectDims(cell);
   for (auto [index, arg] : llvm::enumerate(cell.getInputArgs())) {
     std::string name = nameOf(cell.getInputNames(), index);
-    os << "input " << name << " " << vecLength(arg.getType()).str() << "\n";
-    refs[arg] = "input:" + name;
-    gradientRefs[arg] = "dinput:" + name;
+    plan.inputs.push_back({name, vecLength(arg.getType())});
+    refs[arg] = makeRef(Ref::Kind::Input, name);
+    gradientRefs[arg] = makeRef(Ref::Kind::Dinput, name);
   }
   for (auto [index, arg] : llvm::enumerate(cell.getStateArgs())) {
     std::string name = nameOf(cell.getStateNames(), index);
-    os << "state " << name << " " << vecLength(arg.getType()).str() << "\n";
-    refs[arg] = "state:" + name;
-    gradientRefs[arg] = "dstate:" + name;
+    plan.states.push_back({name, vecLength(arg.getType())});
+    refs[arg] = makeRef(Ref::Kind::State, name);
+    gradientRefs[arg] = makeRef(Ref::Kind::Dstate, name);
   }
   for (auto [index, arg] : llvm::enumerate(cell.getParamArgs())) {
     std::string name = nameOf(cell.getParamNames(), index);
+    cellrt::ParamDecl param{name, {}};
     if (auto mat = arg.getType().dyn_cast<MatType>())
-      os << "param " << name << " " << mat.getRows().str() << " "
-         << mat.getCols().str() << "\n";
+      param.shape = {mat.getRows(), mat.getCols()};
     else
-      os << "param " << name << " " << vecLength(arg.getType()).str() << "\n";
-    refs[arg] = "param:" + name;
+      param.shape = {vecLength(arg.getType())};
+    plan.params.push_back(std::move(param));
+    refs[arg] = makeRef(Ref::Kind::Param, name);
   }
-  os << "output " << cell.getOwnOutputLength().str() << "\n";
+  plan.outputWidth = cell.getOwnOutputLength();
   for (const auto &[name, length] : cell.getProbes())
-    os << "probe " << name << " " << length.str() << "\n";
+    plan.probes.push_back({name.str(), length});
 }
 
-void PlanWriter::allocate(ValueRange values, StringRef bufferKind) {
+void PlanWriter::declareBuffer(Extent extent, std::string name,
+                               cellc::DimExpr length) {
+  BufferDecl buffer;
+  buffer.extent = extent;
+  buffer.name = std::move(name);
+  buffer.length = std::move(length);
+  plan.buffers.push_back(std::move(buffer));
+}
+
+void PlanWriter::allocate(ValueRange values, Extent extent) {
   std::string name = "v" + std::to_string(numBuffers++);
   cellc::DimExpr offset;
   for (Value value : values) {
-    slots[value] = {bufferKind.str(), name, offset, {}};
-    refs[value] = formatRef(bufferKind, name, offset);
+    slots[value] = {extent, name, offset, {}};
+    refs[value] = makeRef(refKindOf(extent), name, offset);
     offset = offset + vecLength(value.getType());
   }
   for (Value value : values)
     slots[value].bufferLength = offset;
-  buffers += ("buffer " + bufferKind + " " + name + " " + offset.str() + "\n")
-                 .str();
+  declareBuffer(extent, name, offset);
 }
 
-std::string PlanWriter::gradientRefOf(Value value, StringRef bufferKind) {
+std::optional<Ref> PlanWriter::gradientRefOf(Value value, Extent extent) {
   if (auto known = gradientRefs.find(value); known != gradientRefs.end())
     return known->second;
-  std::string ref;
+  std::optional<Ref> ref;
   if (auto slot = slots.find(value); slot != slots.end()) {
     const Slot &s = slot->second;
     std::string name = "d" + s.buffer;
     if (declaredGradients.insert(name).second)
-      buffers += "buffer " + s.kind + " " + name + " " + s.bufferLength.str() +
-                 "\n";
-    ref = formatRef(s.kind, name, s.offset);
-  } else if (refOf(value).rfind("param:", 0) == 0) {
+      declareBuffer(s.extent, name, s.bufferLength);
+    ref = makeRef(refKindOf(s.extent), name, s.offset);
+  } else if (refOf(value).kind == Ref::Kind::Param) {
     // A vector parameter: per-row contributions, summed at the end.
-    std::string param = refOf(value).substr(strlen("param:"));
-    std::string name = "d" + param + "_" + bufferKind.str();
-    buffers += ("buffer " + bufferKind + " " + name + " " +
-                vecLength(value.getType()).str() + "\n")
-                   .str();
-    ref = (bufferKind + ":" + name).str();
-    reductions += "pgrad " + param + " " + ref + "\n";
+    std::string param = refOf(value).name;
+    std::string name =
+        "d" + param + (extent == Extent::Sequence ? "_seq" : "_step");
+    declareBuffer(extent, name, vecLength(value.getType()));
+    ref = makeRef(refKindOf(extent), name);
+    cellrt::Operation pgrad;
+    pgrad.phase = Phase::End;
+    pgrad.kind = cellrt::Operation::Kind::Pgrad;
+    pgrad.param = param;
+    pgrad.operands = {*ref};
+    reductions.push_back(std::move(pgrad));
   }
-  gradientRefs[value] = ref;
+  if (ref)
+    gradientRefs[value] = *ref;
   return ref;
 }
 
 std::string PlanWriter::weightFor(Operation *product, ValueRange matrices) {
-  std::string name = "W" + std::to_string(numWeights++);
-  weights += "weight " + name;
+  cellrt::WeightDecl weight;
+  weight.name = "W" + std::to_string(plan.weights.size());
   for (Value matrix : matrices)
-    weights += " " + refOf(matrix).substr(strlen("param:"));
-  weights += "\n";
-  weightOf[product] = name;
-  return name;
+    weight.params.push_back(refOf(matrix).name);
+  weightOf[product] = weight.name;
+  plan.weights.push_back(weight);
+  return weight.name;
+}
+
+void PlanWriter::addOperation(Phase phase, cellrt::Operation::Kind kind,
+                              std::vector<Ref> operands, std::string weight,
+                              int64_t kernel) {
+  cellrt::Operation op;
+  op.phase = phase;
+  op.kind = kind;
+  op.operands = std::move(operands);
+  op.weight = std::move(weight);
+  op.kernel = kernel;
+  plan.operations.push_back(std::move(op));
 }
 
 void PlanWriter::noteScratch(FusedOp fused, int64_t kernel, bool scan) {
@@ -156,22 +207,21 @@ void PlanWriter::noteScratch(FusedOp fused, int64_t kernel, bool scan) {
       cellc::collectScratch(fused, scan, cell.getNumStates());
   if (slots.empty())
     return;
-  scratchLines += "scratch " + std::to_string(kernel);
+  std::vector<cellc::DimExpr> &lengths = plan.scratch[kernel];
   for (const cellc::ScratchSlot &slot : slots)
-    scratchLines += " " + vecLength(slot.type).str();
-  scratchLines += "\n";
+    lengths.push_back(vecLength(slot.type));
 }
 
-void PlanWriter::writeForward(Block &block, StringRef phase,
-                              StringRef bufferKind) {
-  llvm::raw_string_ostream os(operations);
+void PlanWriter::writeForward(Block &block, Phase phase, Extent extent) {
+  using Kind = cellrt::Operation::Kind;
   for (Operation &op : block.without_terminator()) {
     if (isa<MatVecOp, StackedMatVecOp>(op)) {
-      allocate(op.getResults(), bufferKind);
+      allocate(op.getResults(), extent);
       ValueRange matrices = op.getOperands().drop_back();
-      os << phase << " gemm " << refOf(op.getResult(0)) << " "
-         << weightFor(&op, matrices) << " "
-         << refOf(op.getOperands().back()) << "\n";
+      std::string weight = weightFor(&op, matrices);
+      addOperation(phase, Kind::Gemm,
+                   {refOf(op.getResult(0)), refOf(op.getOperands().back())},
+                   weight);
       continue;
     }
     auto fused = dyn_cast<FusedOp>(op);
@@ -181,49 +231,55 @@ void PlanWriter::writeForward(Block &block, StringRef phase,
       for (auto [index, result] : llvm::enumerate(fused.getResults())) {
         // Results after the output are activations saved for backward.
         if (index > cell.getNumStates()) {
-          allocate(result, bufferKind);
+          allocate(result, extent);
           continue;
         }
-        bool isState = index < cell.getNumStates();
-        std::string state =
-            isState ? nameOf(cell.getStateNames(), index) : std::string();
-        refs[result] = isState ? "next:" + state : std::string("out");
-        gradientRefs[result] = isState ? "dnext:" + state : std::string("dout");
+        if (index == cell.getNumStates()) {
+          refs[result] = makeRef(Ref::Kind::Out);
+          gradientRefs[result] = makeRef(Ref::Kind::Dout);
+          continue;
+        }
+        std::string state = nameOf(cell.getStateNames(), index);
+        refs[result] = makeRef(Ref::Kind::Next, state);
+        gradientRefs[result] = makeRef(Ref::Kind::Dnext, state);
       }
     } else {
       for (Value result : fused.getResults())
-        allocate(result, bufferKind);
+        allocate(result, extent);
     }
-    std::string args;
+    std::vector<Ref> args;
     for (Value operand : fused.getOperands())
-      args += " " + refOf(operand);
+      args.push_back(refOf(operand));
     for (Value result : fused.getResults())
-      args += " " + refOf(result);
+      args.push_back(refOf(result));
     int64_t kernel = *fused.getKernel();
-    os << phase << " kernel " << kernel << args << "\n";
+    addOperation(phase, Kind::Kernel, args, {}, kernel);
     noteScratch(fused, kernel, /*scan=*/false);
     if (std::optional<uint64_t> scan = fused.getScanKernel()) {
-      os << "scan kernel " << *scan << args << "\n";
+      addOperation(Phase::Scan, Kind::Kernel, args, {}, *scan);
       noteScratch(fused, *scan, /*scan=*/true);
     }
   }
 }
 
-void PlanWriter::writeBackward(Block &block, StringRef phase,
-                               StringRef bufferKind) {
-  llvm::raw_string_ostream os(operations);
+void PlanWriter::writeBackward(Block &block, Phase phase, Extent extent) {
+  using Kind = cellrt::Operation::Kind;
   for (Operation &op : llvm::reverse(block.without_terminator())) {
     if (isa<MatVecOp, StackedMatVecOp>(op)) {
       // The product's data gradient now, its weight gradient once all T*B
       // rows of both factors are known.
       Value vector = op.getOperands().back();
-      std::string resultGradient = gradientRefOf(op.getResult(0), bufferKind);
-      std::string vectorGradient = gradientRefOf(vector, bufferKind);
-      if (!vectorGradient.empty())
-        os << phase << " gemm " << vectorGradient << " " << weightOf[&op]
-           << " " << resultGradient << "\n";
-      reductions += "wgrad " + weightOf[&op] + " " + resultGradient + " " +
-                    refOf(vector) + "\n";
+      Ref resultGradient = gradientRefOf(op.getResult(0), extent)
+                               .value_or(makeRef(Ref::Kind::Step, "<none>"));
+      if (std::optional<Ref> vectorGradient = gradientRefOf(vector, extent))
+        addOperation(phase, Kind::Gemm, {*vectorGradient, resultGradient},
+                     weightOf[&op]);
+      cellrt::Operation wgrad;
+      wgrad.phase = Phase::End;
+      wgrad.kind = Kind::Wgrad;
+      wgrad.weight = weightOf[&op];
+      wgrad.operands = {resultGradient, refOf(vector)};
+      reductions.push_back(std::move(wgrad));
       continue;
     }
     auto fused = dyn_cast<FusedOp>(op);
@@ -233,20 +289,23 @@ void PlanWriter::writeBackward(Block &block, StringRef phase,
     int64_t numSaved = fused.getNumSaved().value_or(0);
     int64_t kernel = *fused.getKernel();
     noteScratch(fused, kernel, /*scan=*/false);
-    os << phase << " kernel " << kernel;
+    // A missing gradient reference is left out here and reported by the
+    // plan's own check of the kernel's argument count.
+    std::vector<Ref> args;
     for (Value operand : fused.getOperands().take_front(numForward + numSaved))
-      os << " " << refOf(operand);
+      args.push_back(refOf(operand));
     for (Value operand : fused.getOperands().drop_front(numForward + numSaved))
-      os << " "
-         << gradientRefOf(operand.getDefiningOp<CotangentOp>().getValue(),
-                          bufferKind);
+      if (std::optional<Ref> gradient = gradientRefOf(
+              operand.getDefiningOp<CotangentOp>().getValue(), extent))
+        args.push_back(*gradient);
     for (Value operand : fused.getOperands().take_front(numForward))
-      os << " " << gradientRefOf(operand, bufferKind);
-    os << "\n";
+      if (std::optional<Ref> gradient = gradientRefOf(operand, extent))
+        args.push_back(*gradient);
+    addOperation(phase, Kind::Kernel, args, {}, kernel);
   }
 }
 
-std::string PlanWriter::write() {
+FailureOr<std::string> PlanWriter::write() {
   writeHeader();
   Block *prologue = cell.getPrologueBlock();
   if (prologue) {
@@ -256,9 +315,9 @@ std::string PlanWriter::write() {
              prologue->getArguments())) {
       refs[prologueArg] = refOf(bodyArg);
       if (gradientRefs.count(bodyArg))
-        gradientRefs[prologueArg] = gradientRefs[bodyArg];
+        gradientRefs[prologueArg] = gradientRefs.find(bodyArg)->second;
     }
-    writeForward(*prologue, "pre", "seq");
+    writeForward(*prologue, Phase::Pre, Extent::Sequence);
     for (auto [hoisted, value] :
          llvm::zip(cell.getHoistedArgs(),
                    prologue->getTerminator()->getOperands())) {
@@ -266,18 +325,32 @@ std::string PlanWriter::write() {
       slots[hoisted] = slots.lookup(value);
     }
   }
-  writeForward(*cell.getBodyBlock(), "step", "step");
+  writeForward(*cell.getBodyBlock(), Phase::Step, Extent::Step);
 
   bool hasBackward = false;
   cell.walk([&](CotangentOp) { hasBackward = true; });
   if (hasBackward) {
-    writeBackward(*cell.getBodyBlock(), "bstep", "step");
+    writeBackward(*cell.getBodyBlock(), Phase::BStep, Extent::Step);
     if (prologue)
-      writeBackward(*prologue, "bpre", "seq");
+      writeBackward(*prologue, Phase::BPre, Extent::Sequence);
   }
-  return header + buffers + weights + operations + reductions + scratchLines;
+  for (cellrt::Operation &reduction : reductions)
+    plan.operations.push_back(std::move(reduction));
+
+  std::string text = cellrt::printPlan(plan);
+  cellrt::Expected<cellrt::Plan> checked = cellrt::parsePlan(text);
+  if (!checked) {
+    cell.emitError() << "the plan of cell '" << cell.getSymName()
+                     << "' does not pass the runtime's checks: "
+                     << checked.error() << "\n"
+                     << text;
+    return failure();
+  }
+  return text;
 }
 
 } // namespace
 
-std::string cellc::emitPlan(CellOp cell) { return PlanWriter(cell).write(); }
+FailureOr<std::string> cellc::emitPlan(CellOp cell) {
+  return PlanWriter(cell).write();
+}

@@ -59,10 +59,12 @@ struct ImageBuilder {
     return b.create<LLVM::BitcastOp>(loc, i8Ptr, pointer);
   }
 
-  void addCell(CellOp cell) {
+  LogicalResult addCell(CellOp cell) {
     std::string prefix = ("cellc_" + cell.getSymName()).str();
-    addString(prefix + "_plan", cellc::emitPlan(cell),
-              LLVM::Linkage::External);
+    FailureOr<std::string> plan = cellc::emitPlan(cell);
+    if (failed(plan))
+      return failure();
+    addString(prefix + "_plan", *plan, LLVM::Linkage::External);
     int64_t numKernels = cellc::countKernels(cell);
 
     SmallVector<LLVM::GlobalOp> names;
@@ -86,6 +88,7 @@ struct ImageBuilder {
         loc, builder.getI64Type(), /*isConstant=*/true,
         LLVM::Linkage::External, prefix + "_num_kernels",
         builder.getI64IntegerAttr(numKernels));
+    return success();
   }
 
   ModuleOp module;
@@ -100,7 +103,8 @@ struct EmitRuntimeImagePass
     ModuleOp module = getOperation();
     ImageBuilder image(module);
     for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
-      image.addCell(cell);
+      if (failed(image.addCell(cell)))
+        return signalPassFailure();
       cell.erase();
     }
   }

@@ -461,8 +461,12 @@ cellc::jit::compileSourceForGPU(const std::string &source,
   toLoops.addPass(mlir::cell::createLowerToLoops());
   if (mlir::failed(toLoops.run(*forPlan)))
     return error(diagnostics.text());
-  for (auto cellOp : forPlan->getOps<mlir::cell::CellOp>())
-    code.plan += cellc::emitPlan(cellOp);
+  for (auto cellOp : forPlan->getOps<mlir::cell::CellOp>()) {
+    mlir::FailureOr<std::string> plan = cellc::emitPlan(cellOp);
+    if (mlir::failed(plan))
+      return error(diagnostics.text());
+    code.plan += *plan;
+  }
   mlir::PassManager toGPU(cell->context.get());
   cellc::addLoweringToGPUPasses(toGPU);
   if (mlir::failed(toGPU.run(*cell->module)))

@@ -273,8 +273,12 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
       lowering.addPass(cell::createLowerToLoops());
       if (failed(lowering.run(module)))
         return failure();
-      for (auto cell : module.getOps<cell::CellOp>())
-        output->os() << cellc::emitPlan(cell);
+      for (auto cell : module.getOps<cell::CellOp>()) {
+        FailureOr<std::string> plan = cellc::emitPlan(cell);
+        if (failed(plan))
+          return failure();
+        output->os() << *plan;
+      }
     } else if (emitAction == Emit::PTX || emitAction == Emit::Cubin) {
       if (failed(emitGPU(module, lowering, output->os())))
         return failure();

@@ -72,10 +72,18 @@ private:
                &cast<CellOp>(fused->getParentOp()).getBody() &&
            (isFinal() || isBackward());
   }
-  /// Stores a result element; backward kernels add to their gradients.
-  void storeResult(Value value, Value destination, Value element) {
+  /// Whether result `index` of a backward kernel is its gradient's only
+  /// contribution (cell-store-sole-gradients), so it is stored, not added.
+  bool isStored(unsigned index) {
+    std::optional<ArrayRef<int64_t>> stored = fused.getStored();
+    return stored && llvm::is_contained(*stored, index);
+  }
+  /// Stores element `element` of result `index`; backward kernels add to
+  /// their gradients but the stored ones.
+  void storeResult(unsigned index, Value value, Value element) {
+    Value destination = rowPointers[fused.getNumOperands() + index];
     Value address = offsetPointer(destination, element);
-    if (isBackward())
+    if (isBackward() && !isStored(index))
       value = builder.create<arith::AddFOp>(
           loc, builder.create<LLVM::LoadOp>(loc, address), value);
     builder.create<LLVM::StoreOp>(loc, value, address);
@@ -553,8 +561,7 @@ void KernelEmitter::emitActiveRow() {
       DenseMap<Value, Value> memo;
       for (unsigned index : indices) {
         Value result = valueAt(yield.getValues()[index], element, memo);
-        storeResult(result, rowPointers[fused.getNumOperands() + index],
-                    element);
+        storeResult(index, result, element);
       }
     });
   }
@@ -562,11 +569,9 @@ void KernelEmitter::emitActiveRow() {
 
 /// A finished sequence keeps its states and emits zeros (cell-language.md);
 /// backwards, the carried state passes its gradient straight through and
-/// nothing else receives any.
+/// nothing else receives any: added gradients are left alone, stored ones
+/// get zeros.
 void KernelEmitter::emitInactiveRow() {
-  if (isBackward() && !isFinal())
-    return;
-  unsigned numResults = isBackward() ? numStates : fused.getNumResults();
   // Backward: the gradient of the next state follows the forward operands
   // and any saved activations.
   unsigned sourceBase = 0;
@@ -574,15 +579,16 @@ void KernelEmitter::emitInactiveRow() {
     sourceBase =
         *fused.getNumForwardOperands() + fused.getNumSaved().value_or(0);
   }
-  for (unsigned index = 0; index < numResults; ++index) {
-    Value destination = rowPointers[fused.getNumOperands() + index];
-    Value source =
-        index < numStates ? rowPointers[sourceBase + index] : Value();
+  for (unsigned index = 0; index < fused.getNumResults(); ++index) {
+    bool carried = isFinal() && index < numStates;
+    if (isBackward() && !carried && !isStored(index))
+      continue;
+    Value source = carried ? rowPointers[sourceBase + index] : Value();
     forEachElement(lengthOf(fused.getResult(index).getType()),
                    [&](Value element) {
                      Value value = source ? loadAt(source, element)
                                           : f32Constant(0);
-                     storeResult(value, destination, element);
+                     storeResult(index, value, element);
                    });
   }
 }

@@ -40,6 +40,10 @@ void cellc::addCellOptimizationPasses(PassManager &pm, bool withBackward,
   // The front end and the derivation repeat sub-expressions (sigmoid(g)
   // twice, 1 - z in several gradients); kernels compute each once.
   cellPM.addPass(createCSEPass());
+  // After CSE, which may merge operands: gradients with one writer are
+  // stored, not added to zeroed buffers.
+  if (withBackward)
+    cellPM.addPass(cell::createStoreSoleGradients());
 }
 
 /// Kernels of scf/arith/math to the LLVM dialect, shared by both targets.

@@ -21,6 +21,7 @@
 #include "cellrt/Plan.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -97,6 +98,9 @@ private:
   DenseMap<Operation *, std::string> weightOf;
   llvm::StringSet<> declaredGradients;
   unsigned numBuffers = 0;
+  /// Per buffer, how many values' ranges it holds and (gradient buffers)
+  /// how many of them a kernel stores (cell-store-sole-gradients).
+  llvm::StringMap<unsigned> rangesOf, storedRangesOf;
 };
 
 void PlanWriter::writeHeader() {
@@ -148,6 +152,7 @@ void PlanWriter::allocate(ValueRange values, Extent extent) {
   }
   for (Value value : values)
     slots[value].bufferLength = offset;
+  rangesOf[name] = values.size();
   declareBuffer(extent, name, offset);
 }
 
@@ -158,8 +163,10 @@ std::optional<Ref> PlanWriter::gradientRefOf(Value value, Extent extent) {
   if (auto slot = slots.find(value); slot != slots.end()) {
     const Slot &s = slot->second;
     std::string name = "d" + s.buffer;
-    if (declaredGradients.insert(name).second)
+    if (declaredGradients.insert(name).second) {
       declareBuffer(s.extent, name, s.bufferLength);
+      rangesOf[name] = rangesOf.lookup(s.buffer);
+    }
     ref = makeRef(refKindOf(s.extent), name, s.offset);
   } else if (refOf(value).kind == Ref::Kind::Param) {
     // A vector parameter: per-row contributions, summed at the end.
@@ -167,6 +174,7 @@ std::optional<Ref> PlanWriter::gradientRefOf(Value value, Extent extent) {
     std::string name =
         "d" + param + (extent == Extent::Sequence ? "_seq" : "_step");
     declareBuffer(extent, name, vecLength(value.getType()));
+    rangesOf[name] = 1;
     ref = makeRef(refKindOf(extent), name);
     cellrt::Operation pgrad;
     pgrad.phase = Phase::End;
@@ -298,9 +306,16 @@ void PlanWriter::writeBackward(Block &block, Phase phase, Extent extent) {
       if (std::optional<Ref> gradient = gradientRefOf(
               operand.getDefiningOp<CotangentOp>().getValue(), extent))
         args.push_back(*gradient);
-    for (Value operand : fused.getOperands().take_front(numForward))
-      if (std::optional<Ref> gradient = gradientRefOf(operand, extent))
-        args.push_back(*gradient);
+    std::optional<ArrayRef<int64_t>> stored = fused.getStored();
+    for (auto [index, operand] :
+         llvm::enumerate(fused.getOperands().take_front(numForward))) {
+      std::optional<Ref> gradient = gradientRefOf(operand, extent);
+      if (!gradient)
+        continue;
+      args.push_back(*gradient);
+      if (stored && llvm::is_contained(*stored, int64_t(index)))
+        ++storedRangesOf[gradient->name];
+    }
     addOperation(phase, Kind::Kernel, args, {}, kernel);
   }
 }
@@ -336,6 +351,11 @@ FailureOr<std::string> PlanWriter::write() {
   }
   for (cellrt::Operation &reduction : reductions)
     plan.operations.push_back(std::move(reduction));
+  // A gradient buffer whose every range a kernel stores needs no zeroing.
+  for (BufferDecl &buffer : plan.buffers)
+    buffer.written = storedRangesOf.lookup(buffer.name) > 0 &&
+                     storedRangesOf.lookup(buffer.name) ==
+                         rangesOf.lookup(buffer.name);
 
   std::string text = cellrt::printPlan(plan);
   cellrt::Expected<cellrt::Plan> checked = cellrt::parsePlan(text);

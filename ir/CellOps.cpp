@@ -210,6 +210,25 @@ static LogicalResult verifyScanMarks(FusedOp fused) {
   return success();
 }
 
+/// `stored` lists results of a backward kernel, each once, in order.
+static LogicalResult verifyStoredMark(FusedOp fused) {
+  std::optional<ArrayRef<int64_t>> stored = fused.getStored();
+  if (!stored)
+    return success();
+  if (!fused.getBackward())
+    return fused.emitOpError("has stored results but is not a backward "
+                             "kernel");
+  int64_t previous = -1;
+  for (int64_t index : *stored) {
+    if (index <= previous || index >= fused.getNumResults())
+      return fused.emitOpError("stored results must be increasing indices "
+                               "of its ")
+             << fused.getNumResults() << " results";
+    previous = index;
+  }
+  return success();
+}
+
 LogicalResult FusedOp::verify() {
   Block &block = getBody().front();
   if (block.getArgumentTypes() != getInputs().getTypes())
@@ -217,7 +236,7 @@ LogicalResult FusedOp::verify() {
   auto yield = cast<YieldOp>(block.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yielded values must match the results");
-  if (failed(verifyBackwardMarks(*this)))
+  if (failed(verifyBackwardMarks(*this)) || failed(verifyStoredMark(*this)))
     return failure();
   return verifyScanMarks(*this);
 }

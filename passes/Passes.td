@@ -93,4 +93,23 @@ def TimeScan : Pass<"cell-time-scan", "::mlir::cell::CellOp"> {
   }];
 }
 
+def StoreSoleGradients : Pass<"cell-store-sole-gradients",
+                              "::mlir::cell::CellOp"> {
+  let summary = "store gradients that have one writer instead of adding";
+  let description = [{
+    After cell-derive-backward, every backward kernel adds its results to
+    gradient buffers the runtime zeroes first. Where a result is the only
+    contribution to the gradient of a value the plan keeps in a buffer (a
+    product's or kernel's result, or a vector param's per-row gradient),
+    no other kernel or product adds to that range: marks the result
+    `stored`. Its kernel then writes it once, zeros on inactive rows, and a
+    buffer whose every range is stored needs neither the runtime's zeroing
+    pass nor the kernels' reads of those zeros. A gradient with two
+    contributions (a value two kernels read, a vector that feeds a product
+    and a kernel) and gradients of inputs and states (the caller's arrays,
+    which backward adds to) keep adding; so do all results of a stacked
+    product if any of them does, since they share one buffer.
+  }];
+}
+
 #endif // CELL_PASSES

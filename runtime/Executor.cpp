@@ -1398,10 +1398,17 @@ void Execution::zeroGradientBuffers() {
       if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step)
         (isBackward(op.phase) ? backwardUse
                               : forwardUse)[plan.bufferIndex(ref.name)] = true;
-  for (size_t i = 0; i < plan.buffers.size(); ++i)
-    if (backwardUse[i] && !forwardUse[i])
-      device.zero(work.buffers[i], sizes.steps * sizes.batch *
-                                       sizes.eval(plan.buffers[i].length));
+  int64_t steps = sizes.steps, batch = sizes.batch;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    if (!backwardUse[i] || forwardUse[i])
+      continue;
+    int64_t length = sizes.eval(plan.buffers[i].length);
+    // Kernels store every row of a written buffer, but the step loop stops
+    // at the longest sequence: the later steps' rows stay zero.
+    int64_t first = plan.buffers[i].written ? maxLength * batch : 0;
+    device.zero(work.buffers[i] + first * length,
+                (steps * batch - first) * length);
+  }
 }
 
 Status Execution::setUpGradients(const BackwardArgs &gradients,
@@ -1444,7 +1451,10 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
                          ? gradients.inputGradients[i].data
                          : nullptr;
     int64_t count = steps * batch * width(plan.inputs[i]);
-    bool direct = used && callers && !args.reverse;
+    // Kernels that store a gradient (`written`) write zeroed scratch,
+    // added to the caller's array afterwards.
+    bool direct = used && callers && !args.reverse &&
+                  !plan.inputs[i].gradientWritten;
     grads.dinputs.push_back(!used    ? nullptr
                             : direct ? mirrorBack(callers, count, blocks)
                                      : blocks.allocate(count));

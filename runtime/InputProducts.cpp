@@ -112,7 +112,11 @@ Cell::withInputProducts(std::vector<InputProduct> &products) const {
       return Status::error("cell " + plan.cellName + ": the product " +
                            product.buffer + " has no backward to take over");
     std::string input = "pre_" + product.buffer;
-    derived.inputs.push_back({input, plan.findBuffer(product.buffer)->length});
+    const BufferDecl *gradient = product.gradientBuffer.empty()
+                                     ? nullptr
+                                     : plan.findBuffer(product.gradientBuffer);
+    derived.inputs.push_back({input, plan.findBuffer(product.buffer)->length,
+                              gradient && gradient->written});
     redirect(derived, product, input);
     dropped.push_back(product.pre);
     if (product.bpre)

@@ -201,6 +201,7 @@ private:
   Status checkBackwardOperation(const Operation &op);
   Status checkWidth(const Operation &op, const Ref &ref, const DimExpr &needed,
                     const std::string &role);
+  Status checkWrittenBuffers(const Operation &op);
   Status checkWeight(int line, const WeightDecl &weight);
   Status validate();
 
@@ -347,8 +348,13 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
 
   if (directive == "input" || directive == "state") {
     VectorDecl decl;
-    if (!(status = expectArity(2, directive == "input" ? "input NAME LEN"
-                                                       : "state NAME LEN"))
+    bool input = directive == "input";
+    if (input && arity == 3 && tokens[3] == "written") {
+      decl.gradientWritten = true;
+      arity = 2;
+    }
+    if (!(status = expectArity(2, input ? "input NAME LEN [written]"
+                                        : "state NAME LEN"))
              .ok() ||
         !(status = parseName(line, tokens[1], decl.name)).ok() ||
         !(status = declare(line, directive, decl.name)).ok() ||
@@ -405,7 +411,11 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
 
   if (directive == "buffer") {
     BufferDecl decl;
-    if (!(status = expectArity(3, "buffer seq|step NAME LEN")).ok())
+    if (arity == 4 && tokens[4] == "written") {
+      decl.written = true;
+      arity = 3;
+    }
+    if (!(status = expectArity(3, "buffer seq|step NAME LEN [written]")).ok())
       return status;
     if (tokens[1] == "seq")
       decl.extent = BufferDecl::Extent::Sequence;
@@ -750,6 +760,26 @@ Status PlanParser::checkBackwardOperation(const Operation &op) {
   return Status::success();
 }
 
+/// A `written` buffer is not zeroed: only backward kernels, which store,
+/// may write it, and nothing in forward may use it.
+Status PlanParser::checkWrittenBuffers(const Operation &op) {
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const Ref &ref = op.operands[i];
+    if (ref.kind != Ref::Kind::Seq && ref.kind != Ref::Kind::Step)
+      continue;
+    const BufferDecl *buffer = plan.findBuffer(ref.name);
+    if (!buffer || !buffer->written)
+      continue;
+    if (!isBackward(op.phase))
+      return error(op.line, "the written buffer " + quote(ref.name) +
+                                " is used in forward");
+    if (op.kind == Operation::Kind::Gemm && i == 0)
+      return error(op.line, "a gemm adds to " + quote(ref.str()) +
+                                ", but its buffer is written (not zeroed)");
+  }
+  return Status::success();
+}
+
 Status PlanParser::checkWeight(int line, const WeightDecl &weight) {
   const ParamDecl *first = nullptr;
   for (const std::string &name : weight.params) {
@@ -786,7 +816,8 @@ Status PlanParser::validate() {
       return status;
   bool outputWritten = false;
   for (const Operation &op : plan.operations) {
-    if (!(status = checkOperation(op)).ok())
+    if (!(status = checkOperation(op)).ok() ||
+        !(status = checkWrittenBuffers(op)).ok())
       return status;
     for (const Ref &ref : op.operands)
       outputWritten |= op.phase == Phase::Step && ref.kind == Ref::Kind::Out;
@@ -863,7 +894,8 @@ std::string cellrt::printPlan(const Plan &plan) {
     out += " " + dim;
   out += "\n";
   for (const VectorDecl &input : plan.inputs)
-    out += "input " + input.name + " " + input.length.str() + "\n";
+    out += "input " + input.name + " " + input.length.str() +
+           (input.gradientWritten ? " written\n" : "\n");
   for (const VectorDecl &state : plan.states)
     out += "state " + state.name + " " + state.length.str() + "\n";
   for (const ParamDecl &param : plan.params) {
@@ -878,7 +910,8 @@ std::string cellrt::printPlan(const Plan &plan) {
   for (const BufferDecl &buffer : plan.buffers)
     out += std::string("buffer ") +
            (buffer.extent == BufferDecl::Extent::Sequence ? "seq " : "step ") +
-           buffer.name + " " + buffer.length.str() + "\n";
+           buffer.name + " " + buffer.length.str() +
+           (buffer.written ? " written\n" : "\n");
   for (const WeightDecl &weight : plan.weights) {
     out += "weight " + weight.name;
     for (const std::string &param : weight.params)

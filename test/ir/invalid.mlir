@@ -356,3 +356,30 @@ cell.cell @scan_with_product attributes {input_names = ["x"], output_name = "h'"
   }
   cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
 }
+
+// -----
+
+cell.cell @stored_forward attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
+} body {
+^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
+  // expected-error @+1 {{'cell.fused' op has stored results but is not a backward kernel}}
+  %n = cell.fused(%h) {final, stored = array<i64: 0>} : (!cell.vec<"H">) -> !cell.vec<"H"> {
+  ^bb0(%a: !cell.vec<"H">):
+    cell.yield %a : !cell.vec<"H">
+  }
+  cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
+}
+
+// -----
+
+cell.cell @stored_out_of_range attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
+} body {
+^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
+  %d = cell.cotangent %h : !cell.vec<"H">
+  // expected-error @+1 {{'cell.fused' op stored results must be increasing indices of its 1 results}}
+  %g = cell.fused(%x, %d) {backward, num_forward_operands = 1, stored = array<i64: 1>} : (!cell.vec<"H">, !cell.vec<"H">) -> !cell.vec<"H"> {
+  ^bb0(%a: !cell.vec<"H">, %b: !cell.vec<"H">):
+    cell.yield %a : !cell.vec<"H">
+  }
+  cell.yield %h, %h : !cell.vec<"H">, !cell.vec<"H">
+}

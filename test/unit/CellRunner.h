@@ -124,9 +124,11 @@ struct Results {
 };
 
 /// Runs forward or forward+backward with every output and gradient asked
-/// for; every array starts at 0.25 so accumulation is visible.
+/// for; every array starts at 0.25 so accumulation is visible. Training
+/// records into `kept` when given (its memory reused from earlier calls),
+/// else into a new tape.
 inline Results run(const Cell &cell, const Problem &problem, bool reverse,
-            bool train) {
+                   bool train, Tape *kept = nullptr) {
   const Plan &plan = cell.getPlan();
   int64_t T = problem.T, B = problem.B;
   ForwardArgs args = problem.args(reverse);
@@ -151,7 +153,8 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
     EXPECT_TRUE(status.ok()) << status.message();
     return results;
   }
-  Tape tape;
+  Tape fresh;
+  Tape &tape = kept ? *kept : fresh;
   Status status = cell.forward(args, tape);
   EXPECT_TRUE(status.ok()) << status.message();
   BackwardArgs gradients;

@@ -209,7 +209,7 @@ TEST(PlanErrorTest, Syntax) {
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "input x I", "input x  I")),
             "plan line 4: tokens must be separated by single spaces");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "input x I", "input x")),
-            "plan line 4: 'input' takes 2 operands (input NAME LEN), got "
+            "plan line 4: 'input' takes 2 operands (input NAME LEN [written]), got "
             "'input x'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wx H I", "param Wx H 3*")),
             "plan line 6: malformed dimension expression '3*'");
@@ -312,6 +312,37 @@ TEST(PlanTest, ParsesAndPrintsTrainingPlans) {
   EXPECT_EQ(pgrad.kind, Operation::Kind::Pgrad);
   EXPECT_EQ(pgrad.param, "b");
   EXPECT_EQ(pgrad.operands[0].str(), "seq:dab");
+}
+
+// `written` (cell-store-sole-gradients): gradient buffers the kernels
+// store, which the runtime does not zero, and inputs whose gradient the
+// kernels store (Cell::withInputProducts).
+TEST(PlanTest, WrittenBuffersAndInputs) {
+  std::string text = replaceOnce(
+      replaceOnce(atrTrainingPlan, "buffer seq dv0 H\n",
+                  "buffer seq dv0 H written\n"),
+      "input x I\n", "input x I written\n");
+  Expected<Plan> plan = parsePlan(text);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_TRUE(plan->findBuffer("dv0")->written);
+  EXPECT_FALSE(plan->findBuffer("dv1")->written);
+  EXPECT_TRUE(plan->inputs[0].gradientWritten);
+  EXPECT_EQ(printPlan(*plan), text);
+
+  EXPECT_NE(parseError(replaceOnce(atrTrainingPlan, "buffer seq v0 H\n",
+                                   "buffer seq v0 H written\n"))
+                .find("the written buffer 'v0' is used in forward"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(text, "bstep gemm dstate:h W1 step:dv1",
+                                   "bstep gemm seq:dv0 W1 step:dv1"))
+                .find("a gemm adds to 'seq:dv0', but its buffer is written"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(text, "dv0 H written", "dv0 H stored"))
+                .find("'buffer' takes 3 operands"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(text, "state h H", "state h H written"))
+                .find("'state' takes 2 operands"),
+            std::string::npos);
 }
 
 TEST(PlanErrorTest, BackwardDirectives) {

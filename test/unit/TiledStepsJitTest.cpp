@@ -93,6 +93,41 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
     EXPECT_EQ(tiledCalls, 0);
 }
 
+// cell-store-sole-gradients: backward kernels store gradients the runtime
+// no longer zeroes, so a tape's memory keeps the last call's values. After
+// a call where every sequence is T long, a call whose longest sequence is
+// half as long must still give the gradients a fresh tape gives: kernels
+// store zeros on inactive rows, and the runtime zeroes the rows of steps
+// the loop never reaches. Both schedules, both directions.
+TEST(StoredGradients, AReusedTapeGivesAFreshTapesGradients) {
+  for (const char *file : {"cells/sru.cell", "cells/gru.cell",
+                           "cells/lstm.cell", "cells/srnmt.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    ProblemShape full = tiledShape(), ragged = tiledShape();
+    full.lengths = {6, 6, 6, 6};
+    ragged.lengths = {3, 2, 1, 3};
+    Problem first(cell.getPlan(), 7, full), second(cell.getPlan(), 7, ragged);
+    for (auto mode : {cellrt::detail::TiledMode::Off,
+                      cellrt::detail::TiledMode::On})
+      for (bool reverse : {false, true}) {
+        cellrt::detail::setTiledSteps(mode);
+        Tape reused;
+        run(cell, first, reverse, /*train=*/true, &reused);
+        Results again = run(cell, second, reverse, /*train=*/true, &reused);
+        Results fresh = run(cell, second, reverse, /*train=*/true);
+        ASSERT_EQ(again.arrays.size(), fresh.arrays.size());
+        for (size_t i = 0; i < again.arrays.size(); ++i)
+          ASSERT_EQ(again.arrays[i], fresh.arrays[i])
+              << "array " << i << (reverse ? ", reverse" : ", forward")
+              << (mode == cellrt::detail::TiledMode::On ? ", tiled" : "");
+      }
+  }
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+}
+
 // The executor asks for the schedule per call: under the default mode a
 // one-thread inference call tiles and a one-thread training call (forward
 // and backward) does not; on two threads training tiles both passes.

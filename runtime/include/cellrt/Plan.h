@@ -105,6 +105,10 @@ struct Ref {
 struct VectorDecl {
   std::string name;
   DimExpr length;
+  /// `input NAME LEN written` (Cell::withInputProducts): backward kernels
+  /// store, not add, this input's gradient, so the runtime gives them
+  /// zeroed scratch and adds it to the caller's array.
+  bool gradientWritten = false;
 };
 
 /// `param NAME ROWS COLS` (a matrix) or `param NAME LEN` (a vector).
@@ -116,13 +120,18 @@ struct ParamDecl {
   bool isMatrix() const { return shape.size() == 2; }
 };
 
-/// `buffer seq NAME LEN` ([T*B, LEN]) or `buffer step NAME LEN` ([B, LEN]).
+/// `buffer seq NAME LEN` ([T*B, LEN]) or `buffer step NAME LEN` ([B, LEN]),
+/// optionally followed by `written`.
 struct BufferDecl {
   enum class Extent { Sequence, Step };
 
   Extent extent = Extent::Step;
   std::string name;
   DimExpr length;
+  /// A gradient buffer whose every column the backward kernels store, each
+  /// once per row (cell-store-sole-gradients): the runtime does not zero
+  /// it, but for the rows of steps past the longest sequence.
+  bool written = false;
 };
 
 /// `weight NAME P1 P2 ...`: the rows of matrix params stacked in order.

@@ -54,6 +54,30 @@ llvm::SetVector<Operation *> findHoistable(CellOp cell) {
   return hoistable;
 }
 
+bool isProduct(Operation *op) { return isa<MatVecOp, StackedMatVecOp>(op); }
+
+/// Where every product of the body is hoisted, what stays is element-wise
+/// and cell-time-scan runs it as one kernel over all steps. Element-wise
+/// input work in the prologue would then write each of its results over
+/// all T*B rows for that kernel to read back (SRU: the gates, 4*H floats a
+/// row each way); left in the body, the scan reads the projections once.
+/// So hoist only the products there, with the work they read.
+void keepOnlyProductsForAScan(CellOp cell,
+                              llvm::SetVector<Operation *> &hoistable) {
+  for (Operation &op : cell.getBodyBlock()->without_terminator())
+    if (isProduct(&op) && !hoistable.contains(&op))
+      return; // A product of the state: steps alternate with GEMMs anyway.
+  llvm::DenseSet<Operation *> needed;
+  for (Operation *op : llvm::reverse(hoistable))
+    if (isProduct(op) || needed.contains(op))
+      for (Value operand : op->getOperands())
+        if (Operation *definition = operand.getDefiningOp())
+          needed.insert(definition);
+  hoistable.remove_if([&](Operation *op) {
+    return !isProduct(op) && !needed.contains(op);
+  });
+}
+
 /// Clones `op` into the prologue after the work it reads that is not there
 /// yet: params-and-constants-only values (`2 * b` in `x + 2 * b`), however
 /// deep. Cloning only the direct operand's definition once left `2` in the
@@ -72,6 +96,7 @@ struct HoistInputProjectionsPass
     if (cell.getPrologueBlock())
       return; // Already hoisted.
     llvm::SetVector<Operation *> hoistable = findHoistable(cell);
+    keepOnlyProductsForAScan(cell, hoistable);
     if (hoistable.empty())
       return;
 

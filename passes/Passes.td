@@ -20,7 +20,11 @@ def HoistInputProjections : Pass<"cell-hoist-input-projections",
              body { ^bb0(..., %p_hoisted) ... }`
 
     Constants are cloned, never hoisted alone; operations that touch a state
-    stay where they are.
+    stay where they are. Where every product is input-only (SRU), the body
+    left is element-wise and cell-time-scan runs it as one kernel over all
+    steps: then only the products, and the work they read, move, and the
+    other input-only work stays in that kernel, which reads the projections
+    once instead of reading back intermediates written over all T*B rows.
   }];
 }
 

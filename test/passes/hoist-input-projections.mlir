@@ -29,23 +29,22 @@ cell.cell @atr attributes {input_names = ["x"], output_name = "h'", param_names 
 
 // -----
 
-// SRU: gates of x only are element-wise work on hoisted products; they move
-// too, and the constant they use is cloned, not moved. Only the state's
-// update stays in the body.
+// SRU: every product is of x, so what stays is element-wise and
+// cell-time-scan runs it as one kernel over all steps. Only the products
+// move: the gates stay in that kernel instead of being written over all
+// T*B rows for it to read back.
 // CHECK-LABEL: cell.cell @sru
 // CHECK:       prologue {
-// CHECK:         %[[XT:.*]] = cell.mat_vec
-// CHECK:         %[[FP:.*]] = cell.mat_vec
-// CHECK:         %[[F:.*]] = cell.sigmoid
-// CHECK:         %[[ONE:.*]] = cell.constant 1.0
-// CHECK:         %[[G:.*]] = cell.sub %[[ONE]], %[[F]]
-// CHECK:         %[[U:.*]] = cell.mul %[[G]], %[[XT]]
-// CHECK:         cell.yield %[[F]], %[[U]] : !cell.vec<"H">, !cell.vec<"H">
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    %[[XT:.*]] = cell.mat_vec
+// CHECK-NEXT:    %[[FP:.*]] = cell.mat_vec
+// CHECK-NEXT:    cell.yield %[[XT]], %[[FP]] : !cell.vec<"H">, !cell.vec<"H">
 // CHECK:       body {
-// CHECK-NEXT:  ^bb0(%{{.*}}: !cell.vec<"H">, %[[C:.*]]: !cell.vec<"H">, %{{.*}}, %{{.*}}, %{{.*}}, %[[FH:.*]]: !cell.vec<"H">, %[[UH:.*]]: !cell.vec<"H">):
-// CHECK-NEXT:    %[[FC:.*]] = cell.mul %[[FH]], %[[C]]
-// CHECK-NEXT:    %[[N:.*]] = cell.add %[[FC]], %[[UH]]
-// CHECK-NEXT:    cell.yield %[[N]], %[[N]]
+// CHECK-NEXT:  ^bb0(%{{.*}}: !cell.vec<"H">, %[[C:.*]]: !cell.vec<"H">, %{{.*}}, %{{.*}}, %[[BF:.*]]: !cell.vec<"H">, %[[XTH:.*]]: !cell.vec<"H">, %[[FPH:.*]]: !cell.vec<"H">):
+// CHECK-NEXT:    %[[FB:.*]] = cell.add %[[FPH]], %[[BF]]
+// CHECK-NEXT:    %[[F:.*]] = cell.sigmoid %[[FB]]
+// CHECK-NOT:     cell.mat_vec
+// CHECK:         cell.yield
 cell.cell @sru attributes {input_names = ["x"], output_name = "c'", param_names = ["W", "Wf", "bf"], state_names = ["c"]} prologue {
 } body {
 ^bb0(%x: !cell.vec<"H">, %c: !cell.vec<"H">, %W: !cell.mat<"H", "H">, %Wf: !cell.mat<"H", "H">, %bf: !cell.vec<"H">):
@@ -58,6 +57,64 @@ cell.cell @sru attributes {input_names = ["x"], output_name = "c'", param_names 
   %g = cell.sub %one, %f : !cell.vec<"H">
   %u = cell.mul %g, %xt : !cell.vec<"H">
   %n = cell.add %fc, %u : !cell.vec<"H">
+  cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
+}
+
+// -----
+
+// The same gates where a product reads the state: steps alternate with
+// GEMMs, and the input-only gate work moves to the prologue, out of the
+// recurrence, and the constant it uses is cloned, not moved.
+// CHECK-LABEL: cell.cell @recurrent_sru
+// CHECK:       prologue {
+// CHECK:         cell.mat_vec
+// CHECK:         cell.mat_vec
+// CHECK:         %[[F:.*]] = cell.sigmoid
+// CHECK:         %[[ONE:.*]] = cell.constant 1.0
+// CHECK:         %[[G:.*]] = cell.sub %[[ONE]], %[[F]]
+// CHECK:         %[[U:.*]] = cell.mul %[[G]]
+// CHECK:         cell.yield %[[F]], %[[U]] : !cell.vec<"H">, !cell.vec<"H">
+// CHECK:       body {
+// CHECK:         cell.mat_vec
+// CHECK-NOT:     cell.sigmoid
+// CHECK:         cell.yield
+cell.cell @recurrent_sru attributes {input_names = ["x"], output_name = "c'", param_names = ["W", "Wf", "bf", "U"], state_names = ["c"]} prologue {
+} body {
+^bb0(%x: !cell.vec<"H">, %c: !cell.vec<"H">, %W: !cell.mat<"H", "H">, %Wf: !cell.mat<"H", "H">, %bf: !cell.vec<"H">, %U: !cell.mat<"H", "H">):
+  %xt = cell.mat_vec %W, %x : !cell.mat<"H", "H">, !cell.vec<"H"> -> !cell.vec<"H">
+  %fp = cell.mat_vec %Wf, %x : !cell.mat<"H", "H">, !cell.vec<"H"> -> !cell.vec<"H">
+  %fb = cell.add %fp, %bf : !cell.vec<"H">
+  %f = cell.sigmoid %fb : !cell.vec<"H">
+  %uc = cell.mat_vec %U, %c : !cell.mat<"H", "H">, !cell.vec<"H"> -> !cell.vec<"H">
+  %fc = cell.mul %f, %uc : !cell.vec<"H">
+  %one = cell.constant 1.0 : !cell.vec<"H">
+  %g = cell.sub %one, %f : !cell.vec<"H">
+  %u = cell.mul %g, %xt : !cell.vec<"H">
+  %n = cell.add %fc, %u : !cell.vec<"H">
+  cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
+}
+
+// -----
+
+// A scan cell whose product reads element-wise input work: that work moves
+// with the product; the rest stays.
+// CHECK-LABEL: cell.cell @product_of_a_gate
+// CHECK:       prologue {
+// CHECK-NEXT:  ^bb0(
+// CHECK-NEXT:    %[[T:.*]] = cell.tanh
+// CHECK-NEXT:    %[[P:.*]] = cell.mat_vec %{{.*}}, %[[T]]
+// CHECK-NEXT:    cell.yield %[[P]] : !cell.vec<"H">
+// CHECK:       body {
+// CHECK:         cell.sigmoid
+// CHECK:         cell.yield
+cell.cell @product_of_a_gate attributes {input_names = ["x"], output_name = "c'", param_names = ["W"], state_names = ["c"]} prologue {
+} body {
+^bb0(%x: !cell.vec<"H">, %c: !cell.vec<"H">, %W: !cell.mat<"H", "H">):
+  %t = cell.tanh %x : !cell.vec<"H">
+  %p = cell.mat_vec %W, %t : !cell.mat<"H", "H">, !cell.vec<"H"> -> !cell.vec<"H">
+  %s = cell.sigmoid %x : !cell.vec<"H">
+  %a = cell.mul %s, %c : !cell.vec<"H">
+  %n = cell.add %a, %p : !cell.vec<"H">
   cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
 }
 

@@ -822,6 +822,18 @@ Status PlanParser::validate() {
     for (const Ref &ref : op.operands)
       outputWritten |= op.phase == Phase::Step && ref.kind == Ref::Kind::Out;
   }
+  // A written buffer is not zeroed: some backward kernel must store it.
+  for (const BufferDecl &buffer : plan.buffers) {
+    bool stored = !buffer.written;
+    for (const Operation &op : plan.operations)
+      for (const Ref &ref : op.operands)
+        stored |= op.kind == Operation::Kind::Kernel && isBackward(op.phase) &&
+                  (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step) &&
+                  ref.name == buffer.name;
+    if (!stored)
+      return Status::error("plan: the written buffer " + quote(buffer.name) +
+                           " is not written by any backward kernel");
+  }
   // The runtime never computes or masks outputs itself.
   if (!outputWritten)
     return Status::error("plan: no step operation writes the output ('out')");

@@ -337,6 +337,12 @@ TEST(PlanTest, WrittenBuffersAndInputs) {
                                    "bstep gemm seq:dv0 W1 step:dv1"))
                 .find("a gemm adds to 'seq:dv0', but its buffer is written"),
             std::string::npos);
+  EXPECT_NE(parseError(replaceOnce(atrTrainingPlan, "buffer step dv1 H\n",
+                                   "buffer step dv1 H\nbuffer step dz H "
+                                   "written\n"))
+                .find("the written buffer 'dz' is not written by any backward "
+                      "kernel"),
+            std::string::npos);
   EXPECT_NE(parseError(replaceOnce(text, "dv0 H written", "dv0 H stored"))
                 .find("'buffer' takes 3 operands"),
             std::string::npos);

@@ -52,14 +52,21 @@ void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
                PhaseGemm &target) {
   float *a = target.packed.data() + j * target.blockFloats;
   if (phase.kind == TiledPhase::Kind::Product) {
+    // A transpose in tiles of kTile columns: each tile's kTile packed rows
+    // (block floats each) stay in cache while every weight row fills its
+    // part, where a row at a time wrote one float per packed row, a
+    // stride of gates * block floats apart.
+    constexpr int64_t kTile = 16;
     int64_t m = phase.gates * s.block;
-    for (int64_t g = 0; g < phase.gates; ++g)
-      for (int64_t n = 0; n < s.block; ++n) {
-        const float *row =
-            phase.weight + (g * s.hidden + j * s.block + n) * s.hidden;
-        for (int64_t k = 0; k < s.hidden; ++k)
-          a[k * m + g * s.block + n] = row[k];
+    for (int64_t g = 0; g < phase.gates; ++g) {
+      const float *rows = phase.weight + (g * s.hidden + j * s.block) * s.hidden;
+      for (int64_t k0 = 0; k0 < s.hidden; k0 += kTile) {
+        int64_t k1 = std::min(k0 + kTile, s.hidden);
+        for (int64_t n = 0; n < s.block; ++n)
+          for (int64_t k = k0; k < k1; ++k)
+            a[k * m + g * s.block + n] = rows[n * s.hidden + k];
       }
+    }
     return;
   }
   for (int64_t k = 0; k < phase.weightRows; ++k)

@@ -72,18 +72,12 @@ private:
                &cast<CellOp>(fused->getParentOp()).getBody() &&
            (isFinal() || isBackward());
   }
-  /// Whether result `index` of a backward kernel is its gradient's only
-  /// contribution (cell-store-sole-gradients), so it is stored, not added.
-  bool isStored(unsigned index) {
-    std::optional<ArrayRef<int64_t>> stored = fused.getStored();
-    return stored && llvm::is_contained(*stored, index);
-  }
   /// Stores element `element` of result `index`; backward kernels add to
   /// their gradients but the stored ones.
   void storeResult(unsigned index, Value value, Value element) {
     Value destination = rowPointers[fused.getNumOperands() + index];
     Value address = offsetPointer(destination, element);
-    if (isBackward() && !isStored(index))
+    if (isBackward() && !fused.isStoredResult(index))
       value = builder.create<arith::AddFOp>(
           loc, builder.create<LLVM::LoadOp>(loc, address), value);
     builder.create<LLVM::StoreOp>(loc, value, address);
@@ -581,7 +575,7 @@ void KernelEmitter::emitInactiveRow() {
   }
   for (unsigned index = 0; index < fused.getNumResults(); ++index) {
     bool carried = isFinal() && index < numStates;
-    if (isBackward() && !carried && !isStored(index))
+    if (isBackward() && !carried && !fused.isStoredResult(index))
       continue;
     Value source = carried ? rowPointers[sourceBase + index] : Value();
     forEachElement(lengthOf(fused.getResult(index).getType()),

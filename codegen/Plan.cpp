@@ -306,14 +306,13 @@ void PlanWriter::writeBackward(Block &block, Phase phase, Extent extent) {
       if (std::optional<Ref> gradient = gradientRefOf(
               operand.getDefiningOp<CotangentOp>().getValue(), extent))
         args.push_back(*gradient);
-    std::optional<ArrayRef<int64_t>> stored = fused.getStored();
     for (auto [index, operand] :
          llvm::enumerate(fused.getOperands().take_front(numForward))) {
       std::optional<Ref> gradient = gradientRefOf(operand, extent);
       if (!gradient)
         continue;
       args.push_back(*gradient);
-      if (stored && llvm::is_contained(*stored, int64_t(index)))
+      if (fused.isStoredResult(index))
         ++storedRangesOf[gradient->name];
     }
     addOperation(phase, Kind::Kernel, args, {}, kernel);

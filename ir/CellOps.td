@@ -166,6 +166,14 @@ def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
   let assemblyFormat = [{
     `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
   }];
+  let extraClassDeclaration = [{
+    /// Whether result `index` is in `stored`: the kernel stores it rather
+    /// than adding it to its gradient.
+    bool isStoredResult(unsigned index) {
+      std::optional<::llvm::ArrayRef<int64_t>> indices = getStored();
+      return indices && ::llvm::is_contained(*indices, int64_t(index));
+    }
+  }];
   let hasVerifier = 1;
 }
 

@@ -2,9 +2,9 @@
 //
 // Backward kernels add their results to gradient buffers, so the runtime
 // zeroes every buffer before the backward pass and every kernel reads the
-// zeros back. SRU's training writes 9*H gradient columns per row that way:
-// a pass of memset and a pass of reads over all T*B rows, for values that
-// only one kernel ever writes. This pass finds those results; the kernel
+// zeros back. SRU's training wrote 9*H gradient columns per row that way
+// (5*H since its gates stay in the scan): a pass of memset and a pass of
+// reads over all T*B rows, for values that only one kernel ever writes. This pass finds those results; the kernel
 // emitter stores them and the plan tells the runtime not to zero them.
 //
 // The ranges are the plan writer's (codegen/Plan.cpp): a hoisted body
@@ -30,8 +30,8 @@ namespace {
 
 /// Which gradient range a value's gradient lands in: the value whose
 /// buffer holds it, and the block for vector params (one buffer per
-/// phase). A null value has no buffer (inputs, states, the cell's results:
-/// caller arrays that backward adds to).
+/// phase). Values without one (inputs, states, the cell's results: caller
+/// arrays that backward adds to) get no range.
 using GradientRange = std::pair<Value, Block *>;
 
 class SoleGradients {

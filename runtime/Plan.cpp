@@ -201,7 +201,8 @@ private:
   Status checkBackwardOperation(const Operation &op);
   Status checkWidth(const Operation &op, const Ref &ref, const DimExpr &needed,
                     const std::string &role);
-  Status checkWrittenBuffers(const Operation &op);
+  Status checkWrittenBuffers(const Operation &op,
+                             std::set<std::string> &storedByKernels);
   Status checkWeight(int line, const WeightDecl &weight);
   Status validate();
 
@@ -761,8 +762,10 @@ Status PlanParser::checkBackwardOperation(const Operation &op) {
 }
 
 /// A `written` buffer is not zeroed: only backward kernels, which store,
-/// may write it, and nothing in forward may use it.
-Status PlanParser::checkWrittenBuffers(const Operation &op) {
+/// may write it, and nothing in forward may use it. Notes the written
+/// buffers a backward kernel refers to in `storedByKernels`.
+Status PlanParser::checkWrittenBuffers(const Operation &op,
+                                       std::set<std::string> &storedByKernels) {
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const Ref &ref = op.operands[i];
     if (ref.kind != Ref::Kind::Seq && ref.kind != Ref::Kind::Step)
@@ -776,6 +779,8 @@ Status PlanParser::checkWrittenBuffers(const Operation &op) {
     if (op.kind == Operation::Kind::Gemm && i == 0)
       return error(op.line, "a gemm adds to " + quote(ref.str()) +
                                 ", but its buffer is written (not zeroed)");
+    if (op.kind == Operation::Kind::Kernel)
+      storedByKernels.insert(ref.name);
   }
   return Status::success();
 }
@@ -815,25 +820,18 @@ Status PlanParser::validate() {
     if (!(status = checkWeight(weightLines[i], plan.weights[i])).ok())
       return status;
   bool outputWritten = false;
+  std::set<std::string> storedByKernels;
   for (const Operation &op : plan.operations) {
     if (!(status = checkOperation(op)).ok() ||
-        !(status = checkWrittenBuffers(op)).ok())
+        !(status = checkWrittenBuffers(op, storedByKernels)).ok())
       return status;
     for (const Ref &ref : op.operands)
       outputWritten |= op.phase == Phase::Step && ref.kind == Ref::Kind::Out;
   }
-  // A written buffer is not zeroed: some backward kernel must store it.
-  for (const BufferDecl &buffer : plan.buffers) {
-    bool stored = !buffer.written;
-    for (const Operation &op : plan.operations)
-      for (const Ref &ref : op.operands)
-        stored |= op.kind == Operation::Kind::Kernel && isBackward(op.phase) &&
-                  (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step) &&
-                  ref.name == buffer.name;
-    if (!stored)
+  for (const BufferDecl &buffer : plan.buffers)
+    if (buffer.written && !storedByKernels.count(buffer.name))
       return Status::error("plan: the written buffer " + quote(buffer.name) +
                            " is not written by any backward kernel");
-  }
   // The runtime never computes or masks outputs itself.
   if (!outputWritten)
     return Status::error("plan: no step operation writes the output ('out')");

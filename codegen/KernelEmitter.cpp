@@ -626,8 +626,9 @@ void KernelEmitter::copyRow(Value source, Value destination, Type type) {
 }
 
 /// One example's whole sequence: the state lives in row-local scratch,
-/// steps past the example's length only get zero outputs, and the final
-/// state is written once at the end.
+/// steps past the example's length only get zero outputs and the carried
+/// state, and the final state is written once at the end (inference) or
+/// every step's state into the history (training).
 void KernelEmitter::emitScanRow(Value row) {
   bindScratch(row);
   Block &entry = func.getBody().front();
@@ -654,6 +655,26 @@ void KernelEmitter::emitScanRow(Value row) {
     builder.setInsertionPoint(loop.getBody()->getTerminator());
     body(toI64(loop.getInductionVar()));
   };
+  // Training binds each `next` to its state's history (a step advance of
+  // one block of rows) and keeps every step's state there, as the step
+  // kernels did; inference binds it to one buffer (advance 0) for the last.
+  auto ifHistory = [&](unsigned state, arith::CmpIPredicate predicate,
+                       function_ref<void()> body) {
+    Value keeps = builder.create<arith::CmpIOp>(
+        loc, predicate, argStepStride[numOperands + state], i64Constant(0));
+    auto branch = builder.create<scf::IfOp>(loc, TypeRange{}, keeps,
+                                            /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(branch.thenBlock()->getTerminator());
+    body();
+  };
+  auto recordStates = [&](Value step, ArrayRef<Value> states) {
+    for (unsigned i = 0; i < numStates; ++i)
+      ifHistory(i, arith::CmpIPredicate::ne, [&] {
+        copyRow(states[i], atStep(numOperands + i, step),
+                fused.getOperand(i).getType());
+      });
+  };
   stepLoop(i64Constant(0), length, [&](Value step) {
     rowPointers.clear();
     storage.clear();
@@ -666,21 +687,29 @@ void KernelEmitter::emitScanRow(Value row) {
     for (BlockArgument arg : region().getArguments())
       storage[arg] = rowPointers[arg.getArgNumber()];
     emitActiveRow();
+    recordStates(step, nextState);
     for (unsigned i = 0; i < numStates; ++i)
       copyRow(nextState[i], currentState[i], fused.getOperand(i).getType());
   });
-  unsigned output = numOperands + numStates;
+  // Past the example's end: the state carries, and the output and any
+  // per-step values (probes, saved activations) are zeros, as a step
+  // kernel's inactive rows.
   stepLoop(length, steps, [&](Value step) {
-    Value destination = atStep(output, step);
-    forEachElement(lengthOf(fused.getResult(numStates).getType()),
-                   [&](Value i) {
-                     builder.create<LLVM::StoreOp>(
-                         loc, f32Constant(0), offsetPointer(destination, i));
-                   });
+    for (unsigned index = numStates; index < fused.getNumResults(); ++index) {
+      Value destination = atStep(numOperands + index, step);
+      forEachElement(lengthOf(fused.getResult(index).getType()),
+                     [&](Value i) {
+                       builder.create<LLVM::StoreOp>(
+                           loc, f32Constant(0), offsetPointer(destination, i));
+                     });
+    }
+    recordStates(step, currentState);
   });
   for (unsigned i = 0; i < numStates; ++i)
-    copyRow(currentState[i], rowBase[numOperands + i],
-            fused.getOperand(i).getType());
+    ifHistory(i, arith::CmpIPredicate::eq, [&] {
+      copyRow(currentState[i], rowBase[numOperands + i],
+              fused.getOperand(i).getType());
+    });
 }
 
 void KernelEmitter::emit() {

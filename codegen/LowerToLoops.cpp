@@ -64,10 +64,10 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
         cellc::emitKernel(fused, func, dims, cell.getNumStates(), scan, gpu);
         return index++;
       };
+      // A scan kernel runs the whole sequence in both modes (training's
+      // records the state history), so its op needs no step form.
       cell.walk([&](FusedOp fused) {
-        fused.setKernel(addKernel(fused, false));
-        if (fused.getScan())
-          fused.setScanKernel(addKernel(fused, true));
+        fused.setKernel(addKernel(fused, fused.getScan()));
       });
     }
   }
@@ -121,7 +121,7 @@ SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
 
 int64_t cellc::countKernels(CellOp cell) {
   int64_t count = 0;
-  cell.walk([&](FusedOp fused) { count += fused.getScan() ? 2 : 1; });
+  cell.walk([&](FusedOp) { ++count; });
   return count;
 }
 

@@ -261,12 +261,9 @@ void PlanWriter::writeForward(Block &block, Phase phase, Extent extent) {
     for (Value result : fused.getResults())
       args.push_back(refOf(result));
     int64_t kernel = *fused.getKernel();
-    addOperation(phase, Kind::Kernel, args, {}, kernel);
-    noteScratch(fused, kernel, /*scan=*/false);
-    if (std::optional<uint64_t> scan = fused.getScanKernel()) {
-      addOperation(Phase::Scan, Kind::Kernel, args, {}, *scan);
-      noteScratch(fused, *scan, /*scan=*/true);
-    }
+    bool scan = fused.getScan();
+    addOperation(scan ? Phase::Scan : phase, Kind::Kernel, args, {}, kernel);
+    noteScratch(fused, kernel, scan);
   }
 }
 

@@ -197,16 +197,12 @@ static LogicalResult verifyBackwardMarks(FusedOp fused) {
   return success();
 }
 
-/// The marks cell-time-scan and lower-to-loops leave: only the final
-/// forward kernel carries the state through all steps.
+/// The mark cell-time-scan leaves: only the final forward kernel carries
+/// the state through all steps.
 static LogicalResult verifyScanMarks(FusedOp fused) {
   if (fused.getScan() && (!fused.getFinal() || fused.getBackward()))
     return fused.emitOpError("is a scan kernel but not the final forward "
                              "kernel");
-  if (fused.getScanKernel() && !fused.getScan())
-    return fused.emitOpError("has scan_kernel but is not a scan kernel");
-  if (fused.getScanKernel() && !fused.getKernel())
-    return fused.emitOpError("has scan_kernel but no kernel");
   return success();
 }
 

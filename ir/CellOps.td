@@ -143,14 +143,15 @@ def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
       activations that kernel saved, then the `cell.cotangent`s of that
       kernel's results; its results are the forward operands' gradients.
     - `scan` (cell-time-scan): the final forward kernel of a body without
-      products; it also gets a kernel that runs all steps.
+      products; its kernel runs all steps, in inference and in training
+      (where it also writes every step's state into the history).
     - `stored` (cell-store-sole-gradients): on a backward kernel, the
       results that are the only contribution to their gradient's buffer.
       The kernel stores them (an inactive row stores zeros) instead of
       adding to them, and the plan marks buffers written only so as
       `written`, which the runtime does not zero.
-    - `kernel`, `scan_kernel` (cell-lower-to-loops): the indices of its
-      kernel functions, which the plan refers to.
+    - `kernel` (cell-lower-to-loops): the index of its kernel function,
+      which the plan refers to.
   }];
   let arguments = (ins Variadic<Cell_AnyVec>:$inputs,
                        UnitAttr:$final,
@@ -159,8 +160,7 @@ def Cell_FusedOp : Cell_Op<"fused", [IsolatedFromAbove,
                        OptionalAttr<Cell_Count>:$num_saved,
                        UnitAttr:$scan,
                        OptionalAttr<DenseI64ArrayAttr>:$stored,
-                       OptionalAttr<Cell_Count>:$kernel,
-                       OptionalAttr<Cell_Count>:$scan_kernel);
+                       OptionalAttr<Cell_Count>:$kernel);
   let results = (outs Variadic<Cell_AnyVec>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

@@ -944,14 +944,21 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
   for (BoundList *list : {&sequenceOperations, &stepOperations,
                           &endOperations, &scanOperations})
     list->clear();
+  // A scan replaces the step operations. Plans written before 2026-11-24
+  // carried both, and their scans keep no state history: training runs
+  // such a plan's steps.
+  bool stepsRecordHistory =
+      training && std::any_of(plan.operations.begin(), plan.operations.end(),
+                              [](const Operation &op) {
+                                return op.phase == Phase::Step;
+                              });
   size_t maxOperands = 0;
   for (size_t o = 0; o < plan.operations.size(); ++o) {
     const Operation &op = plan.operations[o];
     const OperationLayout &at = layout.operations[o];
     if (isBackward(op.phase) != backwardPhases)
       continue;
-    // Training runs the step kernels: they record the state history.
-    if (op.phase == Phase::Scan && training)
+    if (op.phase == Phase::Scan && stepsRecordHistory)
       continue;
     BoundOperation &bound = listFor(op.phase, work.bound).append();
     bound.op = &op;
@@ -1155,8 +1162,10 @@ Status Execution::forward() {
     for (const BoundOperation &bound : scanOperations)
       if (!(status = runScan(bound)).ok())
         return status;
-    for (size_t i = 0; i < plan.states.size(); ++i)
-      std::swap(work.currentStates[i], work.nextStates[i]);
+    // Inference: the scan wrote the final states into the next buffers.
+    if (!training)
+      for (size_t i = 0; i < plan.states.size(); ++i)
+        std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
   }
   // The tiled steps fail only before they start (no micro-kernel for the

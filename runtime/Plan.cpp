@@ -826,7 +826,8 @@ Status PlanParser::validate() {
         !(status = checkWrittenBuffers(op, storedByKernels)).ok())
       return status;
     for (const Ref &ref : op.operands)
-      outputWritten |= op.phase == Phase::Step && ref.kind == Ref::Kind::Out;
+      outputWritten |= (op.phase == Phase::Step || op.phase == Phase::Scan) &&
+                       ref.kind == Ref::Kind::Out;
   }
   for (const BufferDecl &buffer : plan.buffers)
     if (buffer.written && !storedByKernels.count(buffer.name))
@@ -834,7 +835,8 @@ Status PlanParser::validate() {
                            " is not written by any backward kernel");
   // The runtime never computes or masks outputs itself.
   if (!outputWritten)
-    return Status::error("plan: no step operation writes the output ('out')");
+    return Status::error(
+        "plan: no step or scan operation writes the output ('out')");
   return Status::success();
 }
 

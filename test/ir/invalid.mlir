@@ -216,32 +216,6 @@ cell.cell @scan_backward attributes {input_names = ["x"], output_name = "h'", pa
 
 // -----
 
-cell.cell @scan_kernel_without_scan attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
-} body {
-^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
-  // expected-error @+1 {{'cell.fused' op has scan_kernel but is not a scan kernel}}
-  %n = cell.fused(%h) {final, kernel = 0, scan_kernel = 1} : (!cell.vec<"H">) -> !cell.vec<"H"> {
-  ^bb0(%a: !cell.vec<"H">):
-    cell.yield %a : !cell.vec<"H">
-  }
-  cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
-}
-
-// -----
-
-cell.cell @scan_kernel_without_kernel attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
-} body {
-^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
-  // expected-error @+1 {{'cell.fused' op has scan_kernel but no kernel}}
-  %n = cell.fused(%h) {final, scan, scan_kernel = 1} : (!cell.vec<"H">) -> !cell.vec<"H"> {
-  ^bb0(%a: !cell.vec<"H">):
-    cell.yield %a : !cell.vec<"H">
-  }
-  cell.yield %n, %n : !cell.vec<"H">, !cell.vec<"H">
-}
-
-// -----
-
 // Counts and indices are not negative.
 cell.cell @negative_index attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
 } body {

@@ -55,15 +55,15 @@ cell.cell @everything attributes {input_names = ["x"], output_name = "h'", param
 // forward kernel that also scans (saving one activation), and its backward
 // twin that reads the saved value and the results' gradients.
 // CHECK-LABEL: cell.cell @marked
-// CHECK:         %[[F:.*]]:3 = cell.fused(%{{.*}}, %{{.*}}) {final, kernel = 0 : i64, scan, scan_kernel = 1 : i64} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
+// CHECK:         %[[F:.*]]:3 = cell.fused(%{{.*}}, %{{.*}}) {final, kernel = 0 : i64, scan} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
 // CHECK:         %[[DN:.*]] = cell.cotangent %[[F]]#0 : <"H">
 // CHECK:         %[[DO:.*]] = cell.cotangent %[[F]]#1 : <"H">
-// CHECK:         cell.fused(%{{.*}}, %{{.*}}, %[[F]]#2, %[[DN]], %[[DO]]) {backward, final, kernel = 2 : i64, num_forward_operands = 2 : i64, num_saved = 1 : i64}
+// CHECK:         cell.fused(%{{.*}}, %{{.*}}, %[[F]]#2, %[[DN]], %[[DO]]) {backward, final, kernel = 1 : i64, num_forward_operands = 2 : i64, num_saved = 1 : i64}
 // CHECK:           cell.slice %{{.*}} {offset = #cell.dim<"H">} : <"2*H"> -> <"H">
 cell.cell @marked attributes {input_names = ["x"], output_name = "h'", param_names = [], state_names = ["h"]} prologue {
 } body {
 ^bb0(%x: !cell.vec<"H">, %h: !cell.vec<"H">):
-  %n:3 = cell.fused(%h, %x) {final, kernel = 0, scan, scan_kernel = 1} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
+  %n:3 = cell.fused(%h, %x) {final, kernel = 0, scan} : (!cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) {
   ^bb0(%hh: !cell.vec<"H">, %xx: !cell.vec<"H">):
     %s = cell.sigmoid %xx : !cell.vec<"H">
     %0 = cell.mul %hh, %s : !cell.vec<"H">
@@ -71,7 +71,7 @@ cell.cell @marked attributes {input_names = ["x"], output_name = "h'", param_nam
   }
   %dn = cell.cotangent %n#0 : !cell.vec<"H">
   %do = cell.cotangent %n#1 : !cell.vec<"H">
-  %g:2 = cell.fused(%h, %x, %n#2, %dn, %do) {backward, final, kernel = 2, num_forward_operands = 2, num_saved = 1} : (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">) {
+  %g:2 = cell.fused(%h, %x, %n#2, %dn, %do) {backward, final, kernel = 1, num_forward_operands = 2, num_saved = 1} : (!cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">, !cell.vec<"H">) -> (!cell.vec<"H">, !cell.vec<"H">) {
   ^bb0(%hh: !cell.vec<"H">, %xx: !cell.vec<"H">, %s: !cell.vec<"H">, %a: !cell.vec<"H">, %b: !cell.vec<"H">):
     %d = cell.add %a, %b : !cell.vec<"H">
     %both = cell.concat %d, %s : !cell.vec<"H">, !cell.vec<"H"> -> !cell.vec<"2*H">

@@ -124,8 +124,9 @@ TEST(JitRobustness, LayerNormRowsOfLengthsAroundTheSumBlocks) {
     args.lengths = lengths.data();
     args.params = {{"g", {g.data(), {H}}}, {"b", {b.data(), {H}}}};
     args.output = {out.data(), {T, B, H}};
-    // Inference runs the whole-sequence scan kernel, training the step
-    // kernel: each sums the rows itself.
+    // Inference and training run the whole-sequence scan kernel (training
+    // binds its next state to the history); the backward kernel sums the
+    // rows itself.
     std::vector<float> inferred(B * H);
     args.output.data = inferred.data();
     cellrt::Status status = cell->forward(args);

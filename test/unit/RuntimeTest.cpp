@@ -239,7 +239,7 @@ TEST(PlanErrorTest, Declarations) {
             "plan line 8: unknown dimension 'h' in 'h' (declare it in 'dims' "
             "first)");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "next:h out", "next:h")),
-            "plan: no step operation writes the output ('out')");
+            "plan: no step or scan operation writes the output ('out')");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "weight W1 Wh", "weight W1 Wh Wx")),
             "plan line 12: weight 'W1' stacks params with different COLS: "
             "'Wh' has H, 'Wx' has I");
@@ -1016,4 +1016,106 @@ TEST(BackwardErrorTest, MisShapedGradients) {
               g.inputGradients.push_back(g.inputGradients[0]);
             }),
             "cell 'lin' has 1 inputs, got 2 input gradients");
+}
+
+//===----------------------------------------------------------------------===//
+// Scan kernels in training
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// h' = h + x, out = h'. Arguments: input:x state:h next:h out.
+void accumulateStep(int64_t rowBegin, int64_t rowEnd, int64_t step,
+                    const int32_t *lengths, const int64_t *dims,
+                    float *const *ptrs, const int64_t *strides) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    auto row = [&](int i) { return ptrs[i] + r * strides[i]; };
+    bool active = step < lengths[r];
+    for (int64_t j = 0; j < dims[0]; ++j) {
+      row(2)[j] = active ? row(1)[j] + row(0)[j] : row(1)[j];
+      row(3)[j] = active ? row(2)[j] : 0.0f;
+    }
+  }
+}
+
+/// A scan kernel that marks every output and next-state element it can
+/// reach with 7, to show which kernel a call ran.
+void markingScan(int64_t rowBegin, int64_t rowEnd, int64_t steps,
+                 const int32_t *, const int64_t *dims, float *const *ptrs,
+                 const int64_t *strides) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r)
+    for (int64_t t = 0; t < steps; ++t)
+      for (int arg : {2, 3})
+        std::fill_n(ptrs[arg] + r * strides[arg] + t * strides[4 + arg],
+                    dims[0], 7.0f);
+}
+
+/// dstate += dnext + dout (active), dnext (inactive); dinput += dnext + dout.
+/// Arguments: dnext:h dout dstate:h dinput:x.
+void accumulateBackward(int64_t rowBegin, int64_t rowEnd, int64_t step,
+                        const int32_t *lengths, const int64_t *dims,
+                        float *const *ptrs, const int64_t *strides) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    auto row = [&](int i) { return ptrs[i] + r * strides[i]; };
+    bool active = step < lengths[r];
+    for (int64_t j = 0; j < dims[0]; ++j) {
+      float g = row(0)[j] + (active ? row(1)[j] : 0.0f);
+      row(2)[j] += g;
+      if (active)
+        row(3)[j] += g;
+    }
+  }
+}
+
+const cellrt_kernel_fn accumulateKernels[] = {accumulateStep, markingScan,
+                                              accumulateBackward};
+const char *const accumulateKernelNames[] = {"acc_step", "acc_scan",
+                                             "acc_step_backward"};
+
+/// The `acc` cell's plan: with `steps` its step kernel and a scan twin (as
+/// cellc wrote plans before 2026-11-24), else only the scan.
+std::string accumulatePlan(bool steps) {
+  return std::string("cellc-plan 1\n"
+                     "cell acc\n"
+                     "dims H\n"
+                     "input x H\n"
+                     "state h H\n"
+                     "output H\n") +
+         (steps ? "step kernel 0 input:x state:h next:h out\n" : "") +
+         "scan kernel 1 input:x state:h next:h out\n"
+         "bstep kernel 2 dnext:h dout dstate:h dinput:x\n";
+}
+
+} // namespace
+
+// A plan with a step kernel and its scan twin trains by its steps (the old
+// scans keep no state history); inference, and a plan with only the scan,
+// run the scan.
+TEST(ScanTest, TrainingRunsTheScanUnlessThePlanHasSteps) {
+  const int64_t T = 3, B = 2, H = 4;
+  std::vector<float> x(T * B * H, 1.0f);
+  std::vector<int32_t> lengths = {3, 2};
+  for (bool steps : {true, false}) {
+    std::string plan = accumulatePlan(steps);
+    Expected<Cell> cell = Cell::load(
+        {plan.c_str(), accumulateKernels, accumulateKernelNames, 3});
+    ASSERT_TRUE(cell.ok()) << cell.error();
+    for (bool training : {false, true}) {
+      SCOPED_TRACE(std::string(steps ? "step and scan" : "scan only") +
+                   (training ? ", training" : ", inference"));
+      std::vector<float> out(T * B * H, -1.0f);
+      ForwardArgs args;
+      args.inputs = {{x.data(), {T, B, H}}};
+      args.lengths = lengths.data();
+      args.output = {out.data(), {T, B, H}};
+      Tape tape;
+      Status status = training ? cell->forward(args, tape) : cell->forward(args);
+      ASSERT_TRUE(status.ok()) << status.message();
+      bool ranSteps = steps && training;
+      // Row 0 at step 2 (active): the sum of three ones, or the scan's mark.
+      EXPECT_EQ(out[(2 * B + 0) * H], ranSteps ? 3.0f : 7.0f);
+      // Row 1 at step 2 (past its length): zero from the step kernel.
+      EXPECT_EQ(out[(2 * B + 1) * H], ranSteps ? 0.0f : 7.0f);
+    }
+  }
 }

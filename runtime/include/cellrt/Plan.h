@@ -146,8 +146,9 @@ enum class Phase {
   Pre,
   /// Every time step over the B rows of that step.
   Step,
-  /// Inference only: one kernel that runs all steps itself (time-scan);
-  /// replaces the `step` operations when the plan has one.
+  /// One kernel that runs all steps itself (time-scan) and replaces the
+  /// `step` operations; in training it writes every step's state into the
+  /// history. (A plan with both, from before 2026-11-24, trains by steps.)
   Scan,
   /// Backward: every step from T-1 down to 0, over the B rows of that step.
   BStep,

@@ -625,10 +625,10 @@ void KernelEmitter::copyRow(Value source, Value destination, Type type) {
   syncLanes();
 }
 
-/// One example's whole sequence: the state lives in row-local scratch,
-/// steps past the example's length only get zero outputs and the carried
-/// state, and the final state is written once at the end (inference) or
-/// every step's state into the history (training).
+/// One example's whole sequence: the state lives in row-local scratch
+/// (inference) or in its history (training), steps past the example's
+/// length only get zero outputs and the carried state, and inference writes
+/// the final state once at the end.
 void KernelEmitter::emitScanRow(Value row) {
   bindScratch(row);
   Block &entry = func.getBody().front();
@@ -640,9 +640,6 @@ void KernelEmitter::emitScanRow(Value row) {
     rowBase.push_back(offsetPointer(
         argBase[i], builder.create<arith::MulIOp>(loc, row, argStride[i])));
   unsigned numOperands = fused.getNumOperands();
-  for (unsigned i = 0; i < numStates; ++i)
-    copyRow(rowBase[i], currentState[i], fused.getOperand(i).getType());
-
   auto atStep = [&](unsigned i, Value step) {
     return offsetPointer(rowBase[i], builder.create<arith::MulIOp>(
                                          loc, step, argStepStride[i]));
@@ -655,41 +652,51 @@ void KernelEmitter::emitScanRow(Value row) {
     builder.setInsertionPoint(loop.getBody()->getTerminator());
     body(toI64(loop.getInductionVar()));
   };
-  // Training binds each `next` to its state's history (a step advance of
-  // one block of rows) and keeps every step's state there, as the step
-  // kernels did; inference binds it to one buffer (advance 0) for the last.
-  auto ifHistory = [&](unsigned state, arith::CmpIPredicate predicate,
-                       function_ref<void()> body) {
-    Value keeps = builder.create<arith::CmpIOp>(
-        loc, predicate, argStepStride[numOperands + state], i64Constant(0));
-    auto branch = builder.create<scf::IfOp>(loc, TypeRange{}, keeps,
+  auto ifThen = [&](Value condition, function_ref<void()> body) {
+    auto branch = builder.create<scf::IfOp>(loc, TypeRange{}, condition,
                                             /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(branch.thenBlock()->getTerminator());
     body();
   };
-  auto recordStates = [&](Value step, ArrayRef<Value> states) {
-    for (unsigned i = 0; i < numStates; ++i)
-      ifHistory(i, arith::CmpIPredicate::ne, [&] {
-        copyRow(states[i], atStep(numOperands + i, step),
-                fused.getOperand(i).getType());
-      });
-  };
+  // Training binds each state to its history (block t before step t, one
+  // block of rows per step: a non-zero advance), and the steps read and
+  // write it in place, as the step kernels did. Inference binds a state to
+  // one buffer (advance 0): the steps run in row-local scratch and the
+  // final state is written once.
+  SmallVector<Value> inPlace, inScratch;
+  for (unsigned i = 0; i < numStates; ++i) {
+    Value advance = argStepStride[numOperands + i];
+    inPlace.push_back(builder.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::ne, advance, i64Constant(0)));
+    inScratch.push_back(builder.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::eq, advance, i64Constant(0)));
+  }
+  auto stateType = [&](unsigned i) { return fused.getOperand(i).getType(); };
+  for (unsigned i = 0; i < numStates; ++i)
+    ifThen(inScratch[i],
+           [&] { copyRow(rowBase[i], currentState[i], stateType(i)); });
+
   stepLoop(i64Constant(0), length, [&](Value step) {
     rowPointers.clear();
     storage.clear();
     for (unsigned i = 0; i < numArgs(); ++i)
       rowPointers.push_back(atStep(i, step));
     for (unsigned i = 0; i < numStates; ++i) {
-      rowPointers[i] = currentState[i];
-      rowPointers[numOperands + i] = nextState[i];
+      unsigned next = numOperands + i;
+      rowPointers[i] = builder.create<LLVM::SelectOp>(
+          loc, inPlace[i], rowPointers[i], currentState[i]);
+      rowPointers[next] = builder.create<LLVM::SelectOp>(
+          loc, inPlace[i], rowPointers[next], nextState[i]);
     }
     for (BlockArgument arg : region().getArguments())
       storage[arg] = rowPointers[arg.getArgNumber()];
     emitActiveRow();
-    recordStates(step, nextState);
     for (unsigned i = 0; i < numStates; ++i)
-      copyRow(nextState[i], currentState[i], fused.getOperand(i).getType());
+      ifThen(inScratch[i],
+             [&] { copyRow(nextState[i], currentState[i], stateType(i)); });
+    // The next step may read the state at other lanes' elements.
+    syncLanes();
   });
   // Past the example's end: the state carries, and the output and any
   // per-step values (probes, saved activations) are zeros, as a step
@@ -703,12 +710,14 @@ void KernelEmitter::emitScanRow(Value row) {
                            loc, f32Constant(0), offsetPointer(destination, i));
                      });
     }
-    recordStates(step, currentState);
+    for (unsigned i = 0; i < numStates; ++i)
+      ifThen(inPlace[i], [&] {
+        copyRow(atStep(i, step), atStep(numOperands + i, step), stateType(i));
+      });
   });
   for (unsigned i = 0; i < numStates; ++i)
-    ifHistory(i, arith::CmpIPredicate::eq, [&] {
-      copyRow(currentState[i], rowBase[numOperands + i],
-              fused.getOperand(i).getType());
+    ifThen(inScratch[i], [&] {
+      copyRow(currentState[i], rowBase[numOperands + i], stateType(i));
     });
 }
 

@@ -5,30 +5,31 @@
 // final kernel is marked to run all steps itself.
 // CHECK-LABEL: cell.cell @sru
 // CHECK:         cell.fused({{.*}}) {final, scan}
-// The scan form is the op's only kernel, in training too. It loops over
-// steps up to each row's length inside the row loop and, where `next`
-// advances per step (training binds it to the state history), records every
-// step's state; then it zeroes the outputs of the padded steps and records
-// the carried state. Where `next` does not advance (inference), it writes
-// the final state once.
+// The scan form is the op's only kernel, in training too. Where a state
+// advances per step (training binds it to its history) the steps read and
+// write it in place; where it does not (inference) they run in row-local
+// scratch, copied in first and out once at the end. The kernel loops over
+// steps up to each row's length inside the row loop, then zeroes the
+// outputs of the padded steps and, in training, carries the state.
 // Strides: 5 row strides (c, f, u, next c, out), then 5 step advances;
 // next c's advance is stride 8.
 // LOWERED-LABEL: func.func @cellc_sru_k0(
 // LOWERED:         %[[AT:.*]] = llvm.getelementptr %arg6[%c8_i64]
 // LOWERED-NEXT:    %[[ADVANCE:.*]] = llvm.load %[[AT]]
 // LOWERED:         scf.parallel
-// LOWERED:           scf.for
+// LOWERED:           %[[IN_PLACE:.*]] = arith.cmpi ne, %[[ADVANCE]], %{{.*}} : i64
+// LOWERED:           %[[IN_SCRATCH:.*]] = arith.cmpi eq, %[[ADVANCE]], %{{.*}} : i64
+// LOWERED:           scf.if %[[IN_SCRATCH]] {
 // LOWERED:           scf.for %{{.*}} = %{{.*}} to %[[LEN:.*]] step
+// LOWERED:             llvm.select %[[IN_PLACE]]
+// LOWERED:             llvm.select %[[IN_PLACE]]
 // LOWERED:             scf.for
 // LOWERED:               math.tanh
-// LOWERED:             %[[KEEPS:.*]] = arith.cmpi ne, %[[ADVANCE]], %{{.*}} : i64
-// LOWERED:             scf.if %[[KEEPS]] {
+// LOWERED:             scf.if %[[IN_SCRATCH]] {
 // LOWERED:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step
 // LOWERED:             arith.constant 0.0
-// LOWERED:             %[[CARRIES:.*]] = arith.cmpi ne, %[[ADVANCE]], %{{.*}} : i64
-// LOWERED:             scf.if %[[CARRIES]] {
-// LOWERED:           %[[LAST:.*]] = arith.cmpi eq, %[[ADVANCE]], %{{.*}} : i64
-// LOWERED:           scf.if %[[LAST]] {
+// LOWERED:             scf.if %[[IN_PLACE]] {
+// LOWERED:           scf.if %[[IN_SCRATCH]] {
 // LOWERED-NOT:   func.func @cellc_sru_k1(
 cell.cell @sru attributes {input_names = ["x"], output_name = "h", param_names = [], state_names = ["c"]} prologue {
 ^bb0(%x: !cell.vec<"H">):

@@ -13,6 +13,7 @@
 
 #include "cellrt/Runtime.h"
 #include "cellrt/cellrt.h"
+#include "runtime/Gemm.h"
 #include "runtime/HostDevice.h"
 #include "test/unit/CellRunner.h"
 
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <limits>
 #include <map>
 #include <random>
@@ -453,4 +455,46 @@ TEST(CApi, DescribesTheCell) {
   EXPECT_EQ(cellrt_cell_param_extent(cell, 0, 2, dims.data()), -1);
   EXPECT_EQ(cellrt_cell_state_length(cell, 0, nullptr), -1);
   cellrt_cell_free(cell);
+}
+
+// Products too small to share run on the calling thread alone (Gemm.cpp);
+// every product, small or large, leaves OpenMP's team size as it found it
+// and computes the same result.
+TEST(GemmThreads, ProductsLeaveOpenMPsTeamSizeAsTheyFoundIt) {
+  auto setThreads = reinterpret_cast<void (*)(int)>(
+      dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto maxThreads = reinterpret_cast<int (*)()>(
+      dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  ASSERT_TRUE(setThreads && maxThreads) << "no OpenMP runtime loaded";
+  int before = maxThreads();
+  setThreads(3);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  // 2*rows*n*k flops: 2*1*64*64 (alone) and 2*64*256*128 (shared).
+  for (auto [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 64},
+                            {64, 256, 128}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(n) + "x" +
+                 std::to_string(k));
+    std::vector<float> in(rows * k), weight(n * k), out(rows * n, 0.5f);
+    for (float &x : in)
+      x = value(rng);
+    for (float &x : weight)
+      x = value(rng);
+    Status status = detail::gemmTransposedWeight(
+        rows, n, k, in.data(), k, weight.data(), k, out.data(), n, 1.0f);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(maxThreads(), 3);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; c += 17) {
+        double expected = 0.5;
+        for (int64_t i = 0; i < k; ++i)
+          expected += double(in[r * k + i]) * weight[c * k + i];
+        EXPECT_NEAR(out[r * n + c], expected, 1e-4) << r << "," << c;
+      }
+    status = detail::gemmAccumulate(rows, k, n, out.data(), n, weight.data(),
+                                    k, in.data(), k);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(maxThreads(), 3);
+  }
+  setThreads(before);
 }

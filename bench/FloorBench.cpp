@@ -11,7 +11,10 @@
 //              dU_g          += dS_gᵀ[Gg*H, T*B] · Hin_g     once over T*B rows
 //              dWx           += dXPᵀ[Gx*H, T*B] · X          once
 //              dX[T*B, I]    += dXP[T*B, Gx*H] · Wx          once
-//   step:      XP[B, Gx*H] = x · Wxᵀ, then the recurrent groups on B rows.
+//   step:      XP[B, Gx*H] = x · Wxᵀ, then the recurrent groups on B rows;
+//              from 4 rows on, by weights kept transposed, as cellrt does
+//              with a decoder's PackedWeights (oneDNN then reads them
+//              without packing them on every call).
 //
 // Gx/Gg per cell: ATR 1/{1}, GRU 3/{2,1}, LSTM 4/{4}, LAU 5/{4}, SRU and
 // SR-NMT 3/{} (no recurrent product). For SRU and SR-NMT, whose time is the
@@ -66,6 +69,11 @@ public:
         du.push_back(std::vector<float>(g * w.H * w.H, 0.0f));
       }
     }
+    if (w.mode == Mode::Step && w.B >= kMinRowsForTransposed) {
+      wxT = transposed(wx, gx, w.I);
+      for (size_t g = 0; g < u.size(); ++g)
+        uT.push_back(transposed(u[g], shape.stateGates[g] * w.H, w.H));
+    }
     if (training) {
       dxp = randomVector(rows * gx, 0.1f, seed++);
       dwx.assign(gx * w.I, 0.0f);
@@ -94,8 +102,12 @@ private:
     int64_t gx = shape.inputGates * w.H;
     if (w.mode == Mode::Step) {
       for (int64_t step = 0; step < w.stepsPerRun; ++step) {
-        sgemm('N', 'T', w.B, gx, w.I, x.data(), w.I, wx.data(), w.I, 0.0f,
-              xp.data(), gx);
+        if (!wxT.empty())
+          sgemm('N', 'N', w.B, gx, w.I, x.data(), w.I, wxT.data(), gx, 0.0f,
+                xp.data(), gx);
+        else
+          sgemm('N', 'T', w.B, gx, w.I, x.data(), w.I, wx.data(), w.I, 0.0f,
+                xp.data(), gx);
         recurrent(0);
       }
       return;
@@ -131,15 +143,35 @@ private:
       int64_t n = shape.stateGates[g] * w.H;
       const float *in = hin[g].data() + (training ? t * w.B * w.H : 0);
       float *out = s[g].data() + (training ? t * w.B * n : 0);
-      sgemm('N', 'T', w.B, n, w.H, in, w.H, u[g].data(), w.H, 0.0f, out, n);
+      if (!uT.empty())
+        sgemm('N', 'N', w.B, n, w.H, in, w.H, uT[g].data(), n, 0.0f, out, n);
+      else
+        sgemm('N', 'T', w.B, n, w.H, in, w.H, u[g].data(), w.H, 0.0f, out, n);
     }
   }
+
+  /// matrix [rows, cols] as [cols, rows].
+  static std::vector<float> transposed(const std::vector<float> &matrix,
+                                       int64_t rows, int64_t cols) {
+    std::vector<float> result(matrix.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        result[c * rows + r] = matrix[r * cols + c];
+    return result;
+  }
+
+  /// cellrt's threshold (Executor.cpp): up to 3 rows oneDNN multiplies by
+  /// a weight read transposed as fast.
+  static constexpr int64_t kMinRowsForTransposed = 4;
 
   Workload w;
   CellShape shape;
   double lastFlops = -1;
   std::vector<float> wx, x, xp, dxp, dwx, dx;
   std::vector<std::vector<float>> u, hin, s, ds, dhin, du;
+  /// A step's weights kept transposed (empty: read transposed).
+  std::vector<float> wxT;
+  std::vector<std::vector<float>> uT;
 };
 
 Register reg({"floor",

@@ -10,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <dlfcn.h>
 #include <string>
 
@@ -84,15 +85,15 @@ Status detail::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
   return Status::success();
 }
 
-/// Calls dnnl_sgemm (row-major) with beta = 1 and turns failures into errors.
-static Status accumulate(char transA, char transB, int64_t m, int64_t n,
-                         int64_t k, const float *a, int64_t lda, const float *b,
-                         int64_t ldb, float *c, int64_t ldc) {
+/// Calls dnnl_sgemm (row-major) and turns failures into errors.
+static Status product(char transA, char transB, int64_t m, int64_t n,
+                      int64_t k, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc, float beta) {
   if (m == 0 || n == 0 || k == 0)
     return Status::success();
   OpenMPThreads threads(flopsOf(m, n, k));
   dnnl_status_t status =
-      dnnl_sgemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+      dnnl_sgemm(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success)
     return Status::error("dnnl_sgemm failed (status " +
                          std::to_string(static_cast<int>(status)) + ") for a " +
@@ -107,13 +108,24 @@ Status detail::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                               const float *in, int64_t inStride,
                               const float *weight, int64_t weightStride,
                               float *out, int64_t outStride) {
-  return accumulate('N', 'N', rows, n, k, in, inStride, weight, weightStride,
-                    out, outStride);
+  return product('N', 'N', rows, n, k, in, inStride, weight, weightStride, out,
+                 outStride, 1.0f);
+}
+
+Status detail::gemm(int64_t rows, int64_t n, int64_t k, const float *in,
+                    int64_t inStride, const float *weight,
+                    int64_t weightStride, float *out, int64_t outStride) {
+  if (rows > 0 && n > 0 && k == 0)
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(out + r * outStride, n, 0.0f);
+  return product('N', 'N', rows, n, k, in, inStride, weight, weightStride, out,
+                 outStride, 0.0f);
 }
 
 Status detail::gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
                                              const float *a, int64_t aStride,
                                              const float *b, int64_t bStride,
                                              float *out, int64_t outStride) {
-  return accumulate('T', 'N', m, n, k, a, aStride, b, bStride, out, outStride);
+  return product('T', 'N', m, n, k, a, aStride, b, bStride, out, outStride,
+                 1.0f);
 }

@@ -29,6 +29,13 @@ Status gemmAccumulate(int64_t rows, int64_t n, int64_t k, const float *in,
                       int64_t inStride, const float *weight,
                       int64_t weightStride, float *out, int64_t outStride);
 
+/// out[rows, n] = in[rows, k] · weight[k, n]: gemmTransposedWeight's
+/// product with the weight kept transposed, which oneDNN reads without
+/// packing it first (a product of few rows: 2.3x faster at 10 rows).
+Status gemm(int64_t rows, int64_t n, int64_t k, const float *in,
+            int64_t inStride, const float *weight, int64_t weightStride,
+            float *out, int64_t outStride);
+
 /// out[m, n] += a[k, m]ᵀ · b[k, n] (a weight gradient: k runs over the
 /// T*B rows), all row-major with the given row strides.
 Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,

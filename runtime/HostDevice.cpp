@@ -103,6 +103,13 @@ Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                                 weightStride, out, outStride);
 }
 
+Status HostDevice::gemm(int64_t rows, int64_t n, int64_t k, const float *in,
+                        int64_t inStride, const float *weight,
+                        int64_t weightStride, float *out, int64_t outStride) {
+  return detail::gemm(rows, n, k, in, inStride, weight, weightStride, out,
+                      outStride);
+}
+
 Status HostDevice::gemmAccumulateTransposedInput(
     int64_t m, int64_t n, int64_t k, const float *a, int64_t aStride,
     const float *b, int64_t bStride, float *out, int64_t outStride) {

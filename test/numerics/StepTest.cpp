@@ -110,33 +110,47 @@ void checkStepping(const cellrt_image &image,
   cellrt::Status status = p.cell.forward(sequence);
   ASSERT_TRUE(status.ok()) << status.message();
 
-  std::vector<std::vector<float>> current = p.states, next = p.states;
-  std::vector<float> steppedOut(p.steps * p.batch * out);
-  for (int64_t t = 0; t < p.steps; ++t) {
-    cellrt::StepArgs step;
-    step.params = p.paramArrays();
-    for (size_t i = 0; i < plan.inputs.size(); ++i) {
-      int64_t w = p.width(plan.inputs[i]);
-      step.inputs.push_back(
-          {p.inputs[i].data() + t * p.batch * w, {p.batch, w}});
+  // T steps, with the weights stacked on every step or packed once.
+  auto stepThrough = [&](const cellrt::PackedWeights *packed,
+                         std::vector<float> &steppedOut,
+                         std::vector<std::vector<float>> &current) {
+    std::vector<std::vector<float>> next = p.states;
+    current = p.states;
+    steppedOut.assign(p.steps * p.batch * out, 0.0f);
+    for (int64_t t = 0; t < p.steps; ++t) {
+      cellrt::StepArgs step;
+      step.params = p.paramArrays();
+      step.packedWeights = packed;
+      for (size_t i = 0; i < plan.inputs.size(); ++i) {
+        int64_t w = p.width(plan.inputs[i]);
+        step.inputs.push_back(
+            {p.inputs[i].data() + t * p.batch * w, {p.batch, w}});
+      }
+      for (size_t i = 0; i < plan.states.size(); ++i) {
+        int64_t w = p.width(plan.states[i]);
+        step.states.push_back({current[i].data(), {p.batch, w}});
+        step.nextStates.push_back({next[i].data(), {p.batch, w}});
+      }
+      step.output = {steppedOut.data() + t * p.batch * out, {p.batch, out}};
+      cellrt::Status stepped = p.cell.step(step);
+      ASSERT_TRUE(stepped.ok()) << stepped.message();
+      std::swap(current, next);
     }
-    for (size_t i = 0; i < plan.states.size(); ++i) {
-      int64_t w = p.width(plan.states[i]);
-      step.states.push_back({current[i].data(), {p.batch, w}});
-      step.nextStates.push_back({next[i].data(), {p.batch, w}});
-    }
-    step.output = {steppedOut.data() + t * p.batch * out, {p.batch, out}};
-    status = p.cell.step(step);
-    ASSERT_TRUE(status.ok()) << status.message();
-    std::swap(current, next);
-  }
+  };
+  std::vector<float> steppedOut;
+  std::vector<std::vector<float>> current;
+  stepThrough(nullptr, steppedOut, current);
   expectClose(steppedOut, sequenceOut, "outputs");
   for (size_t i = 0; i < plan.states.size(); ++i)
     expectClose(current[i], finals[i], "final states");
 
-  // Weights stacked once give exactly what stacking on every step gives.
+  // Weights packed once (stacked, and on the CPU also transposed for the
+  // products, which then add in another order) give what stacking on every
+  // call gives, over the sequence and step by step.
   auto packed = p.cell.packWeights(p.paramArrays());
   ASSERT_TRUE(packed.ok()) << packed.error();
+  for (size_t w = 0; w < plan.weights.size(); ++w)
+    EXPECT_NE(packed->transposed(w), nullptr) << "weight " << w;
   cellrt::ForwardArgs withPacked = sequence;
   withPacked.packedWeights = &*packed;
   std::vector<float> packedOut(sequenceOut.size());
@@ -146,8 +160,13 @@ void checkStepping(const cellrt_image &image,
     withPacked.finalStates[i].data = packedFinals[i].data();
   status = p.cell.forward(withPacked);
   ASSERT_TRUE(status.ok()) << status.message();
-  EXPECT_EQ(packedOut, sequenceOut);
-  EXPECT_EQ(packedFinals, finals);
+  expectClose(packedOut, sequenceOut, "outputs, packed weights");
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    expectClose(packedFinals[i], finals[i], "final states, packed weights");
+  stepThrough(&*packed, steppedOut, current);
+  expectClose(steppedOut, sequenceOut, "stepped outputs, packed weights");
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    expectClose(current[i], finals[i], "stepped final states, packed weights");
 }
 
 /// Reordering rows by sourceRows equals stepping permuted states. With

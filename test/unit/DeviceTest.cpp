@@ -253,9 +253,10 @@ TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
 }
 
 /// packWeights on a device with memory of its own keeps the device's copies
-/// of every param and stacked weight: a decoding step then uploads no
-/// params, gives exactly the host's result, and the copies are released
-/// with the last PackedWeights.
+/// of every param and stacked weight (and no transposed weights, which only
+/// the CPU's products read): a decoding step then uploads no params, gives
+/// exactly the host's result with the weights stacked per call, and the
+/// copies are released with the last PackedWeights.
 static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
   Expected<Cell> onHost = Cell::load(image);
   ASSERT_TRUE(onHost.ok());
@@ -275,7 +276,9 @@ static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
     ASSERT_TRUE(packed.ok() && hostPacked.ok()) << packed.error();
     ASSERT_NE(packed->onDevice(), nullptr);
     EXPECT_EQ(hostPacked->onDevice(), nullptr);
-    Results expected = runStep(*onHost, problem, &*hostPacked);
+    EXPECT_EQ(packed->transposed(0), nullptr);
+    EXPECT_NE(hostPacked->transposed(0), nullptr);
+    Results expected = runStep(*onHost, problem);
     int64_t uploadsBefore = device->uploads;
     Results actual = runStep(*onDevice, problem, &*packed);
     int64_t uploadsPacked = device->uploads - uploadsBefore;

@@ -94,6 +94,17 @@ public:
                                                const float *b, int64_t bStride,
                                                float *out,
                                                int64_t outStride) = 0;
+  /// out[rows, n] = in[rows, k] · weight[k, n]: gemmTransposedWeight's
+  /// product with the weight kept transposed (PackedWeights on the CPU).
+  /// By default the rows are zeroed and gemmAccumulate adds the product.
+  virtual Status gemm(int64_t rows, int64_t n, int64_t k, const float *in,
+                      int64_t inStride, const float *weight,
+                      int64_t weightStride, float *out, int64_t outStride) {
+    for (int64_t r = 0; r < rows; ++r)
+      zero(out + r * outStride, n);
+    return gemmAccumulate(rows, n, k, in, inStride, weight, weightStride, out,
+                          outStride);
+  }
 
   virtual Status launch(const KernelLaunch &call) = 0;
   /// Waits for everything queued; reports an error raised asynchronously.

@@ -171,7 +171,7 @@ private:
     return result;
   }
 
-  /// cellrt's threshold (Executor.cpp): up to 3 rows oneDNN multiplies by
+  /// cellrt's threshold (runtime/Execution.cpp): up to 3 rows oneDNN multiplies by
   /// a weight read transposed as fast.
   static constexpr int64_t kMinRowsForTransposed = 4;
 

@@ -692,11 +692,14 @@ void KernelEmitter::emitScanRow(Value row) {
     for (BlockArgument arg : region().getArguments())
       storage[arg] = rowPointers[arg.getArgNumber()];
     emitActiveRow();
-    for (unsigned i = 0; i < numStates; ++i)
+    // The next step may read the state at other lanes' elements: the
+    // copy to scratch ends with a barrier, the history needs its own.
+    for (unsigned i = 0; i < numStates; ++i) {
       ifThen(inScratch[i],
              [&] { copyRow(nextState[i], currentState[i], stateType(i)); });
-    // The next step may read the state at other lanes' elements.
-    syncLanes();
+      if (gpu)
+        ifThen(inPlace[i], [&] { syncLanes(); });
+    }
   });
   // Past the example's end: the state carries, and the output and any
   // per-step values (probes, saved activations) are zeros, as a step

@@ -29,7 +29,9 @@ constexpr double kMinSharedFlops = 2e6;
 
 /// Sets OpenMP's team size for the products started on this thread until
 /// it goes out of scope. The OpenMP runtime is the one oneDNN loaded, found
-/// by name, so that cellrt never brings in a second one.
+/// by name, so that cellrt never brings in a second one. Measured with
+/// libgomp (Debian's oneDNN); LLVM's libomp re-forms its hot team when the
+/// size changes, which may move the threshold.
 class OpenMPThreads {
 public:
   explicit OpenMPThreads(double flops) {

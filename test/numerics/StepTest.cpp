@@ -149,8 +149,15 @@ void checkStepping(const cellrt_image &image,
   // call gives, over the sequence and step by step.
   auto packed = p.cell.packWeights(p.paramArrays());
   ASSERT_TRUE(packed.ok()) << packed.error();
-  for (size_t w = 0; w < plan.weights.size(); ++w)
-    EXPECT_NE(packed->transposed(w), nullptr) << "weight " << w;
+  std::map<std::string, cellrt::ConstArray> arrays = p.paramArrays();
+  for (size_t w = 0; w < plan.weights.size(); ++w) {
+    int64_t rows = 0, cols = arrays.at(plan.weights[w].params[0]).shape[1];
+    for (const std::string &name : plan.weights[w].params)
+      rows += arrays.at(name).shape[0];
+    EXPECT_NE(packed->transposed(w, rows, cols), nullptr) << "weight " << w;
+    // Sizes other than the packed ones get none.
+    EXPECT_EQ(packed->transposed(w, rows + 1, cols), nullptr);
+  }
   cellrt::ForwardArgs withPacked = sequence;
   withPacked.packedWeights = &*packed;
   std::vector<float> packedOut(sequenceOut.size());

@@ -276,8 +276,13 @@ static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
     ASSERT_TRUE(packed.ok() && hostPacked.ok()) << packed.error();
     ASSERT_NE(packed->onDevice(), nullptr);
     EXPECT_EQ(hostPacked->onDevice(), nullptr);
-    EXPECT_EQ(packed->transposed(0), nullptr);
-    EXPECT_NE(hostPacked->transposed(0), nullptr);
+    std::map<std::string, ConstArray> arrays = problem.paramArrays();
+    const WeightDecl &weight = onHost->getPlan().weights[0];
+    int64_t rows = 0, cols = arrays.at(weight.params[0]).shape[1];
+    for (const std::string &name : weight.params)
+      rows += arrays.at(name).shape[0];
+    EXPECT_EQ(packed->transposed(0, rows, cols), nullptr);
+    EXPECT_NE(hostPacked->transposed(0, rows, cols), nullptr);
     Results expected = runStep(*onHost, problem);
     int64_t uploadsBefore = device->uploads;
     Results actual = runStep(*onDevice, problem, &*packed);
@@ -469,7 +474,11 @@ TEST(GemmThreads, ProductsLeaveOpenMPsTeamSizeAsTheyFoundIt) {
   auto maxThreads = reinterpret_cast<int (*)()>(
       dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   ASSERT_TRUE(setThreads && maxThreads) << "no OpenMP runtime loaded";
-  int before = maxThreads();
+  struct Restore {
+    void (*set)(int);
+    int threads;
+    ~Restore() { set(threads); }
+  } restore{setThreads, maxThreads()};
   setThreads(3);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
@@ -499,5 +508,4 @@ TEST(GemmThreads, ProductsLeaveOpenMPsTeamSizeAsTheyFoundIt) {
     ASSERT_TRUE(status.ok()) << status.message();
     EXPECT_EQ(maxThreads(), 3);
   }
-  setThreads(before);
 }

@@ -1119,3 +1119,18 @@ TEST(ScanTest, TrainingRunsTheScanUnlessThePlanHasSteps) {
     }
   }
 }
+
+// The params stacked into one weight are rows of one matrix: packWeights
+// refuses them with different column counts rather than read past one.
+TEST(ExecutorErrorTest, PackWeightsNeedsStackedParamsOfOneWidth) {
+  Expected<Cell> cell = Cell::load(imageFor(linearPlan));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  LinearProblem problem(2, 3, 4, 5, 1);
+  ForwardArgs args = problem.args(nullptr, nullptr, false);
+  std::vector<float> wide(5 * 6);
+  args.params["B"] = {wide.data(), {5, 6}};
+  Expected<PackedWeights> packed = cell->packWeights(args.params);
+  ASSERT_FALSE(packed.ok());
+  EXPECT_EQ(packed.error(), "packWeights: params stacked into one weight "
+                            "need as many columns: 'A' has 4, 'B' has 6");
+}

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cellrt {
@@ -57,7 +58,10 @@ struct DeviceWeights;
 /// params change. On the CPU it also holds every weight transposed, the
 /// layout in which the products of few rows run fastest (a decoding step's:
 /// oneDNN's sgemm packs a weight it must read transposed on every call),
-/// at the cost of a second copy of the weights. On a device with memory of
+/// at the cost of a second copy of the weights. Products of 4 rows or more
+/// read that copy, fewer rows the stacked one (or the caller's array), so
+/// results with packed weights differ from those without in the last bits
+/// (the products add in another order) and depend on whether B >= 4. On a device with memory of
 /// its own (a GPU) it holds the device's copies of every param given
 /// instead, so inference calls upload no params at all.
 class PackedWeights {
@@ -70,17 +74,21 @@ public:
   const DeviceWeights *onDevice() const { return device.get(); }
   /// Floats in the stacked copy of plan weight `w` (0 for a single part).
   size_t stackedSize(size_t w) const { return stacked[w].size(); }
-  /// Plan weight `w` ([ROWS, COLS]) transposed, [COLS, ROWS]; null on a
-  /// device with memory of its own.
-  const float *transposed(size_t w) const {
-    return w < transposedWeights.size() ? transposedWeights[w].data()
-                                        : nullptr;
+  /// Plan weight `w` transposed, [cols, rows], if it was packed as
+  /// [rows, cols]; else (other sizes, or a device with memory of its own)
+  /// null.
+  const float *transposed(size_t w, int64_t rows, int64_t cols) const {
+    return w < transposedWeights.size() &&
+                   transposedShapes[w] == std::make_pair(rows, cols)
+               ? transposedWeights[w].data()
+               : nullptr;
   }
 
 private:
   friend class Cell;
   std::vector<std::vector<float>> stacked;
   std::vector<std::vector<float>> transposedWeights;
+  std::vector<std::pair<int64_t, int64_t>> transposedShapes;
   std::vector<const float *> weights;
   std::shared_ptr<const DeviceWeights> device;
 };
@@ -175,8 +183,10 @@ struct StepArgs {
 
 /// Threads for the fused kernels (rows split across them). Default:
 /// $CELLRT_NUM_THREADS, else $OMP_NUM_THREADS, else every core. The GEMMs
-/// follow oneDNN's OpenMP settings; with more than one thread, run with
-/// OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do not spin.
+/// follow oneDNN's OpenMP settings, but for products under 2 MFLOP, which
+/// run on the calling thread alone (a decoding step's); with more than one
+/// thread, run with OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do
+/// not spin.
 void setNumThreads(int threads);
 int getNumThreads();
 

@@ -1,0 +1,451 @@
+//===- Execution.h - One call of a plan on a device -------------*- C++ -*-===//
+//
+// The executor's internals, shared by its files: how a call's operands are
+// bound (Operand, BoundOperation, BoundProgram), the memory a call keeps
+// for the next one (Blocks, Workspace, WorkspacePool) and for backward
+// (Tape::Storage), and Execution, which runs one call's forward or
+// backward operations. Execution.cpp sets up, binds and runs the forward
+// operations, ExecutionTiled.cpp describes the tiled steps,
+// ExecutionBackward.cpp runs backward, Cell.cpp the Cell entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CELLRT_EXECUTION_H
+#define CELLRT_EXECUTION_H
+
+#include "DimBinder.h"
+#include "HostDevice.h"
+#include "PlanLayout.h"
+#include "TiledSteps.h"
+#include "cellrt/Device.h"
+#include "cellrt/Runtime.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+/// The device's copies of a cell's params (those the caller gave to
+/// packWeights) and of its stacked weights; released with the last
+/// PackedWeights that holds them.
+struct cellrt::DeviceWeights {
+  std::shared_ptr<Device> owner;
+  std::map<std::string, float *> params;
+  std::vector<const float *> weights;
+  std::vector<void *> allocations;
+
+  float *find(const std::string &name) const {
+    auto it = params.find(name);
+    return it == params.end() ? nullptr : it->second;
+  }
+  /// A device copy of `count` floats at `host`; null when out of memory.
+  float *place(const float *host, int64_t count) {
+    void *memory = owner->allocate(size_t(count) * sizeof(float));
+    if (!memory)
+      return nullptr;
+    allocations.push_back(memory);
+    owner->upload(memory, host, size_t(count) * sizeof(float));
+    return static_cast<float *>(memory);
+  }
+  ~DeviceWeights() {
+    for (void *memory : allocations)
+      owner->release(memory);
+  }
+};
+
+namespace cellrt::detail {
+
+inline std::string quote(const std::string &text) { return "'" + text + "'"; }
+
+inline std::string planError(const Operation &op, const std::string &message) {
+  return "plan line " + std::to_string(op.line) + ": " + message;
+}
+
+/// Where an operand's rows live: `base` (already at its column offset) plus
+/// `stepAdvance` floats per step or, when `slot` is set, `*slot + column`
+/// (one half of a double-buffered array whose halves swap every step).
+struct Operand {
+  float *const *slot = nullptr;
+  float *base = nullptr;
+  int64_t column = 0;
+  int64_t stride = 0;
+  int64_t stepAdvance = 0;
+
+  float *at(int64_t step) const {
+    return (slot ? *slot + column : base) + step * stepAdvance;
+  }
+};
+
+/// One stacked part of a `wgrad`: its rows in the stacked weight and the
+/// gradient array (on the device) it accumulates into.
+struct GradientPart {
+  float *gradient;
+  int64_t rowOffset, rows;
+};
+
+/// An operation with its operands resolved for this call.
+struct BoundOperation {
+  const Operation *op = nullptr;
+  std::vector<Operand> operands;
+  /// Kernels on devices that pass row-local scratch: [rows, LEN] each.
+  std::vector<std::pair<float *, int64_t>> scratch;
+  /// Kernels on devices that provide scratch per thread: each LEN.
+  std::vector<int64_t> scratchLengths;
+  /// Gemm, Wgrad: the stacked weight and its shape.
+  const float *weight = nullptr;
+  int64_t weightRows = 0, weightCols = 0;
+  /// Forward gemm: the weight transposed ([cols, rows]), where the
+  /// caller's PackedWeights hold it.
+  const float *transposedWeight = nullptr;
+  /// Wgrad: the wanted parts. Pgrad: the gradient (null: unwanted).
+  std::vector<GradientPart> parts;
+  float *gradient = nullptr;
+  int64_t length = 0;
+
+  /// Empty again, keeping the vectors' memory.
+  void reset() {
+    op = nullptr;
+    operands.clear();
+    scratch.clear();
+    scratchLengths.clear();
+    weight = nullptr;
+    weightRows = weightCols = 0;
+    transposedWeight = nullptr;
+    parts.clear();
+    gradient = nullptr;
+    length = 0;
+  }
+};
+
+/// Bound operations of one phase group, kept across calls: clear() forgets
+/// them but keeps each one's vectors, so binding the same plan again (every
+/// call of a decoding loop) allocates nothing.
+class BoundList {
+public:
+  void clear() { count = 0; }
+  /// A reset operation at the end of the list.
+  BoundOperation &append() {
+    if (count == items.size())
+      items.emplace_back();
+    BoundOperation &bound = items[count++];
+    bound.reset();
+    return bound;
+  }
+  const BoundOperation *begin() const { return items.data(); }
+  const BoundOperation *end() const { return items.data() + count; }
+  bool empty() const { return count == 0; }
+
+private:
+  std::vector<BoundOperation> items;
+  size_t count = 0;
+};
+
+/// What a call binds, kept in its workspace so that the next call with the
+/// same plan reuses the memory.
+struct BoundProgram {
+  BoundList sequence, steps, end, scan;
+  /// One kernel launch's pointers and strides.
+  std::vector<float *> kernelPointers;
+  std::vector<int64_t> kernelStrides;
+};
+
+/// Device memory kept across calls: a call with the same plan and sizes asks
+/// for the same blocks in the same order, so it allocates (and page-faults)
+/// nothing. Blocks are not zeroed: every buffer is written before it is
+/// read, or zeroed explicitly where a sum starts.
+class Blocks {
+public:
+  Blocks() = default;
+  Blocks(const Blocks &) = delete;
+  Blocks &operator=(const Blocks &) = delete;
+  ~Blocks() { releaseAll(); }
+
+  /// Blocks of another device are released first.
+  void use(const std::shared_ptr<Device> &wanted) {
+    if (device == wanted)
+      return;
+    releaseAll();
+    device = wanted;
+  }
+
+  void *allocateBytes(size_t bytes) {
+    bytes = std::max<size_t>(bytes, 4);
+    if (used == blocks.size()) {
+      blocks.push_back(nullptr);
+      capacities.push_back(0);
+    }
+    if (capacities[used] < bytes) {
+      if (blocks[used])
+        device->release(blocks[used]);
+      blocks[used] = device->allocate(bytes);
+      capacities[used] = blocks[used] ? bytes : 0;
+      if (!blocks[used] && !failedBytes)
+        failedBytes = bytes;
+    }
+    return blocks[used++];
+  }
+  float *allocate(int64_t count) {
+    return static_cast<float *>(
+        allocateBytes(static_cast<size_t>(std::max<int64_t>(count, 1)) * 4));
+  }
+  /// Forgets the previous call's layout, keeping the blocks.
+  void rewind() {
+    used = 0;
+    failedBytes = 0;
+  }
+  /// The first allocation that failed since rewind(), as an error.
+  Status status() const {
+    if (!failedBytes)
+      return Status::success();
+    return Status::error("out of device memory: cannot allocate " +
+                         std::to_string(failedBytes) + " bytes");
+  }
+
+private:
+  void releaseAll() {
+    for (void *block : blocks)
+      if (block)
+        device->release(block);
+    blocks.clear();
+    capacities.clear();
+    used = 0;
+  }
+
+  std::shared_ptr<Device> device;
+  std::vector<void *> blocks;
+  std::vector<size_t> capacities;
+  size_t used = 0;
+  size_t failedBytes = 0;
+};
+
+/// The arrays of one forward call, all device addresses; a training-mode
+/// forward keeps them in the tape for backward().
+struct Workspace {
+  Blocks blocks;
+  BoundProgram bound;
+
+  void reset() {
+    blocks.rewind();
+    inputs.clear();
+    buffers.clear();
+    currentStates.clear();
+    nextStates.clear();
+    weights.clear();
+    params.clear();
+    outputBase = nullptr;
+    outputStepAdvance = 0;
+    lengths = nullptr;
+    dims = nullptr;
+  }
+
+  /// [T*B, LEN] per input: the caller's array, a copy reversed within
+  /// lengths, or the device's copy.
+  std::vector<float *> inputs;
+  /// Step buffers are [B, LEN], or [T*B, LEN] in training mode.
+  std::vector<float *> buffers;
+  /// Inference: the current and next value of each state, swapped after
+  /// every step. Training: currentStates[i] is the history [(T+1)*B, LEN]
+  /// (block t = the state before step t) and nextStates is unused.
+  std::vector<float *> currentStates, nextStates;
+  std::vector<const float *> weights;
+  /// Every param, in the plan's order: the caller's array or the device's
+  /// copy.
+  std::vector<float *> params;
+  float *outputBase = nullptr;
+  int64_t outputStepAdvance = 0;
+  /// The kernels' lengths and dims arrays.
+  const int32_t *lengths = nullptr;
+  const int64_t *dims = nullptr;
+};
+
+/// A caller's array and the device copy the call writes; copied back at the
+/// end of the call.
+struct WriteBack {
+  float *host;
+  const float *device;
+  int64_t count;
+};
+
+/// The gradient arrays of one backward call.
+struct GradientSpace {
+  /// [B, LEN] per state, swapped after every step.
+  std::vector<float *> dnext, dstate;
+  float *dout = nullptr;
+  int64_t doutStepAdvance = 0;
+  /// [T*B, LEN] per input: the caller's gradient or scratch; null when no
+  /// operation references it.
+  std::vector<float *> dinputs;
+  /// True where dinputs[i] is scratch that must be added to the caller's
+  /// array (reversed within lengths in reverse mode).
+  std::vector<bool> dinputScratch;
+  /// Per state: where the caller's initial-state gradient is accumulated.
+  std::vector<float *> initialTargets;
+  /// Per param: where its gradient is accumulated (null: unwanted).
+  std::map<std::string, float *> params;
+  std::vector<WriteBack> writeBacks;
+};
+
+/// Workspaces of inference calls, kept between calls: a call takes one (or
+/// a new one when all are in use by other threads) and gives it back. Also
+/// the sizes of the Cell's last call's shapes.
+class WorkspacePool {
+public:
+  SizesCache sizes;
+
+  std::unique_ptr<Workspace> take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (spare.empty())
+      return std::make_unique<Workspace>();
+    std::unique_ptr<Workspace> work = std::move(spare.back());
+    spare.pop_back();
+    return work;
+  }
+  void give(std::unique_ptr<Workspace> work) {
+    std::lock_guard<std::mutex> lock(mutex);
+    spare.push_back(std::move(work));
+  }
+
+private:
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Workspace>> spare;
+};
+
+/// Runs the forward or backward operations of one call on a device.
+class Execution {
+public:
+  Execution(const Plan &plan, Device &device, const ForwardArgs &args,
+            const Sizes &sizes, Workspace &work, bool training)
+      : plan(plan), device(device), shared(device.sharesHostMemory()),
+        args(args), sizes(sizes), work(work), training(training),
+        rowsPerStep(sizes.batch),
+        maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
+        layout(*sizes.layout), dimValues(layout.dimValues) {}
+
+  /// Fills `work` and runs the pre and step operations.
+  Status forward();
+  /// Runs the backward operations over the arrays a training-mode forward
+  /// left in `work`, with its own arrays in `gradientBlocks`.
+  Status backward(const BackwardArgs &gradients, Blocks &gradientBlocks);
+
+private:
+  Status setUp();
+  void stackWeights();
+  void refreshCallerPointers();
+  Status bindOperations(bool backwardPhases, Blocks &scratchBlocks);
+  Expected<Operand> bindOperand(const Operation &op, const Ref &ref,
+                                const OperandLayout &at);
+  Status checkColumns(const Operation &op, const Ref &ref,
+                      const OperandLayout &at, int64_t columns,
+                      const char *role) const;
+  Status bindGradients(BoundOperation &bound, const OperationLayout &at);
+  Status setUpGradients(const BackwardArgs &gradients, Blocks &blocks);
+  void zeroGradientBuffers();
+  Status runOperation(const BoundOperation &bound, int64_t step,
+                      int64_t rowBegin, int64_t rowEnd);
+  Status runScan(const BoundOperation &bound);
+  Status runBackwardSteps();
+  bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
+  bool eachSegmentIsAnArgument(const std::string &hidden) const;
+  bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
+                            std::map<std::string, int64_t> &productPhase,
+                            const TiledSteps &tiled, TiledPhase &phase) const;
+  bool tiledRows(const Ref &ref, const Operand &operand,
+                 const std::map<std::string, int64_t> &productPhase,
+                 TiledArg &arg) const;
+  bool describeTiledKernel(const BoundOperation &bound, const HostDevice &host,
+                           const std::map<std::string, int64_t> &productPhase,
+                           const TiledSteps &tiled, TiledPhase &phase) const;
+  bool describeTiledArg(const Ref &ref, const Operand &operand,
+                        const std::map<std::string, int64_t> &productPhase,
+                        TiledArg &arg) const;
+  Status finish();
+  Status finishBackward(const BackwardArgs &gradients);
+  int64_t width(const VectorDecl &decl) const {
+    return sizes.eval(decl.length);
+  }
+  /// Packed weights stand in for stacking the caller's params: on inference
+  /// calls only (training keeps its own copies: the tape may outlive the
+  /// caller's), as host arrays where memory is shared, else as the
+  /// device's copies.
+  bool usesPackedWeights() const {
+    return args.packedWeights && !training &&
+           (shared || args.packedWeights->onDevice());
+  }
+  const DeviceWeights *residentWeights() const {
+    return usesPackedWeights() && !shared ? args.packedWeights->onDevice()
+                                          : nullptr;
+  }
+  int64_t paramCount(const std::string &name) const {
+    return layout.paramCounts[plan.findParam(name) - plan.params.data()];
+  }
+  /// A caller's host array as the device sees it: itself when memory is
+  /// shared, else a copy in `blocks` (filled once the call's allocations
+  /// have succeeded, by uploadPending()).
+  float *mirror(const float *host, int64_t count, Blocks &blocks);
+  /// Like mirror, and the copy is written back to `host` when the call ends.
+  float *mirrorBack(float *host, int64_t count, Blocks &blocks);
+  void uploadPending();
+  /// Device rows [T, B, width] from host rows reversed within lengths.
+  void importReversed(const float *host, float *target, int64_t width);
+  /// Host rows from device rows [T, B, width], reversed within lengths.
+  void exportReversed(const float *source, float *host, int64_t width);
+  /// Whether the caller reads the `out` rows: the output or a probe.
+  bool readsOutRows() const;
+  /// Splits the kernels' `out` rows into the output and the probe arrays.
+  void exportOutputAndProbes();
+  /// The output gradient as [T, B, outputWidth] host rows (zeros for the
+  /// probes' columns): the caller's own array when the cell has no probes.
+  const float *widenOutputGradient(const float *dOutput);
+
+  const Plan &plan;
+  Device &device;
+  const bool shared;
+  const ForwardArgs &args;
+  const Sizes &sizes;
+  Workspace &work;
+  const bool training;
+  const int64_t rowsPerStep;
+  /// Steps at or past the longest sequence would only carry states.
+  const int64_t maxLength;
+  /// The plan evaluated for these sizes (DimBinder made it with them).
+  const PlanLayout &layout;
+  const std::vector<int64_t> &dimValues;
+  /// The width of the kernels' `out` rows: the output, then the probes.
+  int64_t outputWidth = 0;
+  /// Backward with probes: the caller's output gradient widened to the
+  /// kernels' rows (zero for the probes); it must outlive the call.
+  std::vector<float> widenedDout;
+
+  const BackwardArgs *gradientArgs = nullptr;
+  GradientSpace grads;
+  /// Uploads waiting for the call's allocations to succeed.
+  std::vector<WriteBack> pendingUploads;
+
+  /// The bound operations by phase group, in `work` (see BoundProgram).
+  BoundList &sequenceOperations = work.bound.sequence;
+  BoundList &stepOperations = work.bound.steps;
+  BoundList &endOperations = work.bound.end;
+  BoundList &scanOperations = work.bound.scan;
+  std::vector<float *> &kernelPointers = work.bound.kernelPointers;
+  std::vector<int64_t> &kernelStrides = work.bound.kernelStrides;
+};
+
+} // namespace cellrt::detail
+
+struct cellrt::Tape::Storage {
+  bool recorded = false;
+  /// The plan that recorded it (a Cell's plan lives as long as the Cell).
+  const Plan *plan = nullptr;
+  int64_t steps = 0, batch = 0;
+  std::map<std::string, int64_t> dims;
+  std::vector<int32_t> lengths;
+  bool reverse = false;
+  detail::Workspace workspace;
+  /// backward()'s own arrays, reused from call to call.
+  detail::Blocks gradientBlocks;
+};
+
+#endif // CELLRT_EXECUTION_H

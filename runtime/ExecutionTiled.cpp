@@ -1,0 +1,224 @@
+//===- ExecutionTiled.cpp - A call's steps as tiles -------------------------===//
+//
+// Whether a call's steps can run as the tiled steps (TiledSteps.h), and
+// their description: each product, accumulation and kernel of a step moved
+// to a block of hidden units.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Execution.h"
+
+using namespace cellrt;
+
+namespace cellrt::detail {
+
+/// Whether this call's steps can run as tiles (TiledSteps.h): on the CPU,
+/// steps of products and kernels without whole-row scratch; each product
+/// reads [B, H] rows of a state or of a buffer an earlier kernel wrote by a
+/// stacked [G*H, H] weight (backward: [B, rows] by [rows, H] into a state
+/// gradient or a buffer), and every kernel argument is H wide per row (a
+/// state, a gradient, a param, the output, an input) or one H-wide gate of
+/// a stacked buffer.
+/// n where `expr` is written n * `dim` (n >= 0), else -1. The tiled steps
+/// move arrays by the hidden dim as the plan writes it: an array whose width
+/// is another dim that happens to be as large is not split.
+static int64_t multipleOf(const DimExpr &expr, const std::string &dim) {
+  const std::vector<DimExpr::Term> &terms = expr.getTerms();
+  if (expr.getConstant() != 0 || terms.size() > 1)
+    return -1;
+  if (terms.empty())
+    return 0;
+  return terms[0].first == dim && terms[0].second > 0 ? terms[0].second : -1;
+}
+
+bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
+  auto *host = dynamic_cast<HostDevice *>(&device);
+  // The weights are packed per call: a decoding step would pay a pass over
+  // them for one product.
+  constexpr int64_t kMinTiledSteps = 3;
+  if (!host || !tiledStepsWanted(training) || maxLength < kMinTiledSteps ||
+      plan.states.empty() ||
+      std::none_of(stepOperations.begin(), stepOperations.end(),
+                   [](const BoundOperation &bound) {
+                     return bound.op->kind == Operation::Kind::Gemm;
+                   }))
+    return false;
+  // The hidden dim: the first state's length, one symbol of the dims, and
+  // every state as wide.
+  const DimExpr &length = plan.states[0].length;
+  if (length.getTerms().size() != 1)
+    return false;
+  tiled.hiddenDim = length.getTerms()[0].first;
+  for (const VectorDecl &state : plan.states)
+    if (multipleOf(state.length, tiled.hiddenDim) != 1)
+      return false;
+  tiled.hidden = sizes.eval(length);
+  tiled.block = tiledBlock(tiled.hidden);
+  if (!tiled.block || !eachSegmentIsAnArgument(tiled.hiddenDim))
+    return false;
+  std::map<std::string, int64_t> productPhase;
+  for (const BoundOperation &bound : stepOperations) {
+    TiledPhase phase;
+    bool described =
+        bound.op->kind == Operation::Kind::Gemm
+            ? describeTiledProduct(bound, backwardPass, productPhase, tiled,
+                                   phase)
+            : describeTiledKernel(bound, *host, productPhase, tiled, phase);
+    if (!described)
+      return false;
+    tiled.phases.push_back(std::move(phase));
+  }
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
+                                                          : dimValues[i]);
+  tiled.lengths = work.lengths;
+  tiled.steps = maxLength;
+  tiled.batch = rowsPerStep;
+  tiled.reverse = backwardPass;
+  tiled.zeroOutgoing = backwardPass;
+  tiled.slots[0] = work.currentStates;
+  tiled.slots[1] = work.nextStates;
+  tiled.slots[2] = grads.dnext;
+  tiled.slots[3] = grads.dstate;
+  return true;
+}
+
+/// Every H-wide segment of a buffer a step kernel reads must be an argument
+/// of its own: a value two segments wide is passed once and spans two gates.
+bool Execution::eachSegmentIsAnArgument(const std::string &hidden) const {
+  std::map<std::string, std::set<int64_t>> segments;
+  for (const BoundOperation &bound : stepOperations)
+    if (bound.op->kind == Operation::Kind::Kernel)
+      for (const Ref &ref : bound.op->operands)
+        if (ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step) {
+          int64_t segment = multipleOf(ref.column, hidden);
+          if (segment < 0)
+            return false;
+          segments[ref.name].insert(segment);
+        }
+  for (const auto &[name, used] : segments)
+    if (int64_t(used.size()) !=
+        multipleOf(plan.findBuffer(name)->length, hidden))
+      return false;
+  return true;
+}
+
+/// A forward product (into the member's tile in inference, into its
+/// buffer where backward reads it) or a backward accumulation, by a weight
+/// of [k*H, H] params.
+bool Execution::describeTiledProduct(
+    const BoundOperation &bound, bool backwardPass,
+    std::map<std::string, int64_t> &productPhase, const TiledSteps &tiled,
+    TiledPhase &phase) const {
+  const std::string &hidden = tiled.hiddenDim;
+  int64_t gates = 0;
+  for (const std::string &name : plan.findWeight(bound.op->weight)->params) {
+    const ParamDecl *param = plan.findParam(name);
+    int64_t rows = multipleOf(param->shape[0], hidden);
+    if (rows < 1 || multipleOf(param->shape[1], hidden) != 1)
+      return false;
+    gates += rows;
+  }
+  const Ref &in = bound.op->gemmInput(), &out = bound.op->gemmOutput();
+  phase.weight = bound.weight;
+  phase.weightRows = bound.weightRows;
+  phase.gates = gates;
+  if (multipleOf(in.column, hidden) != 0 ||
+      multipleOf(out.column, hidden) != 0 ||
+      !tiledRows(in, bound.operands[1], productPhase, phase.in) ||
+      !tiledRows(out, bound.operands[0], productPhase, phase.out))
+    return false;
+  int64_t inWidth = multipleOf(plan.arrayWidth(in), hidden);
+  int64_t outWidth = multipleOf(plan.arrayWidth(out), hidden);
+  if (backwardPass) {
+    // out (H wide) += in ([B, k*H]) · W.
+    phase.kind = TiledPhase::Kind::Accumulate;
+    return outWidth == 1 && inWidth == gates;
+  }
+  phase.kind = TiledPhase::Kind::Product;
+  if (inWidth != 1 || out.kind != Ref::Kind::Step || outWidth != gates)
+    return false;
+  // Inference keeps the products in the members' caches; training keeps
+  // every step's for backward.
+  phase.intoTile = !training;
+  if (phase.intoTile)
+    productPhase[out.name] = int64_t(tiled.phases.size());
+  return true;
+}
+
+/// A product's operand as whole rows: a state or state gradient (double
+/// buffered in inference and backward, a history in training) or a buffer;
+/// never an inference product tile, which exists per block only.
+bool Execution::tiledRows(const Ref &ref, const Operand &operand,
+                          const std::map<std::string, int64_t> &productPhase,
+                          TiledArg &arg) const {
+  if (ref.kind == Ref::Kind::Step && productPhase.count(ref.name))
+    return false;
+  return describeTiledArg(ref, operand, productPhase, arg) &&
+         arg.kind != TiledArg::Kind::Product;
+}
+
+bool Execution::describeTiledKernel(
+    const BoundOperation &bound, const HostDevice &host,
+    const std::map<std::string, int64_t> &productPhase,
+    const TiledSteps &tiled, TiledPhase &phase) const {
+  if (!bound.scratch.empty() || plan.scratch.count(bound.op->kernel))
+    return false;
+  phase.kind = TiledPhase::Kind::Kernel;
+  phase.kernel = host.kernel(bound.op->kernel);
+  for (size_t i = 0; i < bound.operands.size(); ++i) {
+    const Ref &ref = bound.op->operands[i];
+    bool stacked = ref.kind == Ref::Kind::Seq || ref.kind == Ref::Kind::Step;
+    // Stacked buffers' gates are checked by eachSegmentIsAnArgument.
+    if (!stacked && multipleOf(plan.arrayWidth(ref), tiled.hiddenDim) != 1)
+      return false;
+    TiledArg arg;
+    if (!describeTiledArg(ref, bound.operands[i], productPhase, arg))
+      return false;
+    phase.args.push_back(arg);
+  }
+  return true;
+}
+
+bool Execution::describeTiledArg(
+    const Ref &ref, const Operand &operand,
+    const std::map<std::string, int64_t> &productPhase, TiledArg &arg) const {
+  arg.stride = operand.stride;
+  if (ref.kind == Ref::Kind::Step) {
+    if (auto phase = productPhase.find(ref.name); phase != productPhase.end()) {
+      arg.kind = TiledArg::Kind::Product;
+      arg.phase = phase->second;
+      arg.index = sizes.eval(ref.column) / width(plan.states[0]);
+      return true;
+    }
+  }
+  if (ref.kind == Ref::Kind::Dinput)
+    return false;
+  if (operand.slot) {
+    // The double-buffered arrays: states in inference, state gradients.
+    int64_t index = plan.stateIndex(ref.name);
+    arg.kind = TiledArg::Kind::Slot;
+    arg.index = index;
+    switch (ref.kind) {
+    case Ref::Kind::State:
+      arg.pair = 0;
+      return operand.slot == &work.currentStates[index];
+    case Ref::Kind::Next:
+      arg.pair = 1;
+      return operand.slot == &work.nextStates[index];
+    case Ref::Kind::Dnext:
+      arg.pair = 2;
+      return operand.slot == &grads.dnext[index];
+    case Ref::Kind::Dstate:
+      arg.pair = 3;
+      return operand.slot == &grads.dstate[index];
+    default:
+      return false;
+    }
+  }
+  arg.base = operand.base;
+  arg.stepAdvance = operand.stepAdvance;
+  return true;
+}
+
+} // namespace cellrt::detail

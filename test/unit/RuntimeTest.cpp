@@ -96,6 +96,14 @@ std::string parseError(const std::string &text) {
   return plan.ok() ? "" : plan.error();
 }
 
+/// Expects the parser to refuse `text` with an error that contains
+/// `fragment`.
+void expectRefusedWith(const std::string &text, const std::string &fragment) {
+  std::string error = parseError(text);
+  EXPECT_NE(error.find(fragment), std::string::npos)
+      << "error: " << error << "\nwanted: " << fragment;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -140,16 +148,12 @@ TEST(PlanTest, ProbesWidenTheKernelsOutRows) {
   EXPECT_EQ(plan->kernelOutputWidth().str(), "4*H");
   EXPECT_EQ(plan->arrayWidth(plan->operations[2].operands[4]).str(), "4*H");
   EXPECT_EQ(printPlan(*plan), text);
-  EXPECT_NE(parseError(replaceOnce(atrPlan, "output H\n",
-                                   "probe i H\noutput H\n"))
-                .find("'probe' must follow 'output'"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(text, "probe h' 2*H", "probe i H"))
-                .find("declared twice"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(text, "probe h' 2*H", "probe h'' H"))
-                .find("expected a name"),
-            std::string::npos);
+  expectRefusedWith(replaceOnce(atrPlan, "output H\n", "probe i H\noutput H\n"),
+                    "'probe' must follow 'output'");
+  expectRefusedWith(replaceOnce(text, "probe h' 2*H", "probe i H"),
+                    "declared twice");
+  expectRefusedWith(replaceOnce(text, "probe h' 2*H", "probe h'' H"),
+                    "expected a name");
 }
 
 TEST(PlanTest, PrintsWhatItParsed) {
@@ -329,26 +333,21 @@ TEST(PlanTest, WrittenBuffersAndInputs) {
   EXPECT_TRUE(plan->inputs[0].gradientWritten);
   EXPECT_EQ(printPlan(*plan), text);
 
-  EXPECT_NE(parseError(replaceOnce(atrTrainingPlan, "buffer seq v0 H\n",
-                                   "buffer seq v0 H written\n"))
-                .find("the written buffer 'v0' is used in forward"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(text, "bstep gemm dstate:h W1 step:dv1",
-                                   "bstep gemm seq:dv0 W1 step:dv1"))
-                .find("a gemm adds to 'seq:dv0', but its buffer is written"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(atrTrainingPlan, "buffer step dv1 H\n",
-                                   "buffer step dv1 H\nbuffer step dz H "
-                                   "written\n"))
-                .find("the written buffer 'dz' is not written by any backward "
-                      "kernel"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(text, "dv0 H written", "dv0 H stored"))
-                .find("'buffer' takes 3 operands"),
-            std::string::npos);
-  EXPECT_NE(parseError(replaceOnce(text, "state h H", "state h H written"))
-                .find("'state' takes 2 operands"),
-            std::string::npos);
+  expectRefusedWith(replaceOnce(atrTrainingPlan, "buffer seq v0 H\n",
+                                "buffer seq v0 H written\n"),
+                    "the written buffer 'v0' is used in forward");
+  expectRefusedWith(replaceOnce(text, "bstep gemm dstate:h W1 step:dv1",
+                                "bstep gemm seq:dv0 W1 step:dv1"),
+                    "a gemm adds to 'seq:dv0', but its buffer is written");
+  expectRefusedWith(replaceOnce(atrTrainingPlan, "buffer step dv1 H\n",
+                                "buffer step dv1 H\nbuffer step dz H "
+                                "written\n"),
+                    "the written buffer 'dz' is not written by any backward "
+                    "kernel");
+  expectRefusedWith(replaceOnce(text, "dv0 H written", "dv0 H stored"),
+                    "'buffer' takes 3 operands");
+  expectRefusedWith(replaceOnce(text, "state h H", "state h H written"),
+                    "'state' takes 2 operands");
 }
 
 TEST(PlanErrorTest, BackwardDirectives) {

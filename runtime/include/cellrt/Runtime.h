@@ -61,9 +61,9 @@ struct DeviceWeights;
 /// at the cost of a second copy of the weights. Products of 4 rows or more
 /// read that copy, fewer rows the stacked one (or the caller's array), so
 /// results with packed weights differ from those without in the last bits
-/// (the products add in another order) and depend on whether B >= 4. On a device with memory of
-/// its own (a GPU) it holds the device's copies of every param given
-/// instead, so inference calls upload no params at all.
+/// (the products add in another order) and depend on whether B >= 4. On a
+/// device with memory of its own (a GPU) it holds the device's copies of
+/// every param given instead, so inference calls upload no params at all.
 class PackedWeights {
 public:
   PackedWeights() = default;

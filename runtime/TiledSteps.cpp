@@ -38,40 +38,48 @@ libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
                              &prefetch);
 }
 
-/// A phase's micro-kernel and its weight packed per block, column-major:
-/// Product: block j is [H][gates*block], A[k][g*block + n] =
-/// W[g*H + j*block + n][k]; Accumulate: block j is [rows][block],
-/// A[k][n] = W[k][j*block + n].
+/// The widest panel of a block: a product's micro-kernel writes `panel`
+/// columns of its tile per call, reading its part of the weight as one
+/// contiguous [K][panel] stream. oneDNN's RNN kernels use panels of 32
+/// (its abdEc32e layout); libxsmm's kernel over a whole block, whose weight
+/// rows lie gates * block floats apart, ran LSTM's recurrent product ~10%
+/// slower (bench/README.md).
+constexpr int64_t kPanel = 32;
+
+/// A phase's micro-kernel and its weight packed per block, in panels of
+/// `panel` columns, each [depth][panel] column-major. Product: column c of
+/// block j (c = g*block + u) is row g*H + j*block + u of W, depth H;
+/// Accumulate: column c is column j*block + c of W, depth `weightRows`.
 struct PhaseGemm {
   libxsmm_smmfunction gemm = nullptr;
   std::vector<float> packed;
-  int64_t blockFloats = 0;
+  int64_t blockFloats = 0, panel = 0, depth = 0;
 };
 
 void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
                PhaseGemm &target) {
   float *a = target.packed.data() + j * target.blockFloats;
+  int64_t panel = target.panel, depth = target.depth;
   if (phase.kind == TiledPhase::Kind::Product) {
-    // A transpose in tiles of kTile columns: each tile's kTile packed rows
-    // (block floats each) stay in cache while every weight row fills its
-    // part, where a row at a time wrote one float per packed row, a
-    // stride of gates * block floats apart.
+    // A transpose in tiles of kTile weight columns: each tile's kTile
+    // packed rows stay in cache while the panel's weight rows fill them.
     constexpr int64_t kTile = 16;
-    int64_t m = phase.gates * s.block;
-    for (int64_t g = 0; g < phase.gates; ++g) {
-      const float *rows = phase.weight + (g * s.hidden + j * s.block) * s.hidden;
-      for (int64_t k0 = 0; k0 < s.hidden; k0 += kTile) {
-        int64_t k1 = std::min(k0 + kTile, s.hidden);
-        for (int64_t n = 0; n < s.block; ++n)
+    for (int64_t c0 = 0; c0 < phase.gates * s.block; c0 += panel, a += depth * panel) {
+      int64_t g = c0 / s.block, u0 = c0 % s.block;
+      const float *rows = phase.weight + (g * s.hidden + j * s.block + u0) * depth;
+      for (int64_t k0 = 0; k0 < depth; k0 += kTile) {
+        int64_t k1 = std::min(k0 + kTile, depth);
+        for (int64_t n = 0; n < panel; ++n)
           for (int64_t k = k0; k < k1; ++k)
-            a[k * m + g * s.block + n] = rows[n * s.hidden + k];
+            a[k * panel + n] = rows[n * depth + k];
       }
     }
     return;
   }
-  for (int64_t k = 0; k < phase.weightRows; ++k)
-    std::memcpy(a + k * s.block, phase.weight + k * s.hidden + j * s.block,
-                s.block * sizeof(float));
+  for (int64_t c0 = 0; c0 < s.block; c0 += panel, a += depth * panel)
+    for (int64_t k = 0; k < depth; ++k)
+      std::memcpy(a + k * panel, phase.weight + k * s.hidden + j * s.block + c0,
+                  panel * sizeof(float));
 }
 
 Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
@@ -79,18 +87,18 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   if (phase.kind == TiledPhase::Kind::Kernel)
     return Status::success();
   int64_t blocks = s.hidden / s.block;
+  target.panel = std::min(kPanel, s.block);
   if (phase.kind == TiledPhase::Kind::Product) {
-    int64_t m = phase.gates * s.block;
-    target.gemm = phase.intoTile
-                      ? dispatch(m, s.batch, s.hidden, m, phase.in.stride, m,
-                                 false)
-                      : dispatch(s.block, s.batch, s.hidden, m,
-                                 phase.in.stride, phase.out.stride, false);
-    target.blockFloats = s.hidden * m;
+    int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
+    target.depth = s.hidden;
+    target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
+                           phase.in.stride, ldc, false);
+    target.blockFloats = target.depth * phase.gates * s.block;
   } else {
-    target.gemm = dispatch(s.block, s.batch, phase.weightRows, s.block,
+    target.depth = phase.weightRows;
+    target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
                            phase.in.stride, phase.out.stride, true);
-    target.blockFloats = phase.weightRows * s.block;
+    target.blockFloats = target.depth * s.block;
   }
   if (!target.gemm)
     return Status::error("libxsmm has no kernel for a tiled product of " +
@@ -173,21 +181,29 @@ private:
       return;
     }
     case TiledPhase::Kind::Product: {
-      const float *a = gemms[p].packed.data() + j * gemms[p].blockFloats;
+      const PhaseGemm &gemm = gemms[p];
+      const float *a = gemm.packed.data() + j * gemm.blockFloats;
       const float *in = rows(phase.in, step);
-      if (phase.intoTile) {
-        gemms[p].gemm(a, in, product(p, j));
-        return;
+      int64_t columns = phase.gates * s.block, panelFloats = gemm.depth * gemm.panel;
+      for (int64_t c0 = 0; c0 < columns; c0 += gemm.panel, a += panelFloats) {
+        // Column c0 of the block: gate c0 / block, unit c0 % block.
+        float *c = phase.intoTile ? product(p, j) + c0
+                                  : rows(phase.out, step) +
+                                        (c0 / s.block) * s.hidden +
+                                        j * s.block + c0 % s.block;
+        gemm.gemm(a, in, c);
       }
-      for (int64_t g = 0; g < phase.gates; ++g)
-        gemms[p].gemm(a + g * s.block, in,
-                      rows(phase.out, step) + g * s.hidden + j * s.block);
       return;
     }
-    case TiledPhase::Kind::Accumulate:
-      gemms[p].gemm(gemms[p].packed.data() + j * gemms[p].blockFloats,
-                    rows(phase.in, step), at(phase.out, step, j));
+    case TiledPhase::Kind::Accumulate: {
+      const PhaseGemm &gemm = gemms[p];
+      const float *a = gemm.packed.data() + j * gemm.blockFloats;
+      const float *in = rows(phase.in, step);
+      float *out = at(phase.out, step, j);
+      for (int64_t c0 = 0; c0 < s.block; c0 += gemm.panel)
+        gemm.gemm(a + c0 * gemm.depth, in, out + c0);
       return;
+    }
     }
   }
 

@@ -101,6 +101,14 @@ public:
     }
     output.assign(w.T * w.B * outputWidth, 0.0f);
     args.output = {output.data(), {w.T, w.B, outputWidth}};
+    if (w.mode == Mode::Forward) {
+      // Inference reads fixed weights: pack them once, as oneDNN's RNN
+      // primitive's are (and the tiled steps keep their panels there).
+      auto stacked = cell.packWeights(args.params);
+      check(stacked.getStatus(), "packWeights");
+      packed = std::move(*stacked);
+      args.packedWeights = &packed;
+    }
     if (w.mode == Mode::Training) {
       outputGradient = randomVector(w.T * w.B * outputWidth, 1.0f, seed++);
       grads.outputGradient = {outputGradient.data(), {w.T, w.B, outputWidth}};

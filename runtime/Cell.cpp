@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Execution.h"
+#include "TiledSteps.h"
 
 using namespace cellrt;
 using namespace cellrt::detail;
@@ -184,6 +185,7 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
         transposeMatrix(packed.weights[w], rows, cols));
     packed.transposedShapes.push_back({rows, cols});
   }
+  packed.tiledPanels = std::make_shared<PackedPanels>();
   return packed;
 }
 

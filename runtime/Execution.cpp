@@ -635,9 +635,16 @@ Status Execution::forward() {
   if (!(status = bindOperations(/*backwardPhases=*/false, work.blocks)).ok())
     return status;
 
+  // The tiled steps may compute products of inputs per step (absorbed);
+  // they fail only before they start (no micro-kernel for the shape), and
+  // the default schedule then runs, with every product.
+  TiledSteps tiled;
+  bool tiles = scanOperations.empty() &&
+               describeTiledSteps(tiled, /*backwardPass=*/false);
   int64_t allRows = sizes.steps * sizes.batch;
   for (const BoundOperation &bound : sequenceOperations)
-    if (!(status = runOperation(bound, 0, 0, allRows)).ok())
+    if (!(tiles && tiled.absorbs(&bound)) &&
+        !(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;
   if (!scanOperations.empty()) {
     for (const BoundOperation &bound : scanOperations)
@@ -649,15 +656,18 @@ Status Execution::forward() {
         std::swap(work.currentStates[i], work.nextStates[i]);
     return finish();
   }
-  // The tiled steps fail only before they start (no micro-kernel for the
-  // shape); the default schedule then runs.
-  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/false) &&
-                        runTiledSteps(tiled).ok()) {
-    // Inference states are double buffers that swapped every step.
-    if (!training && maxLength % 2)
-      for (size_t i = 0; i < plan.states.size(); ++i)
-        std::swap(work.currentStates[i], work.nextStates[i]);
-    return finish();
+  if (tiles) {
+    if (runTiledSteps(tiled).ok()) {
+      // Inference states are double buffers that swapped every step.
+      if (!training && maxLength % 2)
+        for (size_t i = 0; i < plan.states.size(); ++i)
+          std::swap(work.currentStates[i], work.nextStates[i]);
+      return finish();
+    }
+    for (const BoundOperation &bound : sequenceOperations)
+      if (tiled.absorbs(&bound) &&
+          !(status = runOperation(bound, 0, 0, allRows)).ok())
+        return status;
   }
   for (int64_t step = 0; step < maxLength; ++step) {
     for (const BoundOperation &bound : stepOperations)

@@ -352,6 +352,10 @@ private:
   bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
                             std::map<std::string, int64_t> &productPhase,
                             const TiledSteps &tiled, TiledPhase &phase) const;
+  void describeInputProducts(std::map<std::string, int64_t> &productPhase,
+                             TiledSteps &tiled) const;
+  bool onlyStepKernelsRead(const BoundOperation &product) const;
+  void packedPanels(const BoundOperation &bound, TiledPhase &phase) const;
   bool tiledRows(const Ref &ref, const Operand &operand,
                  const std::map<std::string, int64_t> &productPhase,
                  TiledArg &arg) const;

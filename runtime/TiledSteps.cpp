@@ -21,7 +21,7 @@ using namespace cellrt::detail;
 
 namespace {
 
-std::atomic<int64_t> tiledCalls{0};
+std::atomic<int64_t> tiledCalls{0}, panelPacks{0};
 
 #ifdef CELLRT_HAVE_LIBXSMM
 /// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
@@ -52,7 +52,11 @@ constexpr int64_t kPanel = 32;
 /// Accumulate: column c is column j*block + c of W, depth `weightRows`.
 struct PhaseGemm {
   libxsmm_smmfunction gemm = nullptr;
+  /// The panels: `packed`, or the caller's PackedWeights' copy.
+  const float *panels = nullptr;
   std::vector<float> packed;
+  /// Whether the members pack `packed` (their own blocks each).
+  bool packs = false;
   int64_t blockFloats = 0, panel = 0, depth = 0;
 };
 
@@ -82,6 +86,12 @@ void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
                   panel * sizeof(float));
 }
 
+std::tuple<int64_t, int64_t, int64_t> panelKey(const TiledSteps &s,
+                                               const TiledPhase &phase,
+                                               const PhaseGemm &target) {
+  return {phase.weightIndex, s.block, target.panel};
+}
+
 Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
                     PhaseGemm &target) {
   if (phase.kind == TiledPhase::Kind::Kernel)
@@ -90,7 +100,7 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   target.panel = std::min(kPanel, s.block);
   if (phase.kind == TiledPhase::Kind::Product) {
     int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
-    target.depth = s.hidden;
+    target.depth = phase.depth;
     target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
                            phase.in.stride, ldc, false);
     target.blockFloats = target.depth * phase.gates * s.block;
@@ -103,8 +113,30 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   if (!target.gemm)
     return Status::error("libxsmm has no kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows");
+  if (phase.panels) {
+    std::lock_guard<std::mutex> lock(phase.panels->mutex);
+    auto kept = phase.panels->packed.find(panelKey(s, phase, target));
+    if (kept != phase.panels->packed.end()) {
+      target.panels = kept->second.data();
+      return Status::success();
+    }
+  }
   target.packed.resize(blocks * target.blockFloats);
+  target.panels = target.packed.data();
+  target.packs = true;
+  panelPacks.fetch_add(1);
   return Status::success();
+}
+
+/// Hands the panels a call packed to the caller's PackedWeights, unless a
+/// concurrent call was first.
+void keepPanels(const TiledSteps &s, const TiledPhase &phase,
+                PhaseGemm &target) {
+  if (!phase.panels || !target.packs)
+    return;
+  std::lock_guard<std::mutex> lock(phase.panels->mutex);
+  phase.panels->packed.try_emplace(panelKey(s, phase, target),
+                                   std::move(target.packed));
 }
 
 /// One member's share: blocks [first, last) of every phase of every step.
@@ -129,26 +161,32 @@ public:
       strides.push_back(std::move(phaseStrides));
       pointers.emplace_back(phase.args.size());
     }
+    // A product reads whole rows: the team meets before one that may read
+    // rows an earlier phase of the step wrote (a kernel, or a product into
+    // a buffer), never before products of inputs into tiles.
+    bool rowsWritten = false;
+    for (const TiledPhase &phase : s.phases) {
+      meetsFirst.push_back(rowsWritten &&
+                           phase.kind != TiledPhase::Kind::Kernel);
+      rowsWritten |= phase.kind == TiledPhase::Kind::Kernel || !phase.intoTile;
+    }
   }
 
   void run(SpinBarrier &barrier) {
     // A member packs, and later reads, only its own blocks.
     for (size_t p = 0; p < s.phases.size(); ++p)
-      if (s.phases[p].kind != TiledPhase::Kind::Kernel)
+      if (gemms[p].packs)
         for (int64_t j = first; j < last; ++j)
           packBlock(s, s.phases[p], j, gemms[p]);
     for (int64_t i = 0; i < s.steps; ++i) {
       int64_t step = s.reverse ? s.steps - 1 - i : i;
       if (s.zeroOutgoing)
         zeroOutgoing();
-      // Groups of phases end before each product but the first: a product
-      // reads whole rows, written by every member's kernels.
       for (size_t begin = 0; begin < s.phases.size();) {
         size_t end = begin + 1;
-        while (end < s.phases.size() &&
-               s.phases[end].kind == TiledPhase::Kind::Kernel)
+        while (end < s.phases.size() && !meetsFirst[end])
           ++end;
-        if (begin > 0)
+        if (meetsFirst[begin])
           barrier.wait();
         for (int64_t j = first; j < last; ++j)
           for (size_t p = begin; p < end; ++p)
@@ -182,7 +220,7 @@ private:
     }
     case TiledPhase::Kind::Product: {
       const PhaseGemm &gemm = gemms[p];
-      const float *a = gemm.packed.data() + j * gemm.blockFloats;
+      const float *a = gemm.panels + j * gemm.blockFloats;
       const float *in = rows(phase.in, step);
       int64_t columns = phase.gates * s.block, panelFloats = gemm.depth * gemm.panel;
       for (int64_t c0 = 0; c0 < columns; c0 += gemm.panel, a += panelFloats) {
@@ -197,7 +235,7 @@ private:
     }
     case TiledPhase::Kind::Accumulate: {
       const PhaseGemm &gemm = gemms[p];
-      const float *a = gemm.packed.data() + j * gemm.blockFloats;
+      const float *a = gemm.panels + j * gemm.blockFloats;
       const float *in = rows(phase.in, step);
       float *out = at(phase.out, step, j);
       for (int64_t c0 = 0; c0 < s.block; c0 += gemm.panel)
@@ -234,12 +272,16 @@ private:
   std::vector<std::vector<int64_t>> strides;
   /// Each kernel phase's arguments, bound per block (this member's only).
   std::vector<std::vector<float *>> pointers;
+  /// Whether the team meets before phase p of each step.
+  std::vector<bool> meetsFirst;
 };
 #endif
 
 } // namespace
 
 int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
+
+int64_t cellrt::detail::tiledPanelPacks() { return panelPacks.load(); }
 
 namespace {
 /// -1 until CELLRT_TILED_STEPS is read or setTiledSteps decides, else a
@@ -319,6 +361,8 @@ Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
                      blocks * (member + 1) / team);
         share.run(*barrier);
       });
+  for (size_t p = 0; p < s.phases.size(); ++p)
+    keepPanels(s, s.phases[p], gemms[p]);
   return Status::success();
 #else
   (void)s;

@@ -19,9 +19,22 @@
 
 #include "cellrt/Kernel.h"
 #include "cellrt/Plan.h"
+#include "cellrt/Runtime.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
+
+/// Packed recurrent weights, by (plan weight, block, panel), each every
+/// block's panels as TiledSteps.cpp lays them out. Filled once per key, by
+/// the first call that packs it; never changed afterwards.
+struct cellrt::PackedPanels {
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<float>> packed;
+};
 
 namespace cellrt::detail {
 
@@ -53,9 +66,10 @@ struct TiledPhase {
   enum class Kind {
     /// A kernel on the block's columns of its arguments.
     Kernel,
-    /// The block's columns of every gate of in · Wᵀ, W = [gates*H, H]:
-    /// into the member's product tile (`out` unused) or, where backward
-    /// reads them, into `out`'s gate columns.
+    /// The block's columns of every gate of in · Wᵀ, W = [gates*H, depth]
+    /// (depth: H, or an input's width): into the member's product tile
+    /// (`out` unused) or, where backward reads them, into `out`'s gate
+    /// columns.
     Product,
     /// The block's columns of out += in · W, W = [rows, H] (backward).
     Accumulate,
@@ -64,9 +78,13 @@ struct TiledPhase {
   cellrt_kernel_fn kernel = nullptr;
   std::vector<TiledArg> args;
   const float *weight = nullptr;
-  int64_t gates = 0, weightRows = 0;
+  int64_t gates = 0, weightRows = 0, depth = 0;
   TiledArg in, out;
   bool intoTile = false;
+  /// Product: where the caller's PackedWeights keep this weight's panels,
+  /// and the weight's index in the plan (null: packed per call).
+  PackedPanels *panels = nullptr;
+  int64_t weightIndex = 0;
 };
 
 /// Everything the tiled steps of one call read and write.
@@ -86,6 +104,14 @@ struct TiledSteps {
   std::vector<float *> slots[4];
   /// Backward: the outgoing state gradients (pair 3) start every step at 0.
   bool zeroOutgoing = false;
+  /// The caller's products of inputs (`pre gemm`) that the steps compute
+  /// instead, a step's rows per block into the member's tile: the caller
+  /// does not run these.
+  std::vector<const void *> absorbed;
+  bool absorbs(const void *operation) const {
+    return std::find(absorbed.begin(), absorbed.end(), operation) !=
+           absorbed.end();
+  }
 };
 
 /// Which calls take the tiled schedule, where it applies (and libxsmm was
@@ -127,6 +153,10 @@ Status runTiledSteps(const TiledSteps &steps);
 /// How many calls have run tiled in this process (tests check the schedule
 /// was taken).
 int64_t tiledStepCalls();
+
+/// How many weights those calls packed into panels (tests check that
+/// PackedWeights keep them).
+int64_t tiledPanelPacks();
 
 } // namespace cellrt::detail
 

@@ -110,24 +110,24 @@ public:
                               const float *weight, int64_t weightStride,
                               float *out, int64_t outStride) override {
     // out = in · weightᵀ  <=>  outᵀ [n, rows] = weight · inᵀ.
-    return gemm(CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, weight, weightStride, in,
-                inStride, 0.0f, out, outStride);
+    return cublasGemm(CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, weight,
+                      weightStride, in, inStride, 0.0f, out, outStride);
   }
   Status gemmAccumulate(int64_t rows, int64_t n, int64_t k, const float *in,
                         int64_t inStride, const float *weight,
                         int64_t weightStride, float *out,
                         int64_t outStride) override {
     // out += in · weight  <=>  outᵀ [n, rows] += weightᵀ · inᵀ.
-    return gemm(CUBLAS_OP_N, CUBLAS_OP_N, n, rows, k, weight, weightStride, in,
-                inStride, 1.0f, out, outStride);
+    return cublasGemm(CUBLAS_OP_N, CUBLAS_OP_N, n, rows, k, weight,
+                      weightStride, in, inStride, 1.0f, out, outStride);
   }
   Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
                                        const float *a, int64_t aStride,
                                        const float *b, int64_t bStride,
                                        float *out, int64_t outStride) override {
     // out += aᵀ · b  <=>  outᵀ [n, m] += bᵀ · a.
-    return gemm(CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, b, bStride, a, aStride,
-                1.0f, out, outStride);
+    return cublasGemm(CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, b, bStride, a, aStride,
+                      1.0f, out, outStride);
   }
 
   Status launch(const KernelLaunch &call) override {
@@ -188,9 +188,10 @@ private:
                                  ")");
   }
 
-  Status gemm(cublasOperation_t opA, cublasOperation_t opB, int64_t m,
-              int64_t n, int64_t k, const float *a, int64_t lda,
-              const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  Status cublasGemm(cublasOperation_t opA, cublasOperation_t opB, int64_t m,
+                    int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c,
+                    int64_t ldc) {
     if (m == 0 || n == 0 || (k == 0 && beta == 1.0f))
       return Status::success();
     float one = 1;

@@ -126,12 +126,14 @@ struct Results {
 /// Runs forward or forward+backward with every output and gradient asked
 /// for; every array starts at 0.25 so accumulation is visible. Training
 /// records into `kept` when given (its memory reused from earlier calls),
-/// else into a new tape.
+/// else into a new tape. Calls read `packed` weights when given.
 inline Results run(const Cell &cell, const Problem &problem, bool reverse,
-                   bool train, Tape *kept = nullptr) {
+                   bool train, Tape *kept = nullptr,
+                   const PackedWeights *packed = nullptr) {
   const Plan &plan = cell.getPlan();
   int64_t T = problem.T, B = problem.B;
   ForwardArgs args = problem.args(reverse);
+  args.packedWeights = packed;
   Results results;
   auto &arrays = results.arrays;
   arrays.emplace_back(T * B * problem.outputWidth, 0.25f);
@@ -184,7 +186,6 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
   EXPECT_TRUE(status.ok()) << status.message();
   return results;
 }
-
 
 /// One decoding step (Cell::step) of every row, with the states read
 /// through a beam reordering; with `packed` weights when given.

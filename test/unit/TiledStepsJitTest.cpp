@@ -93,6 +93,47 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
     EXPECT_EQ(tiledCalls, 0);
 }
 
+// PackedWeights keep the weights in the tiled steps' panels: the first
+// inference call with them packs each product's weight (the input's, which
+// inference computes per step and block, and the recurrent ones: LSTM's
+// two, GRU's three), later calls pack none, and a call without them packs
+// again.
+// The panels are the same either way, so the results agree with the
+// unpacked call's (within the last bits: the hoisted products read the
+// packed, transposed weights) and repeat exactly.
+TEST(TiledPanels, PackedWeightsKeepThePanelsOfTheirFirstCall) {
+  for (auto [file, products] :
+       {std::pair<const char *, int64_t>{"cells/lstm.cell", 2},
+        {"cells/gru.cell", 3}}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    Problem problem(cell.getPlan(), 11, tiledShape());
+    Expected<PackedWeights> packed = cell.packWeights(problem.paramArrays());
+    ASSERT_TRUE(packed.ok()) << packed.error();
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+    int64_t start = cellrt::detail::tiledPanelPacks();
+    Results first = run(cell, problem, false, false, nullptr, &*packed);
+    int64_t afterFirst = cellrt::detail::tiledPanelPacks();
+    Results second = run(cell, problem, false, false, nullptr, &*packed);
+    int64_t afterSecond = cellrt::detail::tiledPanelPacks();
+    Results unpacked = run(cell, problem, false, false);
+    int64_t afterUnpacked = cellrt::detail::tiledPanelPacks();
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+    EXPECT_EQ(afterFirst - start, products);
+    EXPECT_EQ(afterSecond, afterFirst);
+    EXPECT_EQ(afterUnpacked - afterSecond, products);
+    ASSERT_EQ(first.arrays, second.arrays);
+    ASSERT_EQ(first.arrays.size(), unpacked.arrays.size());
+    for (size_t i = 0; i < first.arrays.size(); ++i)
+      for (size_t j = 0; j < first.arrays[i].size(); ++j)
+        ASSERT_NEAR(first.arrays[i][j], unpacked.arrays[i][j],
+                    1e-6f * std::max(1.0f, std::fabs(unpacked.arrays[i][j])))
+            << "array " << i << " element " << j;
+  }
+}
+
 // cell-store-sole-gradients: backward kernels store gradients the runtime
 // no longer zeroes, so a tape's memory keeps the last call's values. After
 // a call where every sequence is T long, a call whose longest sequence is

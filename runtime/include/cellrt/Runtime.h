@@ -51,6 +51,10 @@ struct MutableArray {
 /// PackedWeights for a cell on a device with memory of its own (a GPU).
 struct DeviceWeights;
 
+/// The CPU's tiled steps' copies of the recurrent weights, in the panels
+/// their micro-kernels read, made by the first call that tiles.
+struct PackedPanels;
+
 /// A cell's stacked weights (`weight W0 Wz Wr Wh` in the plan) built once.
 /// Calls stack the caller's params on every call unless given these: worth
 /// it whenever params stay the same across many calls (decoding, beam
@@ -64,6 +68,11 @@ struct DeviceWeights;
 /// (the products add in another order) and depend on whether B >= 4. On a
 /// device with memory of its own (a GPU) it holds the device's copies of
 /// every param given instead, so inference calls upload no params at all.
+/// The CPU's tiled steps (a sequence's recurrent products) keep each
+/// recurrent weight in their panel layout here after the first call that
+/// packs it (a third copy), where calls without packed weights pack it on
+/// every call (~3% of an LSTM's inference at 1 thread). A PackedWeights
+/// may be shared by concurrent calls.
 class PackedWeights {
 public:
   PackedWeights() = default;
@@ -83,6 +92,8 @@ public:
                ? transposedWeights[w].data()
                : nullptr;
   }
+  /// The tiled steps' panels (null on a device with memory of its own).
+  PackedPanels *panels() const { return tiledPanels.get(); }
 
 private:
   friend class Cell;
@@ -91,6 +102,7 @@ private:
   std::vector<std::pair<int64_t, int64_t>> transposedShapes;
   std::vector<const float *> weights;
   std::shared_ptr<const DeviceWeights> device;
+  std::shared_ptr<PackedPanels> tiledPanels;
 };
 
 /// Everything one forward pass over a padded batch reads and writes.

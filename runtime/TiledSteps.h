@@ -4,13 +4,16 @@
 // schedules it. One team of the kernel pool's threads lives for the whole
 // loop; each member owns blocks of hidden units and per step runs, block
 // by block, its part of every operation of the step: a product's columns
-// for those units (libxsmm, the weight packed per block once per call), a
-// kernel on those columns while they are in cache (dims H := the block,
-// every argument moved to the block's columns). The team meets before a
-// product that reads whole rows written in the same step (GRU's U_h (r*h),
-// backward's dh += dS U) and at the end of each step. The per-step GEMM
-// calls over all of H, the separate kernel passes over their outputs and
-// the hand-off between oneDNN's OpenMP team and the kernel pool are gone.
+// for those units (libxsmm, the weight packed per block in panels of 32
+// columns once per call, or once for all calls in PackedWeights), a kernel
+// on those columns while they are in cache (dims H := the block, every
+// argument moved to the block's columns). In inference the products of
+// inputs, which the per-step schedule hoists out of the loop, run per step
+// and block too. The team meets before a product that reads whole rows
+// written in the same step (GRU's U_h (r*h), backward's dh += dS U) and at
+// the end of each step. The per-step GEMM calls over all of H, the
+// separate kernel passes over their outputs and the hand-off between
+// oneDNN's OpenMP team and the kernel pool are gone.
 //
 //===----------------------------------------------------------------------===//
 

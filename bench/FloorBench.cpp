@@ -12,21 +12,22 @@
 //              dWx           += dXPᵀ[Gx*H, T*B] · X          once
 //              dX[T*B, I]    += dXP[T*B, Gx*H] · Wx          once
 //   step:      XP[B, Gx*H] = x · Wxᵀ, then the recurrent groups on B rows;
-//              from 4 rows on, by weights kept transposed, as cellrt does
-//              with a decoder's PackedWeights (oneDNN then reads them
-//              without packing them on every call).
+//              from 4 rows on, by weights packed once for oneDNN's matmul,
+//              as cellrt does with a decoder's PackedWeights (Gemm.h).
 //
 // Gx/Gg per cell: ATR 1/{1}, GRU 3/{2,1}, LSTM 4/{4}, LAU 5/{4}, SRU and
 // SR-NMT 3/{} (no recurrent product). For SRU and SR-NMT, whose time is the
 // element-wise scan's, the floor also reports the bytes a fused scan must
 // move (CellShape::scanFloats*) without moving them: bench/report.py divides
-// them by the measured copy bandwidth (the memory floor). Weights are kept stacked ([Wz;Wr;Wh]),
-// so each stacked weight gradient is one GEMM. Operands hold small random
-// values; nothing between the GEMMs is computed.
+// them by the measured copy bandwidth (the memory floor). Weights are kept
+// stacked ([Wz;Wr;Wh]), so each stacked weight gradient is one GEMM. Operands
+// hold small random values; nothing between the GEMMs is computed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
+
+#include "runtime/Gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -57,6 +58,16 @@ void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float *a,
   countedFlops += flops;
 }
 
+/// out[m, n] = in[m, k] · weightᵀ by a weight packed once, on as many
+/// threads as cellrt gives it (Gemm.cpp).
+void packedProduct(const cellrt::PackedProduct &weight, int64_t m,
+                   const float *in, float *out) {
+  cellrt::Status status = weight.multiply(m, in, weight.k(), out, weight.n());
+  if (!status.ok())
+    fail(status.message());
+  countedFlops += 2.0 * double(m) * double(weight.n()) * double(weight.k());
+}
+
 class FloorRunner : public Runner {
 public:
   explicit FloorRunner(const Workload &w) : w(w), shape(cellShape(w.cell)) {
@@ -79,10 +90,10 @@ public:
         du.push_back(std::vector<float>(g * w.H * w.H, 0.0f));
       }
     }
-    if (w.mode == Mode::Step && w.B >= kMinRowsForTransposed) {
-      wxT = transposed(wx, gx, w.I);
+    if (w.mode == Mode::Step && w.B >= kMinRowsForPacked) {
+      wxPacked = pack(wx, gx, w.I);
       for (size_t g = 0; g < u.size(); ++g)
-        uT.push_back(transposed(u[g], shape.stateGates[g] * w.H, w.H));
+        uPacked.push_back(pack(u[g], shape.stateGates[g] * w.H, w.H));
     }
     if (training) {
       dxp = randomVector(rows * gx, 0.1f, seed++);
@@ -113,9 +124,8 @@ private:
     int64_t gx = shape.inputGates * w.H;
     if (w.mode == Mode::Step) {
       for (int64_t step = 0; step < w.stepsPerRun; ++step) {
-        if (!wxT.empty())
-          sgemm('N', 'N', w.B, gx, w.I, x.data(), w.I, wxT.data(), gx, 0.0f,
-                xp.data(), gx);
+        if (wxPacked)
+          packedProduct(*wxPacked, w.B, x.data(), xp.data());
         else
           sgemm('N', 'T', w.B, gx, w.I, x.data(), w.I, wx.data(), w.I, 0.0f,
                 xp.data(), gx);
@@ -154,35 +164,34 @@ private:
       int64_t n = shape.stateGates[g] * w.H;
       const float *in = hin[g].data() + (training ? t * w.B * w.H : 0);
       float *out = s[g].data() + (training ? t * w.B * n : 0);
-      if (!uT.empty())
-        sgemm('N', 'N', w.B, n, w.H, in, w.H, uT[g].data(), n, 0.0f, out, n);
+      if (!uPacked.empty())
+        packedProduct(*uPacked[g], w.B, in, out);
       else
         sgemm('N', 'T', w.B, n, w.H, in, w.H, u[g].data(), w.H, 0.0f, out, n);
     }
   }
 
-  /// matrix [rows, cols] as [cols, rows].
-  static std::vector<float> transposed(const std::vector<float> &matrix,
-                                       int64_t rows, int64_t cols) {
-    std::vector<float> result(matrix.size());
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        result[c * rows + r] = matrix[r * cols + c];
-    return result;
+  static std::unique_ptr<cellrt::PackedProduct>
+  pack(const std::vector<float> &matrix, int64_t rows, int64_t cols) {
+    std::string error;
+    auto packed = cellrt::PackedProduct::pack(matrix.data(), rows, cols, error);
+    if (!packed)
+      fail(error);
+    return packed;
   }
 
-  /// cellrt's threshold (runtime/Execution.cpp): up to 3 rows oneDNN multiplies by
-  /// a weight read transposed as fast.
-  static constexpr int64_t kMinRowsForTransposed = 4;
+  /// cellrt's threshold (runtime/Execution.cpp): up to 3 rows oneDNN's sgemm
+  /// multiplies by a weight read transposed as fast.
+  static constexpr int64_t kMinRowsForPacked = 4;
 
   Workload w;
   CellShape shape;
   double lastFlops = -1;
   std::vector<float> wx, x, xp, dxp, dwx, dx;
   std::vector<std::vector<float>> u, hin, s, ds, dhin, du;
-  /// A step's weights kept transposed (empty: read transposed).
-  std::vector<float> wxT;
-  std::vector<std::vector<float>> uT;
+  /// A step's weights packed for oneDNN's matmul (null: read transposed).
+  std::unique_ptr<cellrt::PackedProduct> wxPacked;
+  std::vector<std::unique_ptr<cellrt::PackedProduct>> uPacked;
 };
 
 Register reg({"floor",

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Execution.h"
+#include "Gemm.h"
 #include "TiledSteps.h"
 
 using namespace cellrt;
@@ -126,19 +127,6 @@ uploadWeights(const Plan &plan, const std::shared_ptr<Device> &device,
   return std::shared_ptr<const DeviceWeights>(std::move(copies));
 }
 
-/// matrix [rows, cols] as [cols, rows], in tiles that stay in cache.
-static std::vector<float> transposeMatrix(const float *matrix, int64_t rows,
-                                          int64_t cols) {
-  constexpr int64_t kTile = 16;
-  std::vector<float> transposed(rows * cols);
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (int64_t r = r0; r < std::min(r0 + kTile, rows); ++r)
-        for (int64_t c = c0; c < std::min(c0 + kTile, cols); ++c)
-          transposed[c * rows + r] = matrix[r * cols + c];
-  return transposed;
-}
-
 Expected<PackedWeights>
 Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
   PackedWeights packed;
@@ -181,9 +169,13 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
     int64_t rows = 0;
     for (const std::string &name : plan.weights[w].params)
       rows += params.at(name).shape[0];
-    packed.transposedWeights.push_back(
-        transposeMatrix(packed.weights[w], rows, cols));
-    packed.transposedShapes.push_back({rows, cols});
+    std::string error;
+    std::shared_ptr<const PackedProduct> product =
+        PackedProduct::pack(packed.weights[w], rows, cols, error);
+    if (!product)
+      return Status::error("packWeights: " + error);
+    packed.products.push_back(std::move(product));
+    packed.productShapes.push_back({rows, cols});
   }
   packed.tiledPanels = std::make_shared<PackedPanels>();
   return packed;

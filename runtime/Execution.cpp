@@ -462,7 +462,7 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       bound.weightRows = layout.weightRows[at.weight];
       bound.weightCols = layout.weightCols[at.weight];
       if (usesPackedWeights() && shared && !isBackward(op.phase))
-        bound.transposedWeight = args.packedWeights->transposed(
+        bound.packedProduct = args.packedWeights->product(
             at.weight, bound.weightRows, bound.weightCols);
       if (op.kind == Operation::Kind::Wgrad) {
         status = bindGradients(bound, at);
@@ -503,15 +503,16 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
                                    bound.weightRows, inRows, in.stride,
                                    bound.weight, bound.weightCols, outRows,
                                    out.stride);
-    // oneDNN multiplies up to 3 rows by a weight read transposed as fast as
-    // by one kept transposed (a matrix-vector product); from 4 rows on it
-    // packs the weight first (4 rows by LSTM's [2048, 512]: 303 µs against
-    // 174, 10 rows 582 against 256).
-    constexpr int64_t kMinRowsForTransposed = 4;
-    if (bound.transposedWeight && rowEnd - rowBegin >= kMinRowsForTransposed)
-      return device.gemm(rowEnd - rowBegin, bound.weightRows, bound.weightCols,
-                         inRows, in.stride, bound.transposedWeight,
-                         bound.weightRows, outRows, out.stride);
+    // oneDNN's sgemm multiplies up to 3 rows by a weight read transposed
+    // as fast as by one kept transposed (a matrix-vector product); from 4
+    // rows on it packs the weight first on every call (4 rows by LSTM's
+    // [2048, 512]: 303 µs against 174 kept transposed, 10 rows 582 against
+    // 256), and a weight packed once for its matmul runs faster still
+    // (Gemm.h: 10 rows 212 µs).
+    constexpr int64_t kMinRowsForPacked = 4;
+    if (bound.packedProduct && rowEnd - rowBegin >= kMinRowsForPacked)
+      return device.gemmPacked(rowEnd - rowBegin, *bound.packedProduct, inRows,
+                               in.stride, outRows, out.stride);
     return device.gemmTransposedWeight(
         rowEnd - rowBegin, bound.weightRows, bound.weightCols, inRows,
         in.stride, bound.weight, bound.weightCols, outRows, out.stride);

@@ -97,9 +97,9 @@ struct BoundOperation {
   /// Gemm, Wgrad: the stacked weight and its shape.
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
-  /// Forward gemm: the weight transposed ([cols, rows]), where the
+  /// Forward gemm: the weight packed for oneDNN's matmul, where the
   /// caller's PackedWeights hold it.
-  const float *transposedWeight = nullptr;
+  const PackedProduct *packedProduct = nullptr;
   /// Wgrad: the wanted parts. Pgrad: the gradient (null: unwanted).
   std::vector<GradientPart> parts;
   float *gradient = nullptr;
@@ -113,7 +113,7 @@ struct BoundOperation {
     scratchLengths.clear();
     weight = nullptr;
     weightRows = weightCols = 0;
-    transposedWeight = nullptr;
+    packedProduct = nullptr;
     parts.clear();
     gradient = nullptr;
     length = 0;

@@ -144,9 +144,9 @@ void checkStepping(const cellrt_image &image,
   for (size_t i = 0; i < plan.states.size(); ++i)
     expectClose(current[i], finals[i], "final states");
 
-  // Weights packed once (stacked, and on the CPU also transposed for the
-  // products, which then add in another order) give what stacking on every
-  // call gives, over the sequence and step by step.
+  // Weights packed once (stacked, and on the CPU also packed for oneDNN's
+  // matmul for the products, which then add in another order) give what
+  // stacking on every call gives, over the sequence and step by step.
   auto packed = p.cell.packWeights(p.paramArrays());
   ASSERT_TRUE(packed.ok()) << packed.error();
   std::map<std::string, cellrt::ConstArray> arrays = p.paramArrays();
@@ -154,9 +154,9 @@ void checkStepping(const cellrt_image &image,
     int64_t rows = 0, cols = arrays.at(plan.weights[w].params[0]).shape[1];
     for (const std::string &name : plan.weights[w].params)
       rows += arrays.at(name).shape[0];
-    EXPECT_NE(packed->transposed(w, rows, cols), nullptr) << "weight " << w;
+    EXPECT_NE(packed->product(w, rows, cols), nullptr) << "weight " << w;
     // Sizes other than the packed ones get none.
-    EXPECT_EQ(packed->transposed(w, rows + 1, cols), nullptr);
+    EXPECT_EQ(packed->product(w, rows + 1, cols), nullptr);
   }
   cellrt::ForwardArgs withPacked = sequence;
   withPacked.packedWeights = &*packed;

@@ -253,8 +253,8 @@ TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
 }
 
 /// packWeights on a device with memory of its own keeps the device's copies
-/// of every param and stacked weight (and no transposed weights, which only
-/// the CPU's products read): a decoding step then uploads no params, gives
+/// of every param and stacked weight (and no weights packed for oneDNN, which
+/// only the CPU's products read): a decoding step then uploads no params, gives
 /// exactly the host's result with the weights stacked per call, and the
 /// copies are released with the last PackedWeights.
 static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
@@ -281,8 +281,8 @@ static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
     int64_t rows = 0, cols = arrays.at(weight.params[0]).shape[1];
     for (const std::string &name : weight.params)
       rows += arrays.at(name).shape[0];
-    EXPECT_EQ(packed->transposed(0, rows, cols), nullptr);
-    EXPECT_NE(hostPacked->transposed(0, rows, cols), nullptr);
+    EXPECT_EQ(packed->product(0, rows, cols), nullptr);
+    EXPECT_NE(hostPacked->product(0, rows, cols), nullptr);
     Results expected = runStep(*onHost, problem);
     int64_t uploadsBefore = device->uploads;
     Results actual = runStep(*onDevice, problem, &*packed);

@@ -98,9 +98,8 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
 // inference computes per step and block, and the recurrent ones: LSTM's
 // two, GRU's three), later calls pack none, and a call without them packs
 // again.
-// The panels are the same either way, so the results agree with the
-// unpacked call's (within the last bits: the hoisted products read the
-// packed, transposed weights) and repeat exactly.
+// The panels are the same either way, so the results repeat exactly and
+// agree with the unpacked call's.
 TEST(TiledPanels, PackedWeightsKeepThePanelsOfTheirFirstCall) {
   for (auto [file, products] :
        {std::pair<const char *, int64_t>{"cells/lstm.cell", 2},

@@ -24,6 +24,8 @@
 
 namespace cellrt {
 
+class PackedProduct;
+
 /// One kernel launch: rows [rowBegin, rowEnd) of kernel `kernel` at `step`,
 /// the arguments as the kernel ABI (cellrt/Kernel.h) has them. `lengths`
 /// and `dims` are device addresses; `pointers` and `strides` are host
@@ -94,16 +96,14 @@ public:
                                                const float *b, int64_t bStride,
                                                float *out,
                                                int64_t outStride) = 0;
-  /// out[rows, n] = in[rows, k] · weight[k, n]: gemmTransposedWeight's
-  /// product with the weight kept transposed (PackedWeights on the CPU).
-  /// By default the rows are zeroed and gemmAccumulate adds the product.
-  virtual Status gemm(int64_t rows, int64_t n, int64_t k, const float *in,
-                      int64_t inStride, const float *weight,
-                      int64_t weightStride, float *out, int64_t outStride) {
-    for (int64_t r = 0; r < rows; ++r)
-      zero(out + r * outStride, n);
-    return gemmAccumulate(rows, n, k, in, inStride, weight, weightStride, out,
-                          outStride);
+  /// out[rows, n] = in[rows, k] · weightᵀ: gemmTransposedWeight's product
+  /// by a weight packed for oneDNN (PackedWeights on the CPU). Devices with
+  /// memory of their own are never given one.
+  virtual Status gemmPacked(int64_t rows, const PackedProduct &weight,
+                            const float *in, int64_t inStride, float *out,
+                            int64_t outStride) {
+    return Status::error("this device multiplies no weights packed for "
+                         "oneDNN");
   }
 
   virtual Status launch(const KernelLaunch &call) = 0;

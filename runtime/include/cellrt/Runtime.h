@@ -51,6 +51,9 @@ struct MutableArray {
 /// PackedWeights for a cell on a device with memory of its own (a GPU).
 struct DeviceWeights;
 
+/// A weight packed once for oneDNN's matmul primitive (runtime/Gemm.h).
+class PackedProduct;
+
 /// The CPU's tiled steps' copies of the recurrent weights, in the panels
 /// their micro-kernels read, made by the first call that tiles.
 struct PackedPanels;
@@ -59,13 +62,14 @@ struct PackedPanels;
 /// Calls stack the caller's params on every call unless given these: worth
 /// it whenever params stay the same across many calls (decoding, beam
 /// search, evaluation). Refers to the params' memory: rebuild after the
-/// params change. On the CPU it also holds every weight transposed, the
-/// layout in which the products of few rows run fastest (a decoding step's:
-/// oneDNN's sgemm packs a weight it must read transposed on every call),
-/// at the cost of a second copy of the weights. Products of 4 rows or more
-/// read that copy, fewer rows the stacked one (or the caller's array), so
-/// results with packed weights differ from those without in the last bits
-/// (the products add in another order) and depend on whether B >= 4. On a
+/// params change. On the CPU it also holds every weight packed for oneDNN's
+/// matmul primitive, the layout in which the products of few rows run
+/// fastest (a decoding step's: oneDNN's sgemm packs a weight it must read
+/// transposed on every call), at the cost of a second copy of the weights.
+/// Products of 4 rows or more read that copy, fewer rows the stacked one
+/// (or the caller's array), so results with packed weights differ from
+/// those without in the last bits (the products add in another order) and
+/// depend on whether B >= 4. On a
 /// device with memory of its own (a GPU) it holds the device's copies of
 /// every param given instead, so inference calls upload no params at all.
 /// The CPU's tiled steps (a sequence's recurrent products) keep each
@@ -83,13 +87,12 @@ public:
   const DeviceWeights *onDevice() const { return device.get(); }
   /// Floats in the stacked copy of plan weight `w` (0 for a single part).
   size_t stackedSize(size_t w) const { return stacked[w].size(); }
-  /// Plan weight `w` transposed, [cols, rows], if it was packed as
+  /// Plan weight `w` packed for oneDNN's matmul, if it was packed as
   /// [rows, cols]; else (other sizes, or a device with memory of its own)
   /// null.
-  const float *transposed(size_t w, int64_t rows, int64_t cols) const {
-    return w < transposedWeights.size() &&
-                   transposedShapes[w] == std::make_pair(rows, cols)
-               ? transposedWeights[w].data()
+  const PackedProduct *product(size_t w, int64_t rows, int64_t cols) const {
+    return w < products.size() && productShapes[w] == std::make_pair(rows, cols)
+               ? products[w].get()
                : nullptr;
   }
   /// The tiled steps' panels (null on a device with memory of its own).
@@ -98,8 +101,8 @@ public:
 private:
   friend class Cell;
   std::vector<std::vector<float>> stacked;
-  std::vector<std::vector<float>> transposedWeights;
-  std::vector<std::pair<int64_t, int64_t>> transposedShapes;
+  std::vector<std::shared_ptr<const PackedProduct>> products;
+  std::vector<std::pair<int64_t, int64_t>> productShapes;
   std::vector<const float *> weights;
   std::shared_ptr<const DeviceWeights> device;
   std::shared_ptr<PackedPanels> tiledPanels;

@@ -508,11 +508,16 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
     // rows on it packs the weight first on every call (4 rows by LSTM's
     // [2048, 512]: 303 µs against 174 kept transposed, 10 rows 582 against
     // 256), and a weight packed once for its matmul runs faster still
-    // (Gemm.h: 10 rows 212 µs).
-    constexpr int64_t kMinRowsForPacked = 4;
-    if (bound.packedProduct && rowEnd - rowBegin >= kMinRowsForPacked)
-      return device.gemmPacked(rowEnd - rowBegin, *bound.packedProduct, inRows,
-                               in.stride, outRows, out.stride);
+    // (Gemm.h: 10 rows 212 µs). Decoders' batches of up to 256 rows take
+    // it, which bounds the primitives a PackedWeights keeps (one per row
+    // count); sgemm's packing pays off over more rows.
+    constexpr int64_t kMinRowsForPacked = 4, kMaxRowsForPacked = 256;
+    int64_t rows = rowEnd - rowBegin;
+    if (bound.packedProduct && rows >= kMinRowsForPacked &&
+        rows <= kMaxRowsForPacked)
+      return device.gemmPacked(rows, bound.weightRows, bound.weightCols, inRows,
+                               in.stride, bound.weight, bound.weightCols,
+                               *bound.packedProduct, outRows, out.stride);
     return device.gemmTransposedWeight(
         rowEnd - rowBegin, bound.weightRows, bound.weightCols, inRows,
         in.stride, bound.weight, bound.weightCols, outRows, out.stride);

@@ -16,9 +16,10 @@ namespace cellrt::detail {
 /// steps of products and kernels without whole-row scratch; each product
 /// reads [B, H] rows of a state or of a buffer an earlier kernel wrote by a
 /// stacked [G*H, H] weight (backward: [B, rows] by [rows, H] into a state
-/// gradient or a buffer), and every kernel argument is H wide per row (a
-/// state, a gradient, a param, the output, an input) or one H-wide gate of
-/// a stacked buffer.
+/// gradient or a buffer), or in inference a step's [B, I] rows of an input
+/// by a stacked [G*H, I] weight (describeInputProducts), and every kernel
+/// argument is H wide per row (a state, a gradient, a param, the output,
+/// an input) or one H-wide gate of a stacked buffer.
 /// n where `expr` is written n * `dim` (n >= 0), else -1. The tiled steps
 /// move arrays by the hidden dim as the plan writes it: an array whose width
 /// is another dim that happens to be as large is not split.

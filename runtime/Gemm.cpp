@@ -15,8 +15,10 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 using namespace cellrt;
 
@@ -149,12 +151,18 @@ std::string describe(const dnnl::error &error) {
 }
 } // namespace
 
+/// A matmul for one row count and pair of strides, or none where oneDNN
+/// would want the weight in another layout.
+struct PackedMatmul {
+  std::optional<dnnl::matmul> primitive;
+  dnnl::memory::desc scratchpad;
+};
+
 struct PackedProduct::Impl {
   dnnl::memory packed;
   mutable std::mutex mutex;
   /// By (rows, in stride, out stride).
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul>
-      primitives;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> matmuls;
 };
 
 PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
@@ -162,27 +170,32 @@ PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
 
 PackedProduct::~PackedProduct() = default;
 
-/// The matmul of `rows` rows into the weight's packed layout.
+/// The matmul of `rows` rows into the weight's packed layout. The caller
+/// gives each execution its own scratchpad: a primitive with the library's
+/// scratchpad may run only on the thread that made it, and PackedWeights
+/// are shared across threads.
 static dnnl::matmul::primitive_desc matmulFor(int64_t rows, int64_t n,
                                               int64_t k, int64_t inStride,
-                                              int64_t outStride,
-                                              bool anyWeights) {
-  using tag = dnnl::memory::format_tag;
+                                              int64_t outStride) {
   dnnl::memory::desc weights({k, n}, dnnl::memory::data_type::f32,
-                             anyWeights ? tag::any : tag::ba);
+                             dnnl::memory::format_tag::any);
+  dnnl::primitive_attr attributes;
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return dnnl::matmul::primitive_desc(
       dnnl::matmul::desc(rowMajor(rows, k, inStride), weights,
                          rowMajor(rows, n, outStride)),
-      cpuEngine());
+      attributes, cpuEngine());
 }
 
 std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
                                                    int64_t n, int64_t k,
                                                    std::string &error) {
   try {
-    // The layout oneDNN prefers is the same for every row count (checked
-    // for 1-64 rows); 16 stands for them.
-    dnnl::matmul::primitive_desc desc = matmulFor(16, n, k, k, n, true);
+    // The layout oneDNN prefers for dense rows was the same for every row
+    // count tried (1-256); 16 stands for them, and a shape that wants
+    // another one (rows wider than the operands, here) is refused
+    // (accepts()).
+    dnnl::matmul::primitive_desc desc = matmulFor(16, n, k, k, n);
     auto impl = std::make_unique<Impl>();
     impl->packed = dnnl::memory(desc.weights_desc(), cpuEngine());
     // weight [n, k] row-major is the [k, n] matrix in layout ba.
@@ -201,34 +214,65 @@ std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
   }
 }
 
+/// The cached matmul for the shape, made on first use (under the lock).
+static const PackedMatmul &
+matmulOf(const dnnl::memory &packed, int64_t rows, int64_t columns,
+         int64_t depth, int64_t inStride, int64_t outStride,
+         std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> &cache) {
+  auto key = std::make_tuple(rows, inStride, outStride);
+  auto found = cache.find(key);
+  if (found != cache.end())
+    return found->second;
+  PackedMatmul made;
+  dnnl::matmul::primitive_desc desc =
+      matmulFor(rows, columns, depth, inStride, outStride);
+  if (desc.weights_desc() == packed.get_desc()) {
+    made.primitive.emplace(desc);
+    made.scratchpad = desc.scratchpad_desc();
+  }
+  return cache.emplace(key, std::move(made)).first->second;
+}
+
+bool PackedProduct::accepts(int64_t rows, int64_t inStride,
+                            int64_t outStride) const {
+  try {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    return matmulOf(impl->packed, rows, columns, depth, inStride, outStride,
+                    impl->matmuls)
+        .primitive.has_value();
+  } catch (const dnnl::error &) {
+    return false;
+  }
+}
+
 Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
                                float *out, int64_t outStride) const {
   if (rows == 0)
     return Status::success();
   try {
-    dnnl::matmul primitive;
+    PackedMatmul matmul;
     {
       std::lock_guard<std::mutex> lock(impl->mutex);
-      auto key = std::make_tuple(rows, inStride, outStride);
-      auto found = impl->primitives.find(key);
-      if (found == impl->primitives.end()) {
-        dnnl::matmul::primitive_desc desc =
-            matmulFor(rows, columns, depth, inStride, outStride, true);
-        if (desc.weights_desc() != impl->packed.get_desc())
-          return Status::error("oneDNN's matmul of " + std::to_string(rows) +
-                               " rows wants another weight layout");
-        found = impl->primitives.emplace(key, dnnl::matmul(desc)).first;
-      }
-      primitive = found->second;
+      matmul = matmulOf(impl->packed, rows, columns, depth, inStride, outStride,
+                        impl->matmuls);
     }
+    if (!matmul.primitive)
+      return Status::error("oneDNN's matmul of " + std::to_string(rows) +
+                           " rows wants the weight in another layout");
+    // Each thread's executions take turns with its own scratchpad.
+    thread_local std::vector<char> scratch;
+    scratch.resize(
+        std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
     dnnl::memory source(rowMajor(rows, depth, inStride), cpuEngine(),
                         const_cast<float *>(in));
     dnnl::memory target(rowMajor(rows, columns, outStride), cpuEngine(), out);
+    dnnl::memory scratchpad(matmul.scratchpad, cpuEngine(), scratch.data());
     dnnl::stream stream(cpuEngine());
-    primitive.execute(stream, {{DNNL_ARG_SRC, source},
-                               {DNNL_ARG_WEIGHTS, impl->packed},
-                               {DNNL_ARG_DST, target}});
+    matmul.primitive->execute(stream, {{DNNL_ARG_SRC, source},
+                                       {DNNL_ARG_WEIGHTS, impl->packed},
+                                       {DNNL_ARG_DST, target},
+                                       {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
     return Status::success();
   } catch (const dnnl::error &failure) {

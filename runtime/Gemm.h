@@ -41,13 +41,15 @@ Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
 } // namespace detail
 
 /// A weight [n, k] packed once into the layout oneDNN's matmul primitive
-/// multiplies fastest (blocked for its brgemm kernels; one layout serves
-/// every row count), for the products gemmTransposedWeight computes. sgemm
+/// multiplies fastest (blocked for its brgemm kernels; with dense rows one
+/// layout serves every row count), for the products gemmTransposedWeight
+/// computes. sgemm
 /// instead packs a weight it reads transposed on every call: a [10, 512]
 /// by [2048, 512]ᵀ product took 582 µs that way, 259 µs by the weight kept
 /// transposed and 212 µs packed here. A primitive per row count and
-/// strides is made on first use and kept; a PackedProduct may be shared
-/// by concurrent calls.
+/// strides is made on first use and kept (cellrt multiplies at most 256
+/// rows this way, Execution.cpp); a PackedProduct may be shared by
+/// concurrent calls, each execution with its thread's own scratchpad.
 class PackedProduct {
 public:
   /// Null with `error` set if oneDNN cannot pack the weight.
@@ -59,8 +61,11 @@ public:
 
   int64_t n() const { return columns; }
   int64_t k() const { return depth; }
+  /// Whether oneDNN multiplies `rows` rows at these strides by the weight
+  /// as packed (it might want another layout for some row count).
+  bool accepts(int64_t rows, int64_t inStride, int64_t outStride) const;
   /// out[rows, n] = in[rows, k] · weightᵀ, row-major with the given row
-  /// strides.
+  /// strides; an error where accepts() is false.
   Status multiply(int64_t rows, const float *in, int64_t inStride, float *out,
                   int64_t outStride) const;
 

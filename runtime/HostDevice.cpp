@@ -103,10 +103,15 @@ Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                                 weightStride, out, outStride);
 }
 
-Status HostDevice::gemmPacked(int64_t rows, const PackedProduct &weight,
-                              const float *in, int64_t inStride, float *out,
+Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
+                              const float *in, int64_t inStride,
+                              const float *weight, int64_t weightStride,
+                              const PackedProduct &packed, float *out,
                               int64_t outStride) {
-  return weight.multiply(rows, in, inStride, out, outStride);
+  if (!packed.accepts(rows, inStride, outStride))
+    return gemmTransposedWeight(rows, n, k, in, inStride, weight, weightStride,
+                                out, outStride);
+  return packed.multiply(rows, in, inStride, out, outStride);
 }
 
 Status HostDevice::gemmAccumulateTransposedInput(

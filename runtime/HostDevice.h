@@ -49,8 +49,10 @@ public:
                                        const float *a, int64_t aStride,
                                        const float *b, int64_t bStride,
                                        float *out, int64_t outStride) override;
-  Status gemmPacked(int64_t rows, const PackedProduct &weight, const float *in,
-                    int64_t inStride, float *out, int64_t outStride) override;
+  Status gemmPacked(int64_t rows, int64_t n, int64_t k, const float *in,
+                    int64_t inStride, const float *weight, int64_t weightStride,
+                    const PackedProduct &packed, float *out,
+                    int64_t outStride) override;
 
   Status launch(const KernelLaunch &call) override;
   Status synchronize() override { return Status::success(); }

@@ -98,6 +98,12 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
     return Status::success();
   int64_t blocks = s.hidden / s.block;
   target.panel = std::min(kPanel, s.block);
+  // A panel must not straddle two gates (tiledBlock's blocks are 64, 32,
+  // 16 or 8 wide).
+  if (s.block % target.panel != 0)
+    return Status::error("a tiled block of " + std::to_string(s.block) +
+                         " columns does not split into panels of " +
+                         std::to_string(target.panel));
   if (phase.kind == TiledPhase::Kind::Product) {
     int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
     target.depth = phase.depth;
@@ -116,7 +122,9 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   if (phase.panels) {
     std::lock_guard<std::mutex> lock(phase.panels->mutex);
     auto kept = phase.panels->packed.find(panelKey(s, phase, target));
-    if (kept != phase.panels->packed.end()) {
+    // The size guards against a PackedWeights of another cell's plan.
+    if (kept != phase.panels->packed.end() &&
+        int64_t(kept->second.size()) == blocks * target.blockFloats) {
       target.panels = kept->second.data();
       return Status::success();
     }

@@ -509,3 +509,53 @@ TEST(GemmThreads, ProductsLeaveOpenMPsTeamSizeAsTheyFoundIt) {
     EXPECT_EQ(maxThreads(), 3);
   }
 }
+
+// A weight packed for oneDNN's matmul multiplies as sgemm does (within
+// rounding: the sums add in another order) at the row counts a decoder
+// uses. With dense rows oneDNN keeps the packed layout for every row
+// count; with rows wider than the operands (a product of a buffer's
+// columns) it wants another layout here, so the packed product refuses
+// and the CPU multiplies by the plain weight instead.
+TEST(PackedProductTest, MultipliesAsTheTransposedProductDoes) {
+  const int64_t n = 192, k = 80;
+  std::vector<float> weight(n * k);
+  for (size_t i = 0; i < weight.size(); ++i)
+    weight[i] = float((i * 37) % 101) / 101.0f - 0.5f;
+  std::string error;
+  std::unique_ptr<cellrt::PackedProduct> packed =
+      cellrt::PackedProduct::pack(weight.data(), n, k, error);
+  ASSERT_NE(packed, nullptr) << error;
+  EXPECT_EQ(packed->n(), n);
+  EXPECT_EQ(packed->k(), k);
+  detail::HostDevice host({});
+  for (bool dense : {true, false})
+    for (int64_t rows : {1, 4, 10, 13, 64, 256}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) +
+                   (dense ? ", dense" : ", strided"));
+      int64_t inStride = dense ? k : k + 3, outStride = dense ? n : n + 5;
+      std::vector<float> in(rows * inStride);
+      for (size_t i = 0; i < in.size(); ++i)
+        in[i] = float((i * 53) % 97) / 97.0f - 0.5f;
+      std::vector<float> expected(rows * outStride, 7.0f), actual = expected;
+      ASSERT_TRUE(cellrt::detail::gemmTransposedWeight(
+                      rows, n, k, in.data(), inStride, weight.data(), k,
+                      expected.data(), outStride)
+                      .ok());
+      bool accepted = packed->accepts(rows, inStride, outStride);
+      EXPECT_TRUE(accepted || !dense);
+      if (!accepted)
+        EXPECT_FALSE(
+            packed
+                ->multiply(rows, in.data(), inStride, actual.data(), outStride)
+                .ok());
+      cellrt::Status status =
+          host.gemmPacked(rows, n, k, in.data(), inStride, weight.data(), k,
+                          *packed, actual.data(), outStride);
+      ASSERT_TRUE(status.ok()) << status.message();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < outStride; ++c)
+          ASSERT_NEAR(actual[r * outStride + c], expected[r * outStride + c],
+                      1e-5f)
+              << "row " << r << " column " << c;
+    }
+}

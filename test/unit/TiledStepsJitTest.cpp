@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <optional>
+#include <thread>
 
 using namespace cellrt_test;
 
@@ -130,6 +131,91 @@ TEST(TiledPanels, PackedWeightsKeepThePanelsOfTheirFirstCall) {
         ASSERT_NEAR(first.arrays[i][j], unpacked.arrays[i][j],
                     1e-6f * std::max(1.0f, std::fabs(unpacked.arrays[i][j])))
             << "array " << i << " element " << j;
+  }
+}
+
+/// Every element of `actual` within 1e-5 (relative beyond 1) of
+/// `expected`.
+void expectNear(const Results &actual, const Results &expected) {
+  ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
+  for (size_t i = 0; i < actual.arrays.size(); ++i)
+    for (size_t j = 0; j < actual.arrays[i].size(); ++j)
+      ASSERT_NEAR(actual.arrays[i][j], expected.arrays[i][j],
+                  1e-5f * std::max(1.0f, std::fabs(expected.arrays[i][j])))
+          << "array " << i << " element " << j;
+}
+
+// H = 128 splits into blocks of 64 units, each gate of a block two panels
+// of 32 columns: packed per call, kept in PackedWeights, in inference
+// (with the input products per step) and in training, the tiled steps give
+// the default schedule's results.
+TEST(TiledPanels, BlocksOfTwoPanelsMatchTheDefaultSchedule) {
+  for (const char *file :
+       {"cells/lstm.cell", "cells/gru.cell", "cells/atr.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    ProblemShape shape = tiledShape();
+    shape.firstDim = 128;
+    shape.paramScale = 1 / std::sqrt(128.0f);
+    Problem problem(cell.getPlan(), 13, shape);
+    Expected<PackedWeights> packed = cell.packWeights(problem.paramArrays());
+    ASSERT_TRUE(packed.ok()) << packed.error();
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+    Results inference = run(cell, problem, false, false);
+    Results training = run(cell, problem, false, true);
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+    int64_t before = cellrt::detail::tiledStepCalls();
+    Results tiled = run(cell, problem, false, false);
+    Results tiledPacked = run(cell, problem, false, false, nullptr, &*packed);
+    Results tiledTraining = run(cell, problem, false, true);
+    // Inference twice, training's forward and backward.
+    EXPECT_EQ(cellrt::detail::tiledStepCalls() - before, 4);
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+    expectNear(tiled, inference);
+    expectNear(tiledPacked, inference);
+    expectNear(tiledTraining, training);
+  }
+}
+
+// One PackedWeights shared by four threads, each running sequences (the
+// tiled steps, whose panels the first calls race to keep) and B=10 steps
+// (oneDNN's matmul by the packed weights, whose primitives they race to
+// make, each execution with its thread's scratchpad): every thread gets
+// exactly what a call alone gets.
+TEST(TiledPanels, PackedWeightsServeConcurrentCalls) {
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/lstm.cell", "", true}, loaded));
+  const Cell &cell = *loaded.cell;
+  ProblemShape shape = tiledShape();
+  shape.firstDim = 64;
+  shape.paramScale = 1 / std::sqrt(64.0f);
+  shape.B = 10;
+  shape.lengths = {6, 3, 1, 5, 6, 2, 4, 6, 5, 3};
+  Problem problem(cell.getPlan(), 17, shape);
+  Expected<PackedWeights> alone = cell.packWeights(problem.paramArrays());
+  Expected<PackedWeights> shared = cell.packWeights(problem.paramArrays());
+  ASSERT_TRUE(alone.ok() && shared.ok()) << alone.error();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+  Results sequence = run(cell, problem, false, false, nullptr, &*alone);
+  Results step = runStep(cell, problem, &*alone);
+  constexpr int kThreads = 4;
+  std::vector<Results> sequences(kThreads), steps(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        sequences[t] = run(cell, problem, false, false, nullptr, &*shared);
+        steps[t] = runStep(cell, problem, &*shared);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(sequences[t].arrays, sequence.arrays) << "thread " << t;
+    EXPECT_EQ(steps[t].arrays, step.arrays) << "thread " << t;
   }
 }
 

@@ -96,14 +96,17 @@ public:
                                                const float *b, int64_t bStride,
                                                float *out,
                                                int64_t outStride) = 0;
-  /// out[rows, n] = in[rows, k] · weightᵀ: gemmTransposedWeight's product
-  /// by a weight packed for oneDNN (PackedWeights on the CPU). Devices with
-  /// memory of their own are never given one.
-  virtual Status gemmPacked(int64_t rows, const PackedProduct &weight,
-                            const float *in, int64_t inStride, float *out,
-                            int64_t outStride) {
-    return Status::error("this device multiplies no weights packed for "
-                         "oneDNN");
+  /// gemmTransposedWeight's product where the caller's PackedWeights also
+  /// hold the weight packed for oneDNN's matmul (`packed`: on devices that
+  /// share host memory). The CPU multiplies by that copy; by default, and
+  /// wherever oneDNN wants another layout, by `weight` as usual.
+  virtual Status gemmPacked(int64_t rows, int64_t n, int64_t k, const float *in,
+                            int64_t inStride, const float *weight,
+                            int64_t weightStride, const PackedProduct &packed,
+                            float *out, int64_t outStride) {
+    (void)packed;
+    return gemmTransposedWeight(rows, n, k, in, inStride, weight, weightStride,
+                                out, outStride);
   }
 
   virtual Status launch(const KernelLaunch &call) = 0;

@@ -72,11 +72,12 @@ struct PackedPanels;
 /// depend on whether B >= 4. On a
 /// device with memory of its own (a GPU) it holds the device's copies of
 /// every param given instead, so inference calls upload no params at all.
-/// The CPU's tiled steps (a sequence's recurrent products) keep each
-/// recurrent weight in their panel layout here after the first call that
-/// packs it (a third copy), where calls without packed weights pack it on
-/// every call (~3% of an LSTM's inference at 1 thread). A PackedWeights
-/// may be shared by concurrent calls.
+/// The CPU's tiled steps (a sequence's products per block of hidden units)
+/// keep each weight they multiply by, recurrent and (in inference) input
+/// ones, in their panel layout here after the first call that packs it (a
+/// third copy), where calls without packed weights pack it on every call
+/// (~3% of an LSTM's inference at 1 thread). A PackedWeights may be shared
+/// by concurrent calls.
 class PackedWeights {
 public:
   PackedWeights() = default;

@@ -62,6 +62,18 @@ ProblemShape tiledShape() {
   return shape;
 }
 
+/// Every element of `actual` within `tolerance` (relative beyond 1) of
+/// `expected`.
+void expectNear(const Results &actual, const Results &expected,
+                float tolerance = 1e-5f) {
+  ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
+  for (size_t i = 0; i < actual.arrays.size(); ++i)
+    for (size_t j = 0; j < actual.arrays[i].size(); ++j)
+      ASSERT_NEAR(actual.arrays[i][j], expected.arrays[i][j],
+                  tolerance * std::max(1.0f, std::fabs(expected.arrays[i][j])))
+          << "array " << i << " element " << j;
+}
+
 TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
   const Case &c = GetParam();
   LoadedCase loaded;
@@ -79,12 +91,7 @@ TEST_P(TiledStepsJit, MatchesTheDefaultSchedule) {
       int64_t before = cellrt::detail::tiledStepCalls();
       Results actual = run(*cell, problem, reverse, train);
       tiledCalls += cellrt::detail::tiledStepCalls() - before;
-      ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
-      for (size_t i = 0; i < actual.arrays.size(); ++i)
-        for (size_t j = 0; j < actual.arrays[i].size(); ++j)
-          ASSERT_NEAR(actual.arrays[i][j], expected.arrays[i][j],
-                      1e-5f * std::max(1.0f, std::fabs(expected.arrays[i][j])))
-              << "array " << i << " element " << j;
+      expectNear(actual, expected);
     }
   cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
   // Inference, and training's forward and backward, in both directions.
@@ -125,24 +132,8 @@ TEST(TiledPanels, PackedWeightsKeepThePanelsOfTheirFirstCall) {
     EXPECT_EQ(afterSecond, afterFirst);
     EXPECT_EQ(afterUnpacked - afterSecond, products);
     ASSERT_EQ(first.arrays, second.arrays);
-    ASSERT_EQ(first.arrays.size(), unpacked.arrays.size());
-    for (size_t i = 0; i < first.arrays.size(); ++i)
-      for (size_t j = 0; j < first.arrays[i].size(); ++j)
-        ASSERT_NEAR(first.arrays[i][j], unpacked.arrays[i][j],
-                    1e-6f * std::max(1.0f, std::fabs(unpacked.arrays[i][j])))
-            << "array " << i << " element " << j;
+    expectNear(first, unpacked, 1e-6f);
   }
-}
-
-/// Every element of `actual` within 1e-5 (relative beyond 1) of
-/// `expected`.
-void expectNear(const Results &actual, const Results &expected) {
-  ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
-  for (size_t i = 0; i < actual.arrays.size(); ++i)
-    for (size_t j = 0; j < actual.arrays[i].size(); ++j)
-      ASSERT_NEAR(actual.arrays[i][j], expected.arrays[i][j],
-                  1e-5f * std::max(1.0f, std::fabs(expected.arrays[i][j])))
-          << "array " << i << " element " << j;
 }
 
 // H = 128 splits into blocks of 64 units, each gate of a block two panels

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <optional>
+#include <random>
 #include <thread>
 
 using namespace cellrt_test;
@@ -207,6 +208,93 @@ TEST(TiledPanels, PackedWeightsServeConcurrentCalls) {
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(sequences[t].arrays, sequence.arrays) << "thread " << t;
     EXPECT_EQ(steps[t].arrays, step.arrays) << "thread " << t;
+  }
+}
+
+/// h' = h/2 + v1 + v0 and out = h' on active rows; h' = h and out = 0 past
+/// a row's length. Arguments: state:h step:v1 seq:v0 next:h out.
+void projectionStep(int64_t rowBegin, int64_t rowEnd, int64_t step,
+                    const int32_t *lengths, const int64_t *dims,
+                    float *const *ptrs, const int64_t *strides) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    auto row = [&](int i) { return ptrs[i] + r * strides[i]; };
+    bool active = step < lengths[r];
+    for (int64_t j = 0; j < dims[0]; ++j) {
+      row(3)[j] = active ? 0.5f * row(0)[j] + row(1)[j] + row(2)[j] : row(0)[j];
+      row(4)[j] = active ? row(3)[j] : 0.0f;
+    }
+  }
+}
+
+/// A cell whose hoisted input product v0 = A x the step kernel reads, and
+/// whose recurrent product reads `recurrentInput`: the state (h), or v0
+/// itself.
+std::string projectionPlan(const std::string &recurrentInput) {
+  return "cellc-plan 1\n"
+         "cell proj\n"
+         "dims H\n"
+         "input x H\n"
+         "state h H\n"
+         "param A H H\n"
+         "param U H H\n"
+         "output H\n"
+         "buffer seq v0 H\n"
+         "buffer step v1 H\n"
+         "weight W0 A\n"
+         "weight W1 U\n"
+         "pre gemm seq:v0 W0 input:x\n"
+         "step gemm step:v1 W1 " +
+         recurrentInput +
+         "\n"
+         "step kernel 0 state:h step:v1 seq:v0 next:h out\n";
+}
+
+// Tiled inference computes a hoisted input product per step and block
+// only where step kernels alone read its buffer: here, where the recurrent
+// product reads v0 too, the hoisted product runs over all steps first
+// (one weight packed per call, not two), and both cells give the default
+// schedule's results.
+TEST(TiledPanels, InputProductsStayHoistedWhereAProductReadsThem) {
+  const int64_t T = 4, B = 3, H = 32;
+  const cellrt_kernel_fn kernels[] = {projectionStep};
+  const char *const names[] = {"proj_step"};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-0.2f, 0.2f);
+  auto fill = [&](int64_t count) {
+    std::vector<float> values(count);
+    for (float &value : values)
+      value = uniform(rng);
+    return values;
+  };
+  std::vector<float> x = fill(T * B * H), a = fill(H * H), u = fill(H * H);
+  std::vector<int32_t> lengths = {4, 2, 3};
+  for (auto [input, packs] :
+       {std::pair<std::string, int64_t>{"state:h", 2}, {"seq:v0", 1}}) {
+    SCOPED_TRACE(input);
+    std::string plan = projectionPlan(input);
+    Expected<Cell> cell = Cell::load({plan.c_str(), kernels, names, 1});
+    ASSERT_TRUE(cell.ok()) << cell.error();
+    auto forward = [&](cellrt::detail::TiledMode mode) {
+      std::vector<float> out(T * B * H, -1.0f);
+      ForwardArgs args;
+      args.inputs = {{x.data(), {T, B, H}}};
+      args.lengths = lengths.data();
+      args.params = {{"A", {a.data(), {H, H}}}, {"U", {u.data(), {H, H}}}};
+      args.output = {out.data(), {T, B, H}};
+      cellrt::detail::setTiledSteps(mode);
+      Status status = cell->forward(args);
+      EXPECT_TRUE(status.ok()) << status.message();
+      return out;
+    };
+    std::vector<float> expected = forward(cellrt::detail::TiledMode::Off);
+    int64_t calls = cellrt::detail::tiledStepCalls();
+    int64_t packed = cellrt::detail::tiledPanelPacks();
+    std::vector<float> actual = forward(cellrt::detail::TiledMode::On);
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+    EXPECT_EQ(cellrt::detail::tiledStepCalls() - calls, 1);
+    EXPECT_EQ(cellrt::detail::tiledPanelPacks() - packed, packs);
+    for (size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(actual[i], expected[i], 1e-5f) << "element " << i;
   }
 }
 

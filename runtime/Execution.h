@@ -14,6 +14,7 @@
 #define CELLRT_EXECUTION_H
 
 #include "DimBinder.h"
+#include "Gemm.h"
 #include "HostDevice.h"
 #include "PlanLayout.h"
 #include "TiledSteps.h"
@@ -345,6 +346,8 @@ private:
   void zeroGradientBuffers();
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
+  const PackedProduct *packForTheCall(const Operation &op,
+                                      const BoundOperation &bound);
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
@@ -408,6 +411,9 @@ private:
   Device &device;
   const bool shared;
   const ForwardArgs &args;
+  /// This call's per-step weights packed for oneDNN's matmul
+  /// (packForTheCall), where the caller's PackedWeights hold none.
+  std::vector<std::unique_ptr<PackedProduct>> callProducts;
   const Sizes &sizes;
   Workspace &work;
   const bool training;

@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -158,6 +159,10 @@ struct PackedMatmul {
   dnnl::memory::desc scratchpad;
 };
 
+static std::atomic<int64_t> packedWeights{0};
+
+int64_t PackedProduct::packedSoFar() { return packedWeights.load(); }
+
 struct PackedProduct::Impl {
   dnnl::memory packed;
   mutable std::mutex mutex;
@@ -205,6 +210,7 @@ std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
     dnnl::stream stream(cpuEngine());
     dnnl::reorder(plain, impl->packed).execute(stream, plain, impl->packed);
     stream.wait();
+    packedWeights.fetch_add(1);
     return std::unique_ptr<PackedProduct>(
         new PackedProduct(std::move(impl), n, k));
   } catch (const dnnl::error &failure) {

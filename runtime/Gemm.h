@@ -59,6 +59,10 @@ public:
   PackedProduct(const PackedProduct &) = delete;
   PackedProduct &operator=(const PackedProduct &) = delete;
 
+  /// How many weights have been packed in this process (tests check which
+  /// calls pack).
+  static int64_t packedSoFar();
+
   int64_t n() const { return columns; }
   int64_t k() const { return depth; }
   /// Whether oneDNN multiplies `rows` rows at these strides by the weight

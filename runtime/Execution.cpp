@@ -392,30 +392,6 @@ Status Execution::bindGradients(BoundOperation &bound,
                       "wgrad X");
 }
 
-/// A forward per-step product's weight packed once for this call, where the
-/// per-step schedule runs it every step (training on 1 thread, and cells
-/// the tiled steps do not cover): sgemm reads a weight it must transpose
-/// at ~122 GFLOP/s for LSTM's [64, 512]·[2048, 512]ᵀ, oneDNN's matmul its
-/// packed copy at ~160, and the packing (one pass over the weight) pays
-/// for itself within a few steps. 1-thread training, T=50 B=64: LSTM
-/// 310-323 → 301-312 ms, GRU 236 → 221-233 (bench/README.md).
-const PackedProduct *Execution::packForTheCall(const Operation &op,
-                                               const BoundOperation &bound) {
-  constexpr int64_t kMinSteps = 16, kMinRows = 4, kMaxRows = 256;
-  if (op.phase != Phase::Step || op.kind != Operation::Kind::Gemm || !shared ||
-      !dynamic_cast<HostDevice *>(&device) || tiledStepsWanted(training) ||
-      maxLength < kMinSteps || rowsPerStep < kMinRows || rowsPerStep > kMaxRows)
-    return nullptr;
-  std::string error;
-  std::unique_ptr<PackedProduct> packed = PackedProduct::pack(
-      bound.weight, bound.weightRows, bound.weightCols, error);
-  // Without it the product runs on sgemm as before.
-  if (!packed)
-    return nullptr;
-  callProducts.push_back(std::move(packed));
-  return callProducts.back().get();
-}
-
 /// The list that runs an operation of `phase`.
 static BoundList &listFor(Phase phase, BoundProgram &program) {
   switch (phase) {
@@ -488,8 +464,6 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       if (usesPackedWeights() && shared && !isBackward(op.phase))
         bound.packedProduct = args.packedWeights->product(
             at.weight, bound.weightRows, bound.weightCols);
-      if (!bound.packedProduct)
-        bound.packedProduct = packForTheCall(op, bound);
       if (op.kind == Operation::Kind::Wgrad) {
         status = bindGradients(bound, at);
       } else {
@@ -660,6 +634,33 @@ Status Execution::finish() {
   return device.synchronize();
 }
 
+/// The per-step schedule's forward products, each by its weight packed
+/// once for the call where the caller's PackedWeights hold none: sgemm
+/// reads a weight it must transpose at ~122 GFLOP/s for LSTM's
+/// [64, 512]·[2048, 512]ᵀ, oneDNN's matmul its packed copy at ~160, and
+/// the packing (one pass over the weight) pays for itself within a few
+/// steps. 1-thread training, T=50 B=64: LSTM 304-322 → 293-305 ms; GRU,
+/// LAU and ATR level (bench/README.md). Results then differ in the last
+/// bits from a call of fewer steps or rows (the sums add in another order).
+void Execution::packStepProducts() {
+  constexpr int64_t kMinSteps = 16, kMinRows = 4, kMaxRows = 256;
+  if (!shared || !dynamic_cast<HostDevice *>(&device) ||
+      maxLength < kMinSteps || rowsPerStep < kMinRows || rowsPerStep > kMaxRows)
+    return;
+  for (BoundOperation &bound : stepOperations) {
+    if (bound.op->kind != Operation::Kind::Gemm || bound.packedProduct)
+      continue;
+    std::string error;
+    std::unique_ptr<PackedProduct> packed = PackedProduct::pack(
+        bound.weight, bound.weightRows, bound.weightCols, error);
+    // Without it the product runs on sgemm as before.
+    if (!packed)
+      continue;
+    callProducts.push_back(std::move(packed));
+    bound.packedProduct = callProducts.back().get();
+  }
+}
+
 Status Execution::forward() {
   Status status = setUp();
   if (!status.ok())
@@ -701,6 +702,7 @@ Status Execution::forward() {
           !(status = runOperation(bound, 0, 0, allRows)).ok())
         return status;
   }
+  packStepProducts();
   for (int64_t step = 0; step < maxLength; ++step) {
     for (const BoundOperation &bound : stepOperations)
       if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())

@@ -99,7 +99,8 @@ struct BoundOperation {
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
   /// Forward gemm: the weight packed for oneDNN's matmul, where the
-  /// caller's PackedWeights hold it.
+  /// caller's PackedWeights hold it or the per-step schedule packed it for
+  /// the call (Execution::packStepProducts).
   const PackedProduct *packedProduct = nullptr;
   /// Wgrad: the wanted parts. Pgrad: the gradient (null: unwanted).
   std::vector<GradientPart> parts;
@@ -137,6 +138,8 @@ public:
   }
   const BoundOperation *begin() const { return items.data(); }
   const BoundOperation *end() const { return items.data() + count; }
+  BoundOperation *begin() { return items.data(); }
+  BoundOperation *end() { return items.data() + count; }
   bool empty() const { return count == 0; }
 
 private:
@@ -324,6 +327,15 @@ public:
         rowsPerStep(sizes.batch),
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
         layout(*sizes.layout), dimValues(layout.dimValues) {}
+  /// The bound lists outlive the call in the workspace: none keeps a
+  /// pointer to this call's packed weights.
+  ~Execution() {
+    if (!callProducts.empty())
+      for (BoundOperation &bound : stepOperations)
+        bound.packedProduct = nullptr;
+  }
+  Execution(const Execution &) = delete;
+  Execution &operator=(const Execution &) = delete;
 
   /// Fills `work` and runs the pre and step operations.
   Status forward();
@@ -346,8 +358,7 @@ private:
   void zeroGradientBuffers();
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
-  const PackedProduct *packForTheCall(const Operation &op,
-                                      const BoundOperation &bound);
+  void packStepProducts();
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
@@ -412,7 +423,7 @@ private:
   const bool shared;
   const ForwardArgs &args;
   /// This call's per-step weights packed for oneDNN's matmul
-  /// (packForTheCall), where the caller's PackedWeights hold none.
+  /// (packStepProducts), where the caller's PackedWeights hold none.
   std::vector<std::unique_ptr<PackedProduct>> callProducts;
   const Sizes &sizes;
   Workspace &work;

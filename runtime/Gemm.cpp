@@ -159,9 +159,11 @@ struct PackedMatmul {
   dnnl::memory::desc scratchpad;
 };
 
-static std::atomic<int64_t> packedWeights{0};
+static std::atomic<int64_t> packedWeights{0}, packedMultiplies{0};
 
 int64_t PackedProduct::packedSoFar() { return packedWeights.load(); }
+
+int64_t PackedProduct::multipliedSoFar() { return packedMultiplies.load(); }
 
 struct PackedProduct::Impl {
   dnnl::memory packed;
@@ -280,6 +282,7 @@ Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
                                        {DNNL_ARG_DST, target},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
+    packedMultiplies.fetch_add(1);
     return Status::success();
   } catch (const dnnl::error &failure) {
     return Status::error(

@@ -62,6 +62,8 @@ public:
   /// How many weights have been packed in this process (tests check which
   /// calls pack).
   static int64_t packedSoFar();
+  /// How many products multiply() has run in this process.
+  static int64_t multipliedSoFar();
 
   int64_t n() const { return columns; }
   int64_t k() const { return depth; }

@@ -300,9 +300,10 @@ TEST(TiledPanels, InputProductsStayHoistedWhereAProductReadsThem) {
 }
 
 // The per-step schedule packs each recurrent weight for oneDNN's matmul
-// once per call where a call has 16 steps or more and 4-256 rows: LSTM's
-// and GRU's results, inference and training, stay within rounding of the
-// tiled steps', which never pack that way.
+// once per call where a call has 16 steps or more and 4-256 rows, and
+// multiplies by those copies: LSTM's and GRU's results, inference and
+// training, stay within rounding of the tiled steps', which never pack
+// that way.
 TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
   for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
     SCOPED_TRACE(file);
@@ -317,12 +318,17 @@ TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
     for (bool train : {false, true}) {
       SCOPED_TRACE(train ? "training" : "inference");
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+      int64_t tiledCalls = cellrt::detail::tiledStepCalls();
       Results tiled = run(cell, problem, false, train);
+      EXPECT_GT(cellrt::detail::tiledStepCalls(), tiledCalls);
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
-      int64_t before = PackedProduct::packedSoFar();
+      int64_t packs = PackedProduct::packedSoFar();
+      int64_t multiplies = PackedProduct::multipliedSoFar();
       Results perStep = run(cell, problem, false, train);
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
-      EXPECT_GT(PackedProduct::packedSoFar(), before);
+      EXPECT_GT(PackedProduct::packedSoFar(), packs);
+      // At least one packed product per step of the longest sequence.
+      EXPECT_GE(PackedProduct::multipliedSoFar() - multiplies, 20);
       expectNear(perStep, tiled);
     }
   }

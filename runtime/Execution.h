@@ -366,6 +366,9 @@ private:
   bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
                             std::map<std::string, int64_t> &productPhase,
                             const TiledSteps &tiled, TiledPhase &phase) const;
+  bool describeTiledWeight(const BoundOperation &bound,
+                           const std::string &hidden, bool hiddenDepth,
+                           TiledPhase &phase) const;
   void describeInputProducts(std::map<std::string, int64_t> &productPhase,
                              TiledSteps &tiled) const;
   bool onlyStepKernelsRead(const BoundOperation &product) const;

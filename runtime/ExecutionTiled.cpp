@@ -106,6 +106,27 @@ bool Execution::eachSegmentIsAnArgument(const std::string &hidden) const {
   return true;
 }
 
+/// The weight of a product as the tiled steps multiply by it: stacked
+/// params of k*H rows each (G*H rows in all: `phase.gates` = G) and, where
+/// `hiddenDepth`, H columns. False for any other weight.
+bool Execution::describeTiledWeight(const BoundOperation &bound,
+                                    const std::string &hidden, bool hiddenDepth,
+                                    TiledPhase &phase) const {
+  int64_t gates = 0;
+  for (const std::string &name : plan.findWeight(bound.op->weight)->params) {
+    const ParamDecl *param = plan.findParam(name);
+    int64_t rows = multipleOf(param->shape[0], hidden);
+    if (rows < 1 || (hiddenDepth && multipleOf(param->shape[1], hidden) != 1))
+      return false;
+    gates += rows;
+  }
+  phase.weight = bound.weight;
+  phase.weightRows = bound.weightRows;
+  phase.depth = bound.weightCols;
+  phase.gates = gates;
+  return true;
+}
+
 /// A forward product (into the member's tile in inference, into its
 /// buffer where backward reads it) or a backward accumulation, by a weight
 /// of [k*H, H] params.
@@ -114,19 +135,10 @@ bool Execution::describeTiledProduct(
     std::map<std::string, int64_t> &productPhase, const TiledSteps &tiled,
     TiledPhase &phase) const {
   const std::string &hidden = tiled.hiddenDim;
-  int64_t gates = 0;
-  for (const std::string &name : plan.findWeight(bound.op->weight)->params) {
-    const ParamDecl *param = plan.findParam(name);
-    int64_t rows = multipleOf(param->shape[0], hidden);
-    if (rows < 1 || multipleOf(param->shape[1], hidden) != 1)
-      return false;
-    gates += rows;
-  }
+  if (!describeTiledWeight(bound, hidden, /*hiddenDepth=*/true, phase))
+    return false;
+  int64_t gates = phase.gates;
   const Ref &in = bound.op->gemmInput(), &out = bound.op->gemmOutput();
-  phase.weight = bound.weight;
-  phase.weightRows = bound.weightRows;
-  phase.depth = bound.weightCols;
-  phase.gates = gates;
   if (multipleOf(in.column, hidden) != 0 ||
       multipleOf(out.column, hidden) != 0 ||
       !tiledRows(in, bound.operands[1], productPhase, phase.in) ||
@@ -179,19 +191,11 @@ void Execution::describeInputProducts(
         multipleOf(in.column, hidden) != 0 ||
         multipleOf(out.column, hidden) != 0 || !onlyStepKernelsRead(bound))
       continue;
-    int64_t gates = 0;
-    for (const std::string &name : plan.findWeight(op.weight)->params) {
-      int64_t rows = multipleOf(plan.findParam(name)->shape[0], hidden);
-      gates = rows < 1 || gates < 0 ? -1 : gates + rows;
-    }
-    if (gates < 1 || multipleOf(plan.arrayWidth(out), hidden) != gates)
-      continue;
     TiledPhase phase;
+    if (!describeTiledWeight(bound, hidden, /*hiddenDepth=*/false, phase) ||
+        multipleOf(plan.arrayWidth(out), hidden) != phase.gates)
+      continue;
     phase.kind = TiledPhase::Kind::Product;
-    phase.weight = bound.weight;
-    phase.weightRows = bound.weightRows;
-    phase.depth = bound.weightCols;
-    phase.gates = gates;
     phase.intoTile = true;
     if (!describeTiledArg(in, bound.operands[1], productPhase, phase.in))
       continue;

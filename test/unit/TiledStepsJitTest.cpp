@@ -56,11 +56,11 @@ void loadCase(const Case &c, LoadedCase &loaded) {
   loaded.cell.emplace(std::move(*cell));
 }
 
-/// H = 32: two blocks of 16 units.
-ProblemShape tiledShape() {
+/// H = `hidden` (32: two blocks of 16 units), params scaled by 1/sqrt(H).
+ProblemShape tiledShape(int64_t hidden = 32) {
   ProblemShape shape;
-  shape.firstDim = 32;
-  shape.paramScale = 1 / std::sqrt(32.0f);
+  shape.firstDim = hidden;
+  shape.paramScale = 1 / std::sqrt(float(hidden));
   return shape;
 }
 
@@ -149,10 +149,7 @@ TEST(TiledPanels, BlocksOfTwoPanelsMatchTheDefaultSchedule) {
     LoadedCase loaded;
     ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
     const Cell &cell = *loaded.cell;
-    ProblemShape shape = tiledShape();
-    shape.firstDim = 128;
-    shape.paramScale = 1 / std::sqrt(128.0f);
-    Problem problem(cell.getPlan(), 13, shape);
+    Problem problem(cell.getPlan(), 13, tiledShape(128));
     Expected<PackedWeights> packed = cell.packWeights(problem.paramArrays());
     ASSERT_TRUE(packed.ok()) << packed.error();
     cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
@@ -181,9 +178,7 @@ TEST(TiledPanels, PackedWeightsServeConcurrentCalls) {
   LoadedCase loaded;
   ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/lstm.cell", "", true}, loaded));
   const Cell &cell = *loaded.cell;
-  ProblemShape shape = tiledShape();
-  shape.firstDim = 64;
-  shape.paramScale = 1 / std::sqrt(64.0f);
+  ProblemShape shape = tiledShape(64);
   shape.B = 10;
   shape.lengths = {6, 3, 1, 5, 6, 2, 4, 6, 5, 3};
   Problem problem(cell.getPlan(), 17, shape);
@@ -332,6 +327,34 @@ TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
       expectNear(perStep, tiled);
     }
   }
+}
+
+// README: each schedule gives the same bits at any thread count. The
+// per-step schedule's products by weights packed per call are shared by
+// two threads from 16 MFLOP on (here [64, 256] by [1024, 256]ᵀ, 34 MFLOP):
+// 1 and 2 threads give the same outputs, states and gradients.
+TEST(PackedPerCall, OneAndTwoThreadsGiveTheSameBits) {
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/lstm.cell", "", true}, loaded));
+  const Cell &cell = *loaded.cell;
+  ProblemShape shape = tiledShape(256);
+  shape.T = 16;
+  shape.B = 64;
+  shape.lengths.assign(64, 16);
+  shape.lengths[3] = 5;
+  Problem problem(cell.getPlan(), 29, shape);
+  int threadsBefore = cellrt::getNumThreads();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+  std::vector<Results> results;
+  for (int threads : {1, 2}) {
+    cellrt::setNumThreads(threads);
+    int64_t multiplies = PackedProduct::multipliedSoFar();
+    results.push_back(run(cell, problem, false, /*train=*/true));
+    EXPECT_GE(PackedProduct::multipliedSoFar() - multiplies, 16);
+  }
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+  cellrt::setNumThreads(threadsBefore);
+  EXPECT_EQ(results[0].arrays, results[1].arrays);
 }
 
 // cell-store-sole-gradients: backward kernels store gradients the runtime

@@ -73,6 +73,11 @@ std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 /// cell (a cellc bug).
 mlir::FailureOr<std::string> emitPlan(mlir::cell::CellOp cell);
 
+/// Marks every cell of the module to multiply reading bfloat16 or f32
+/// (`cellc --precision`): the `cell.precision` attribute, which emitPlan
+/// writes as the plan's `precision` line. Unmarked cells are f32.
+void setProductPrecision(mlir::ModuleOp module, llvm::StringRef precision);
+
 /// Adds the cell-level passes (hoist, stack, fuse and, for training,
 /// derive-backward).
 /// `saveActivations`: see derive-backward's option of that name.

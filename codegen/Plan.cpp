@@ -103,8 +103,14 @@ private:
   llvm::StringMap<unsigned> rangesOf, storedRangesOf;
 };
 
+/// The attribute setProductPrecision puts on a cell.
+constexpr llvm::StringLiteral kPrecisionAttr = "cell.precision";
+
 void PlanWriter::writeHeader() {
   plan.cellName = cell.getSymName().str();
+  if (auto precision = cell->getAttrOfType<StringAttr>(kPrecisionAttr))
+    plan.precision = cellrt::parsePrecision(precision.getValue().str())
+                         .value_or(cellrt::Precision::F32);
   plan.dims = cellc::collectDims(cell);
   for (auto [index, arg] : llvm::enumerate(cell.getInputArgs())) {
     std::string name = nameOf(cell.getInputNames(), index);
@@ -369,4 +375,10 @@ FailureOr<std::string> PlanWriter::write() {
 
 FailureOr<std::string> cellc::emitPlan(CellOp cell) {
   return PlanWriter(cell).write();
+}
+
+void cellc::setProductPrecision(ModuleOp module, llvm::StringRef precision) {
+  for (CellOp cell : module.getOps<CellOp>())
+    cell->setAttr(kPrecisionAttr,
+                  StringAttr::get(module.getContext(), precision));
 }

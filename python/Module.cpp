@@ -385,8 +385,8 @@ PYBIND11_MODULE(_cellc, m) {
       .def(py::init<>());
 
   py::class_<PyCell>(m, "Cell", "A compiled cell.")
-      .def_property_readonly(
-          "name", [](const PyCell &c) { return c.plan().cellName; })
+      .def_property_readonly("name",
+                             [](const PyCell &c) { return c.plan().cellName; })
       .def_property_readonly(
           "inputs", [](const PyCell &c) { return vectors(c.plan().inputs); },
           "[(name, length)] in order; lengths are dimension expressions")
@@ -408,12 +408,29 @@ PYBIND11_MODULE(_cellc, m) {
       .def_property_readonly(
           "output_width",
           [](const PyCell &c) { return c.plan().outputWidth.str(); })
+      .def_property_readonly("dims",
+                             [](const PyCell &c) { return c.plan().dims; })
       .def_property_readonly(
-          "dims", [](const PyCell &c) { return c.plan().dims; })
-      .def_property_readonly("has_backward",
-                             [](const PyCell &c) {
-                               return c.cell.hasBackward();
-                             })
+          "has_backward", [](const PyCell &c) { return c.cell.hasBackward(); })
+      .def_property(
+          "precision",
+          [](const PyCell &c) {
+            return std::string(cellrt::precisionName(c.cell.getPrecision()));
+          },
+          [](PyCell &c, const std::string &name) {
+            std::optional<cellrt::Precision> precision =
+                cellrt::parsePrecision(name);
+            if (!precision)
+              throw py::value_error("precision: f32 or bf16, not '" + name +
+                                    "'");
+            cellrt::Expected<cellrt::Cell> changed =
+                c.cell.withPrecision(*precision);
+            if (!changed)
+              throw RunFailure(changed.error());
+            c.cell = std::move(*changed);
+          },
+          "what the products read: 'f32', or 'bf16' (operands rounded to "
+          "bfloat16, f32 sums; gate math and arrays stay f32)")
       .def("forward", &PyCell::forward, py::arg("inputs"), py::arg("params"),
            py::arg("init") = py::none(), py::arg("lengths") = py::none(),
            py::arg("reverse") = false, py::arg("tape") = py::none(),

@@ -136,6 +136,23 @@ cellrt_cell *cellrt_cell_load(cellrt_image image) {
 
 void cellrt_cell_free(cellrt_cell *cell) { delete cell; }
 
+const char *cellrt_cell_precision(const cellrt_cell *cell) {
+  return precisionName(cell->cell.getPrecision());
+}
+
+int cellrt_cell_set_precision(cellrt_cell *cell, const char *precision) {
+  std::optional<Precision> parsed =
+      parsePrecision(precision ? precision : "(null)");
+  if (!parsed)
+    return fail(std::string("cellrt_cell_set_precision: f32 or bf16, not ") +
+                (precision ? precision : "(null)"));
+  Expected<Cell> changed = cell->cell.withPrecision(*parsed);
+  if (!changed)
+    return fail(changed.error());
+  cell->cell = std::move(*changed);
+  return 0;
+}
+
 int64_t cellrt_cell_num_dims(const cellrt_cell *cell) {
   return cell->cell.getPlan().dims.size();
 }

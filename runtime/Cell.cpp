@@ -41,10 +41,31 @@ Expected<Cell> Cell::load(const cellrt_image &image) {
     const char *name = image.kernel_names ? image.kernel_names[i] : nullptr;
     names.push_back(name ? name : "");
   }
-  return create(std::move(*plan),
-                std::make_shared<detail::HostDevice>(std::move(kernels)),
-                std::move(names));
+  Precision precision = plan->precision;
+  return create(
+      std::move(*plan),
+      std::make_shared<detail::HostDevice>(std::move(kernels), precision),
+      std::move(names));
 }
+
+Expected<Cell> Cell::withPrecision(Precision precision) const {
+  if (precision == device->precision())
+    return *this;
+  auto *host = dynamic_cast<const HostDevice *>(device.get());
+  if (!host)
+    return Status::error(std::string("cell ") + quote(plan.cellName) +
+                         ": this device multiplies in " +
+                         precisionName(device->precision()) + " only, not " +
+                         precisionName(precision));
+  Plan changed = plan;
+  changed.precision = precision;
+  return create(
+      std::move(changed),
+      std::make_shared<HostDevice>(host->kernelFunctions(), precision),
+      kernelNames);
+}
+
+Precision Cell::getPrecision() const { return device->precision(); }
 
 Expected<Cell> Cell::create(Plan plan, std::shared_ptr<Device> device,
                             std::vector<std::string> kernelNames) {
@@ -56,6 +77,13 @@ Expected<Cell> Cell::create(Plan plan, std::shared_ptr<Device> device,
                          std::to_string(plan.numKernelsUsed() - 1) +
                          " but the device has only " +
                          std::to_string(device->numKernels()) + " kernels");
+  if (device->precision() != plan.precision)
+    return Status::error(std::string("plan of cell ") + quote(plan.cellName) +
+                         " multiplies in " + precisionName(plan.precision) +
+                         " but the device multiplies in " +
+                         precisionName(device->precision()) +
+                         " only (compile it without --precision " +
+                         precisionName(plan.precision) + ")");
   Cell cell;
   cell.plan = std::move(plan);
   cell.device = std::move(device);
@@ -170,8 +198,8 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
     for (const std::string &name : plan.weights[w].params)
       rows += params.at(name).shape[0];
     std::string error;
-    std::shared_ptr<const PackedProduct> product =
-        PackedProduct::pack(packed.weights[w], rows, cols, error);
+    std::shared_ptr<const PackedProduct> product = PackedProduct::pack(
+        packed.weights[w], rows, cols, error, device->precision());
     if (!product)
       return Status::error("packWeights: " + error);
     packed.products.push_back(std::move(product));

@@ -511,10 +511,13 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
     // (Gemm.h: 10 rows 212 µs). Decoders' batches of up to 256 rows take
     // it, which bounds the primitives a PackedWeights keeps (one per row
     // count); sgemm's packing pays off over more rows.
+    // In bf16 every row count takes the packed weight: the plain product
+    // would round the whole weight again.
     constexpr int64_t kMinRowsForPacked = 4, kMaxRowsForPacked = 256;
     int64_t rows = rowEnd - rowBegin;
-    if (bound.packedProduct && rows >= kMinRowsForPacked &&
-        rows <= kMaxRowsForPacked)
+    int64_t minRows =
+        device.precision() == Precision::F32 ? kMinRowsForPacked : 1;
+    if (bound.packedProduct && rows >= minRows && rows <= kMaxRowsForPacked)
       return device.gemmPacked(rows, bound.weightRows, bound.weightCols, inRows,
                                in.stride, bound.weight, bound.weightCols,
                                *bound.packedProduct, outRows, out.stride);
@@ -651,8 +654,9 @@ void Execution::packStepProducts() {
     if (bound.op->kind != Operation::Kind::Gemm || bound.packedProduct)
       continue;
     std::string error;
-    std::unique_ptr<PackedProduct> packed = PackedProduct::pack(
-        bound.weight, bound.weightRows, bound.weightCols, error);
+    std::unique_ptr<PackedProduct> packed =
+        PackedProduct::pack(bound.weight, bound.weightRows, bound.weightCols,
+                            error, device.precision());
     // Without it the product runs on sgemm as before.
     if (!packed)
       continue;

@@ -37,7 +37,10 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   // The weights are packed per call: a decoding step would pay a pass over
   // them for one product.
   constexpr int64_t kMinTiledSteps = 3;
-  if (!host || !tiledStepsWanted(training) || maxLength < kMinTiledSteps ||
+  // The tiles' micro-kernels multiply in f32 (bf16 products are left to
+  // oneDNN's matmul, the per-step schedule).
+  if (!host || host->precision() != Precision::F32 ||
+      !tiledStepsWanted(training) || maxLength < kMinTiledSteps ||
       plan.states.empty() ||
       std::none_of(stepOperations.begin(), stepOperations.end(),
                    [](const BoundOperation &bound) {

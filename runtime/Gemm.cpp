@@ -7,13 +7,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "OneDnn.h"
+#include "cellrt/Runtime.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,64 +23,7 @@
 #include <vector>
 
 using namespace cellrt;
-
-namespace {
-
-/// A product of fewer flops (about 12 µs on one core here) runs on the
-/// calling thread alone: waking OpenMP's sleeping threads for it costs more
-/// than sharing it saves. A decoding step of B=1 at 2 threads took GRU
-/// (products of 0.5-1.6 MFLOP) 307-314 µs and ATR 57-61 with every
-/// product shared, 213-216 and 44 alone. At 4 MFLOP LSTM's and LAU's B=1
-/// steps (2.1-2.6 MFLOP) lost up to 10%; B=10's (16 MFLOP and up) gain
-/// from 2 threads.
-constexpr double kMinSharedFlops = 2e6;
-
-/// The same for a product by a weight packed for oneDNN's matmul, which
-/// gains less from a second thread: at a B=10 step on 2 threads GRU's
-/// products (5-16 MFLOP) took 420-436 µs shared and 350 alone, LSTM's (21
-/// MFLOP) 448-479 shared and 552 alone.
-constexpr double kMinSharedPackedFlops = 16e6;
-
-/// Sets OpenMP's team size for the products started on this thread until
-/// it goes out of scope. The OpenMP runtime is the one oneDNN loaded, found
-/// by name, so that cellrt never brings in a second one. Measured with
-/// libgomp (Debian's oneDNN); LLVM's libomp re-forms its hot team when the
-/// size changes, which may move the threshold.
-class OpenMPThreads {
-public:
-  explicit OpenMPThreads(double flops, double minShared = kMinSharedFlops) {
-    static const Api api;
-    if (flops >= minShared || !api.set || !api.get)
-      return;
-    set = api.set;
-    saved = api.get();
-    if (saved > 1)
-      set(1);
-  }
-  OpenMPThreads(const OpenMPThreads &) = delete;
-  OpenMPThreads &operator=(const OpenMPThreads &) = delete;
-  ~OpenMPThreads() {
-    if (saved > 1)
-      set(saved);
-  }
-
-private:
-  struct Api {
-    void (*set)(int) = reinterpret_cast<void (*)(int)>(
-        dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-    int (*get)() = reinterpret_cast<int (*)()>(
-        dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  };
-  void (*set)(int) = nullptr;
-  int saved = 0;
-};
-
-double flopsOf(int64_t m, int64_t n, int64_t k) {
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) *
-         static_cast<double>(k);
-}
-
-} // namespace
+using namespace cellrt::detail;
 
 Status detail::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
                                     const float *in, int64_t inStride,
@@ -119,6 +63,22 @@ static Status product(char transA, char transB, int64_t m, int64_t n,
   return Status::success();
 }
 
+Status cellrt::multiply(Precision precision, bool transposeA, bool transposeB,
+                        int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t aStride, const float *b, int64_t bStride,
+                        float beta, float *out, int64_t outStride) {
+  if (beta != 0.0f && beta != 1.0f)
+    return Status::error("cellrt::multiply: beta must be 0 or 1, got " +
+                         std::to_string(beta));
+  // An empty sum still zeroes the output where beta is 0, which product()
+  // skips and gemmBf16 does without multiplying.
+  if (precision == Precision::BF16 || k == 0)
+    return gemmBf16(transposeA, transposeB, m, n, k, a, aStride, b, bStride,
+                    out, outStride, beta);
+  return product(transposeA ? 'T' : 'N', transposeB ? 'T' : 'N', m, n, k, a,
+                 aStride, b, bStride, out, outStride, beta);
+}
+
 Status detail::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                               const float *in, int64_t inStride,
                               const float *weight, int64_t weightStride,
@@ -135,23 +95,6 @@ Status detail::gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
                  1.0f);
 }
 
-namespace {
-dnnl::engine &cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-dnnl::memory::desc rowMajor(int64_t rows, int64_t columns, int64_t stride) {
-  return dnnl::memory::desc({rows, columns}, dnnl::memory::data_type::f32,
-                            dnnl::memory::dims{stride, 1});
-}
-
-std::string describe(const dnnl::error &error) {
-  return std::string(error.what()) + " (status " +
-         std::to_string(static_cast<int>(error.status)) + ")";
-}
-} // namespace
-
 /// A matmul for one row count and pair of strides, or none where oneDNN
 /// would want the weight in another layout.
 struct PackedMatmul {
@@ -167,6 +110,7 @@ int64_t PackedProduct::multipliedSoFar() { return packedMultiplies.load(); }
 
 struct PackedProduct::Impl {
   dnnl::memory packed;
+  Precision precision = Precision::F32;
   mutable std::mutex mutex;
   /// By (rows, in stride, out stride).
   mutable std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> matmuls;
@@ -177,35 +121,46 @@ PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
 
 PackedProduct::~PackedProduct() = default;
 
+Precision PackedProduct::precision() const { return impl->precision; }
+
+static dnnl::memory::data_type typeOf(Precision precision) {
+  return precision == Precision::BF16 ? dnnl::memory::data_type::bf16
+                                      : dnnl::memory::data_type::f32;
+}
+
 /// The matmul of `rows` rows into the weight's packed layout. The caller
 /// gives each execution its own scratchpad: a primitive with the library's
 /// scratchpad may run only on the thread that made it, and PackedWeights
-/// are shared across threads.
+/// are shared across threads. In bf16 the input is the rows' rounded copy.
 static dnnl::matmul::primitive_desc matmulFor(int64_t rows, int64_t n,
                                               int64_t k, int64_t inStride,
-                                              int64_t outStride) {
-  dnnl::memory::desc weights({k, n}, dnnl::memory::data_type::f32,
+                                              int64_t outStride,
+                                              Precision precision) {
+  dnnl::memory::desc weights({k, n}, typeOf(precision),
                              dnnl::memory::format_tag::any);
   dnnl::primitive_attr attributes;
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(rowMajor(rows, k, inStride), weights,
-                         rowMajor(rows, n, outStride)),
+      dnnl::matmul::desc(rowMajor(rows, k, inStride, typeOf(precision)),
+                         weights, rowMajor(rows, n, outStride)),
       attributes, cpuEngine());
 }
 
 std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
                                                    int64_t n, int64_t k,
-                                                   std::string &error) {
+                                                   std::string &error,
+                                                   Precision precision) {
   try {
     // The layout oneDNN prefers for dense rows was the same for every row
     // count tried (1-256); 16 stands for them, and a shape that wants
     // another one (rows wider than the operands, here) is refused
     // (accepts()).
-    dnnl::matmul::primitive_desc desc = matmulFor(16, n, k, k, n);
+    dnnl::matmul::primitive_desc desc = matmulFor(16, n, k, k, n, precision);
     auto impl = std::make_unique<Impl>();
+    impl->precision = precision;
     impl->packed = dnnl::memory(desc.weights_desc(), cpuEngine());
-    // weight [n, k] row-major is the [k, n] matrix in layout ba.
+    // weight [n, k] row-major is the [k, n] matrix in layout ba; the
+    // reorder rounds it to bf16 where the layout is bf16.
     dnnl::memory plain(
         {{k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ba},
         cpuEngine(), const_cast<float *>(weight));
@@ -217,23 +172,27 @@ std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
         new PackedProduct(std::move(impl), n, k));
   } catch (const dnnl::error &failure) {
     error = "packing a [" + std::to_string(n) + ", " + std::to_string(k) +
-            "] weight for oneDNN's matmul failed: " + describe(failure);
+            "] " + precisionName(precision) +
+            " weight for oneDNN's matmul failed: " + describe(failure);
     return nullptr;
   }
 }
 
 /// The cached matmul for the shape, made on first use (under the lock).
 static const PackedMatmul &
-matmulOf(const dnnl::memory &packed, int64_t rows, int64_t columns,
-         int64_t depth, int64_t inStride, int64_t outStride,
+matmulOf(const dnnl::memory &packed, Precision precision, int64_t rows,
+         int64_t columns, int64_t depth, int64_t inStride, int64_t outStride,
          std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> &cache) {
+  // bf16 rows are multiplied from their dense rounded copy.
+  if (precision == Precision::BF16)
+    inStride = depth;
   auto key = std::make_tuple(rows, inStride, outStride);
   auto found = cache.find(key);
   if (found != cache.end())
     return found->second;
   PackedMatmul made;
   dnnl::matmul::primitive_desc desc =
-      matmulFor(rows, columns, depth, inStride, outStride);
+      matmulFor(rows, columns, depth, inStride, outStride, precision);
   if (desc.weights_desc() == packed.get_desc()) {
     made.primitive.emplace(desc);
     made.scratchpad = desc.scratchpad_desc();
@@ -245,12 +204,27 @@ bool PackedProduct::accepts(int64_t rows, int64_t inStride,
                             int64_t outStride) const {
   try {
     std::lock_guard<std::mutex> lock(impl->mutex);
-    return matmulOf(impl->packed, rows, columns, depth, inStride, outStride,
-                    impl->matmuls)
+    return matmulOf(impl->packed, impl->precision, rows, columns, depth,
+                    inStride, outStride, impl->matmuls)
         .primitive.has_value();
   } catch (const dnnl::error &) {
     return false;
   }
+}
+
+/// The rows a matmul reads: `in` itself, or in bf16 its rounded copy in a
+/// buffer of this thread's.
+static dnnl::memory sourceRows(Precision precision, int64_t rows, int64_t depth,
+                               const float *in, int64_t inStride) {
+  if (precision == Precision::F32)
+    return dnnl::memory(rowMajor(rows, depth, inStride), cpuEngine(),
+                        const_cast<float *>(in));
+  thread_local std::vector<uint16_t> rounded;
+  rounded.resize(std::max<size_t>(rounded.size(), rows * depth));
+  roundToBf16(in, rows, depth, inStride, rounded.data());
+  return dnnl::memory(
+      rowMajor(rows, depth, depth, dnnl::memory::data_type::bf16), cpuEngine(),
+      rounded.data());
 }
 
 Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
@@ -261,8 +235,8 @@ Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
     PackedMatmul matmul;
     {
       std::lock_guard<std::mutex> lock(impl->mutex);
-      matmul = matmulOf(impl->packed, rows, columns, depth, inStride, outStride,
-                        impl->matmuls);
+      matmul = matmulOf(impl->packed, impl->precision, rows, columns, depth,
+                        inStride, outStride, impl->matmuls);
     }
     if (!matmul.primitive)
       return Status::error("oneDNN's matmul of " + std::to_string(rows) +
@@ -272,8 +246,8 @@ Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
     scratch.resize(
         std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
-    dnnl::memory source(rowMajor(rows, depth, inStride), cpuEngine(),
-                        const_cast<float *>(in));
+    dnnl::memory source =
+        sourceRows(impl->precision, rows, depth, in, inStride);
     dnnl::memory target(rowMajor(rows, columns, outStride), cpuEngine(), out);
     dnnl::memory scratchpad(matmul.scratchpad, cpuEngine(), scratch.data());
     dnnl::stream stream(cpuEngine());

@@ -38,6 +38,21 @@ Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
                                      const float *b, int64_t bStride,
                                      float *out, int64_t outStride);
 
+/// out[m, n] = beta * out + op(a) · op(b) with both operands rounded to
+/// bfloat16 and summed in f32 (a plan in bf16 precision): op(a) is a [m, k]
+/// or, transposed, aᵀ of a stored [k, m]; op(b) a [k, n] or bᵀ of a stored
+/// [n, k]; row-major with the given row strides, beta 0 or 1. The three
+/// products above are gemmBf16(false, true, ...), (false, false, ...) and
+/// (true, false, ...).
+Status gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                int64_t k, const float *a, int64_t aStride, const float *b,
+                int64_t bStride, float *out, int64_t outStride, float beta);
+
+/// target[r * columns + c] = source[r * stride + c] rounded to the nearest
+/// bfloat16 (ties to even; NaN stays NaN), as its upper 16 bits.
+void roundToBf16(const float *source, int64_t rows, int64_t columns,
+                 int64_t stride, uint16_t *target);
+
 } // namespace detail
 
 /// A weight [n, k] packed once into the layout oneDNN's matmul primitive
@@ -50,11 +65,14 @@ Status gemmAccumulateTransposedInput(int64_t m, int64_t n, int64_t k,
 /// strides is made on first use and kept (cellrt multiplies at most 256
 /// rows this way, Execution.cpp); a PackedProduct may be shared by
 /// concurrent calls, each execution with its thread's own scratchpad.
+/// In bf16 precision the weight is packed rounded to bfloat16, and each
+/// multiply() rounds its input rows into a copy first.
 class PackedProduct {
 public:
   /// Null with `error` set if oneDNN cannot pack the weight.
-  static std::unique_ptr<PackedProduct> pack(const float *weight, int64_t n,
-                                             int64_t k, std::string &error);
+  static std::unique_ptr<PackedProduct>
+  pack(const float *weight, int64_t n, int64_t k, std::string &error,
+       Precision precision = Precision::F32);
   ~PackedProduct();
   PackedProduct(const PackedProduct &) = delete;
   PackedProduct &operator=(const PackedProduct &) = delete;
@@ -67,6 +85,7 @@ public:
 
   int64_t n() const { return columns; }
   int64_t k() const { return depth; }
+  Precision precision() const;
   /// Whether oneDNN multiplies `rows` rows at these strides by the weight
   /// as packed (it might want another layout for some row count).
   bool accepts(int64_t rows, int64_t inStride, int64_t outStride) const;

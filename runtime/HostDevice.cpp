@@ -91,6 +91,9 @@ Status HostDevice::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
                                         const float *weight,
                                         int64_t weightStride, float *out,
                                         int64_t outStride) {
+  if (products == Precision::BF16)
+    return gemmBf16(false, true, rows, n, k, in, inStride, weight, weightStride,
+                    out, outStride, 0.0f);
   return detail::gemmTransposedWeight(rows, n, k, in, inStride, weight,
                                       weightStride, out, outStride);
 }
@@ -99,6 +102,9 @@ Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                                   const float *in, int64_t inStride,
                                   const float *weight, int64_t weightStride,
                                   float *out, int64_t outStride) {
+  if (products == Precision::BF16)
+    return gemmBf16(false, false, rows, n, k, in, inStride, weight,
+                    weightStride, out, outStride, 1.0f);
   return detail::gemmAccumulate(rows, n, k, in, inStride, weight,
                                 weightStride, out, outStride);
 }
@@ -108,7 +114,9 @@ Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
                               const float *weight, int64_t weightStride,
                               const PackedProduct &packed, float *out,
                               int64_t outStride) {
-  if (!packed.accepts(rows, inStride, outStride))
+  // Weights packed by a cell of the other precision multiply as plain ones.
+  if (packed.precision() != products ||
+      !packed.accepts(rows, inStride, outStride))
     return gemmTransposedWeight(rows, n, k, in, inStride, weight, weightStride,
                                 out, outStride);
   return packed.multiply(rows, in, inStride, out, outStride);
@@ -117,6 +125,9 @@ Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
 Status HostDevice::gemmAccumulateTransposedInput(
     int64_t m, int64_t n, int64_t k, const float *a, int64_t aStride,
     const float *b, int64_t bStride, float *out, int64_t outStride) {
+  if (products == Precision::BF16)
+    return gemmBf16(true, false, m, n, k, a, aStride, b, bStride, out,
+                    outStride, 1.0f);
   return detail::gemmAccumulateTransposedInput(m, n, k, a, aStride, b, bStride,
                                                out, outStride);
 }

@@ -2,7 +2,8 @@
 //
 // The CPU device: memory is host memory (the caller's arrays are used in
 // place), kernels are cellc's compiled functions with their rows split
-// across the runtime's threads, products go to oneDNN (runtime/Gemm.h).
+// across the runtime's threads, products go to oneDNN (runtime/Gemm.h), in
+// f32 or, for a bf16 plan, reading bfloat16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +19,12 @@ namespace cellrt::detail {
 
 class HostDevice : public Device {
 public:
-  explicit HostDevice(std::vector<cellrt_kernel_fn> kernels)
-      : kernels(std::move(kernels)) {}
+  explicit HostDevice(std::vector<cellrt_kernel_fn> kernels,
+                      Precision precision = Precision::F32)
+      : kernels(std::move(kernels)), products(precision) {}
 
   bool sharesHostMemory() const override { return true; }
+  Precision precision() const override { return products; }
   bool scratchPerRow() const override { return false; }
   int64_t numKernels() const override {
     return static_cast<int64_t>(kernels.size());
@@ -60,9 +63,13 @@ public:
   /// The compiled function of kernel `index` (the tiled schedule calls
   /// kernels itself, TiledSteps.h).
   cellrt_kernel_fn kernel(int64_t index) const { return kernels[index]; }
+  const std::vector<cellrt_kernel_fn> &kernelFunctions() const {
+    return kernels;
+  }
 
 private:
   std::vector<cellrt_kernel_fn> kernels;
+  Precision products;
 };
 
 } // namespace cellrt::detail

@@ -207,7 +207,8 @@ private:
   Status validate();
 
   Plan plan;
-  bool sawCell = false, sawDims = false, sawOutput = false;
+  bool sawCell = false, sawDims = false, sawOutput = false,
+       sawPrecision = false;
   std::vector<int> weightLines;
   /// First declaration line per (namespace, name).
   std::map<std::pair<std::string, std::string>, int> declared;
@@ -331,6 +332,20 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
     if (!(status = expectArity(1, "cell NAME")).ok())
       return status;
     return parseName(line, tokens[1], plan.cellName);
+  }
+
+  if (directive == "precision") {
+    if (sawPrecision)
+      return error(line, "'precision' appears twice");
+    sawPrecision = true;
+    if (!(status = expectArity(1, "precision f32|bf16")).ok())
+      return status;
+    std::optional<Precision> precision = parsePrecision(tokens[1]);
+    if (!precision)
+      return error(line,
+                   "'precision' takes f32 or bf16, got " + quote(tokens[1]));
+    plan.precision = *precision;
+    return Status::success();
   }
 
   if (directive == "dims") {
@@ -898,9 +913,24 @@ Expected<Plan> cellrt::parsePlan(std::string_view text) {
 // Printer
 //===----------------------------------------------------------------------===//
 
+const char *cellrt::precisionName(Precision precision) {
+  return precision == Precision::BF16 ? "bf16" : "f32";
+}
+
+std::optional<Precision> cellrt::parsePrecision(std::string_view name) {
+  if (name == "f32")
+    return Precision::F32;
+  if (name == "bf16")
+    return Precision::BF16;
+  return std::nullopt;
+}
+
 std::string cellrt::printPlan(const Plan &plan) {
   std::string out = "cellc-plan " + std::to_string(plan.version) + "\n";
   out += "cell " + plan.cellName + "\n";
+  // f32 is the default; plans without the line read as before.
+  if (plan.precision != Precision::F32)
+    out += std::string("precision ") + precisionName(plan.precision) + "\n";
   out += "dims";
   for (const std::string &dim : plan.dims)
     out += " " + dim;

@@ -3,6 +3,7 @@
 #include "models/common/Cells.h"
 
 #include "models/common/Data.h"
+#include "models/common/Math.h"
 
 #include "jit/Jit.h"
 
@@ -118,13 +119,17 @@ cachedCell(const std::vector<std::string> &key, const std::string &name,
       cells;
   static std::vector<cellc::jit::CompiledCell> compiled;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cells.find(key);
+  std::vector<std::string> keyed = key;
+  keyed.push_back(cellrt::precisionName(productPrecision()));
+  auto it = cells.find(keyed);
   if (it != cells.end())
     return *it->second;
   auto loaded = cellrt::Cell::load(image(compiled));
+  if (loaded)
+    loaded = loaded->withPrecision(productPrecision());
   if (!loaded)
     throw DataError("cell " + name + ": " + loaded.error());
-  auto &slot = cells[key];
+  auto &slot = cells[keyed];
   slot = std::make_unique<cellrt::Cell>(std::move(*loaded));
   return *slot;
 }

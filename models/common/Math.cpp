@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +19,29 @@
 
 namespace models {
 
+static std::atomic<cellrt::Precision> products{cellrt::Precision::F32};
+
+void setProductPrecision(cellrt::Precision precision) { products = precision; }
+
+cellrt::Precision productPrecision() { return products; }
+
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
           int64_t ldb, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0)
     return;
+  if (products == cellrt::Precision::BF16) {
+    cellrt::Status status =
+        alpha == 1.0f
+            ? cellrt::multiply(cellrt::Precision::BF16, transA, transB, M, N, K,
+                               A, lda, B, ldb, beta, C, ldc)
+            : cellrt::Status::error("bf16 products take alpha 1");
+    if (!status.ok()) {
+      std::fprintf(stderr, "nmt: %s\n", status.message().c_str());
+      std::abort();
+    }
+    return;
+  }
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)

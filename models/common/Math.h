@@ -14,14 +14,23 @@
 
 #include "models/common/Param.h"
 
+#include "cellrt/Plan.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace models {
 
+/// What gemm() and the cells loadCell() returns multiply in: f32 (the
+/// default), or bf16 (operands rounded to bfloat16, f32 sums; the drivers'
+/// --precision bf16). Set it before building a model.
+void setProductPrecision(cellrt::Precision precision);
+cellrt::Precision productPrecision();
+
 /// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is
-/// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error.
+/// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error. In bf16
+/// (setProductPrecision) alpha must be 1 and beta 0 or 1.
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
           int64_t ldb, float beta, float *C, int64_t ldc);

@@ -122,6 +122,12 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(CLI::PositiveNumber)
       ->group(group);
   option(cmd, "clip", o.clip, "gradient norm clip (0: none)")->group(group);
+  option(cmd, "precision", o.precision,
+         "what every product reads: f32, or bf16 (weights and activations "
+         "rounded to bfloat16, f32 sums, gate math and master weights; "
+         "decoding a checkpoint uses its precision)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->group(group);
   option(cmd, "max-tokens", o.maxTokens, "target tokens per batch")
       ->check(CLI::PositiveNumber)
       ->group(group);

@@ -63,6 +63,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["init-scale"] = f(initScale);
   m["lr"] = f(lr);
   m["clip"] = f(clip);
+  m["precision"] = precision;
   m["max-tokens"] = std::to_string(maxTokens);
   m["epochs"] = std::to_string(epochs);
   m["max-updates"] = std::to_string(maxUpdates);
@@ -148,6 +149,7 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("init-scale", o.initScale);
   number("lr", o.lr);
   number("clip", o.clip);
+  text("precision", o.precision);
   number("max-tokens", o.maxTokens);
   number("epochs", o.epochs);
   number("max-updates", o.maxUpdates);
@@ -173,6 +175,9 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
                     "'");
   if (o.lrDecay != "plateau" && o.lrDecay != "epoch" && o.lrDecay != "none")
     throw DataError("--lr-decay must be plateau, epoch or none");
+  if (!cellrt::parsePrecision(o.precision))
+    throw DataError("--precision must be f32 or bf16, not '" + o.precision +
+                    "'");
   if (o.plateauMetric != "bleu" && o.plateauMetric != "ppl" &&
       o.plateauMetric != "either")
     throw DataError("--plateau-metric must be bleu, ppl or either");
@@ -273,6 +278,9 @@ void Session::build() {
   options.model.resolveLayers();
   if (!options.model.cell2.empty() && options.model.cell2Source.empty())
     options.model.cell2Source = readCellSource(options.model.cell2);
+  // Before the cells load: they take the precision (models/common/Cells.h).
+  setProductPrecision(cellrt::parsePrecision(options.precision)
+                          .value_or(cellrt::Precision::F32));
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();

@@ -38,6 +38,9 @@ struct TrainOptions {
   float initScale = 0.08f;
   // Optimisation.
   float lr = 5e-4f, clip = 5.0f;
+  /// What the products read: f32, or bf16 (rounded operands, f32 sums and
+  /// master weights), the cells' and the layers' alike.
+  std::string precision = "f32";
   int64_t maxTokens = 2000, epochs = 10, maxUpdates = 0, patience = 3;
   std::string lrDecay = "plateau"; // plateau | epoch | none
   /// What counts as progress for the plateau decay and --patience: bleu,

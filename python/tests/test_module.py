@@ -68,3 +68,23 @@ def test_wrong_arrays_are_clear_errors(cells_dir):
         cell.forward([x, x], params)
     with pytest.raises(ValueError, match="no forward pass"):
         cell.backward(cellc.Tape(), np.zeros((2, 3, 4), np.float32))
+
+
+def test_bf16_products_round_and_switch_back(cells_dir):
+    cell = cellc.compile(os.path.join(cells_dir, "lstm.cell"))
+    rng = np.random.default_rng(2)
+    dims = {"H": 32, "I": 24}
+    params = random_params(cell, dims, rng)
+    x = rng.standard_normal((6, 4, 24)).astype(np.float32)
+    assert cell.precision == "f32"
+    f32, _ = cell.forward([x], params)
+    cell.precision = "bf16"
+    assert cell.precision == "bf16"
+    bf16, _ = cell.forward([x], params)
+    difference = np.abs(bf16 - f32).max() / np.abs(f32).max()
+    assert 1e-5 < difference < 3e-2
+    with pytest.raises(ValueError):
+        cell.precision = "fp16"
+    cell.precision = "f32"
+    again, _ = cell.forward([x], params)
+    np.testing.assert_array_equal(again, f32)

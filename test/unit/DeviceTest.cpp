@@ -465,6 +465,24 @@ TEST(CApi, DescribesTheCell) {
   cellrt_cell_free(cell);
 }
 
+// The C API reads and changes what a cell's products read; a wrong name is
+// an error that leaves the cell as it was.
+TEST(CApi, SetsThePrecision) {
+  cellrt_cell *cell = cellrt_cell_load(cellc_lstm_image());
+  ASSERT_NE(cell, nullptr);
+  EXPECT_STREQ(cellrt_cell_precision(cell), "f32");
+  ASSERT_EQ(cellrt_cell_set_precision(cell, "bf16"), 0) << cellrt_last_error();
+  EXPECT_STREQ(cellrt_cell_precision(cell), "bf16");
+  EXPECT_NE(cellrt_cell_set_precision(cell, "fp16"), 0);
+  EXPECT_NE(std::string(cellrt_last_error()).find("f32 or bf16"),
+            std::string::npos);
+  EXPECT_NE(cellrt_cell_set_precision(cell, nullptr), 0);
+  EXPECT_STREQ(cellrt_cell_precision(cell), "bf16");
+  ASSERT_EQ(cellrt_cell_set_precision(cell, "f32"), 0);
+  EXPECT_STREQ(cellrt_cell_precision(cell), "f32");
+  cellrt_cell_free(cell);
+}
+
 // Products too small to share run on the calling thread alone (Gemm.cpp);
 // every product, small or large, leaves OpenMP's team size as it found it
 // and computes the same result.

@@ -2,7 +2,7 @@
 //
 // cellc FILE.cell [-o OUT] [-emit=ast|mlir|mlir-opt|plan|llvm|obj|header]
 //       [--cell NAME] [--dim N=V]... [--probe NAME]... [-x=cell|mlir]
-//       [--mcpu=CPU]
+//       [--mcpu=CPU] [--precision=f32|bf16]
 // cellc run FILE.cell --dir D ...     (RunCommand.cpp)
 // cellc check FILE.cell ...           (runs cellc-check)
 //
@@ -113,6 +113,14 @@ cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("GPU architecture (default sm_80)"),
                              cl::value_desc("sm_80|sm_90"), cl::init("sm_80"),
                              cl::cat(cellcCategory));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("What the products read: f32 (default), or bf16: weights, "
+             "inputs, states and gradients rounded to bfloat16 into the "
+             "GEMMs, summed in f32; gate math, states and every array stay "
+             "f32. Recorded in the plan; the runtime may change it "
+             "(Cell::withPrecision). CPU only"),
+    cl::value_desc("f32|bf16"), cl::init("f32"), cl::cat(cellcCategory));
 cl::opt<std::string> targetCPU(
     "mcpu",
     cl::desc("Target CPU: 'native' (this host's CPU and features) or a CPU "
@@ -245,6 +253,20 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     output->keep();
     return success();
   }
+
+  if (precision != "f32" && precision != "bf16") {
+    llvm::errs() << "cellc: error: --precision takes f32 or bf16, got '"
+                 << precision << "'\n";
+    return failure();
+  }
+  if (precision == "bf16" && target == Target::NVPTX) {
+    llvm::errs() << "cellc: error: --precision bf16 is for --target=cpu: the "
+                    "CUDA backend multiplies in f32\n";
+    return failure();
+  }
+  // f32 is every plan's default: its IR and plans stay as they were.
+  if (precision == "bf16")
+    cellc::setProductPrecision(module, precision);
 
   // From here until the back end an error is cellc's bug, never the cell's.
   std::optional<cellc::InternalErrorScope> internalErrors(std::in_place,

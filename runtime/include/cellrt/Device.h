@@ -62,6 +62,9 @@ public:
   virtual bool scratchPerRow() const = 0;
   /// The kernels this device can launch.
   virtual int64_t numKernels() const = 0;
+  /// What its products read (cellrt/Plan.h). The CPU device multiplies in
+  /// either precision; a device that keeps this default, in f32.
+  virtual Precision precision() const { return Precision::F32; }
 
   /// Device memory; null when it cannot be had. Contents are undefined.
   virtual void *allocate(size_t bytes) = 0;

@@ -191,9 +191,22 @@ struct Operation {
 
 /// A parsed, validated plan. Every reference names a declaration of the right
 /// kind and every dimension expression uses only the declared dims.
+/// What the plan's matrix products read: f32, or operands rounded to
+/// bfloat16 (8-bit mantissa) and summed in f32. Gate math, states and
+/// every array a caller sees stay f32 either way.
+enum class Precision { F32, BF16 };
+
+/// "f32" or "bf16", as `cellc --precision` and the plan spell them.
+const char *precisionName(Precision precision);
+/// The precision a name spells, or nullopt.
+std::optional<Precision> parsePrecision(std::string_view name);
+
 struct Plan {
   int version = 1;
   std::string cellName;
+  /// `precision bf16` (cellc --precision bf16): the precision a Cell loaded
+  /// from this plan multiplies in unless Cell::withPrecision says otherwise.
+  Precision precision = Precision::F32;
   /// Symbolic dimensions, in the order of the kernels' `dims` array.
   std::vector<std::string> dims;
   std::vector<VectorDecl> inputs;

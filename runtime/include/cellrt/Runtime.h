@@ -214,6 +214,17 @@ int getNumThreads();
 void parallelFor(int64_t rows, int64_t work,
                  const std::function<void(int64_t, int64_t)> &body);
 
+/// out[m, n] = beta * out + op(a) · op(b), row-major with the given row
+/// strides, beta 0 or 1, in `precision`: f32, or both operands rounded to
+/// bfloat16 and summed in f32, as a cell's products are
+/// (Cell::withPrecision). op(a) is [m, k], a stored [k, m] when
+/// transposeA; op(b) is [k, n], b stored [n, k] when transposeB. For
+/// drivers whose own layers should multiply as their cells do.
+Status multiply(Precision precision, bool transposeA, bool transposeB,
+                int64_t m, int64_t n, int64_t k, const float *a,
+                int64_t aStride, const float *b, int64_t bStride, float beta,
+                float *out, int64_t outStride);
+
 /// The sizes a call binds: steps, batch and every plan dim.
 struct BoundSizes {
   int64_t steps = 0, batch = 0;
@@ -274,6 +285,16 @@ public:
   /// once (Cseq2seq re-reads the source at every target step). Same
   /// kernels, params and states; `products` lists the new inputs.
   Expected<Cell> withInputProducts(std::vector<InputProduct> &products) const;
+
+  /// The same cell with its products in `precision`: bf16 rounds both
+  /// operands of every product (weights, inputs, states, gradients) to
+  /// bfloat16 and sums in f32; kernels, states and every array stay f32.
+  /// A cell compiled with `cellc --precision bf16` starts in bf16. The CPU
+  /// runs either; a device that multiplies only in f32 (the CUDA backend,
+  /// today) gives an error for bf16. Weights packed by a cell of another
+  /// precision still work, multiplied as plain ones.
+  Expected<Cell> withPrecision(Precision precision) const;
+  Precision getPrecision() const;
 
   /// Stacks the plan's weights from `params` (shapes as in ForwardArgs).
   Expected<PackedWeights>

@@ -91,6 +91,12 @@ int64_t cellrt_cell_num_probes(const cellrt_cell *cell);
 const char *cellrt_cell_probe_name(const cellrt_cell *cell, int64_t index);
 /// Nonzero when the cell was compiled with its backward pass.
 int cellrt_cell_has_backward(const cellrt_cell *cell);
+/// What the cell's products read: "f32", or "bf16" (operands rounded to
+/// bfloat16, sums in f32; `cellc --precision bf16`).
+const char *cellrt_cell_precision(const cellrt_cell *cell);
+/// Makes the cell's products read "f32" or "bf16" (Cell::withPrecision);
+/// not while a call on the cell runs. 0 on success.
+int cellrt_cell_set_precision(cellrt_cell *cell, const char *precision);
 
 /* What a cell takes, for callers that did not compile it (ctypes, other
  * languages). Names are valid while the cell lives; sizes are evaluated for

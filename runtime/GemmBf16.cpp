@@ -1,0 +1,152 @@
+//===- GemmBf16.cpp - Matrix products that read bfloat16 ------------------===//
+//
+// A plan in bf16 precision (cellrt/Plan.h) multiplies operands rounded to
+// bfloat16 and sums in f32: each operand is rounded into a dense copy on
+// the calling thread, and oneDNN's bf16 matmul (its avx512_core_bf16 or AMX
+// kernels) multiplies the copies into the f32 output. The matmul reads a
+// transposed operand through its strides, so every product the plan needs
+// is one primitive. Primitives are kept per shape, a bounded number.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+#include "OneDnn.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+using namespace cellrt;
+using namespace cellrt::detail;
+
+void detail::roundToBf16(const float *source, int64_t rows, int64_t columns,
+                         int64_t stride, uint16_t *target) {
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *from = source + row * stride;
+    uint16_t *to = target + row * columns;
+    for (int64_t column = 0; column < columns; ++column) {
+      uint32_t bits;
+      std::memcpy(&bits, from + column, sizeof(bits));
+      // Round to nearest, ties to even; a NaN stays a (quiet) NaN.
+      uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+      bool isNaN = (bits & 0x7fffffffu) > 0x7f800000u;
+      to[column] = isNaN ? static_cast<uint16_t>((bits >> 16) | 0x40u)
+                         : static_cast<uint16_t>(rounded >> 16);
+    }
+  }
+}
+
+namespace {
+
+using dnnl::memory;
+
+/// A product's shape: (transposeA, transposeB, m, n, k, out stride, beta).
+using ProductKey =
+    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, float>;
+
+struct Bf16Matmul {
+  dnnl::matmul primitive;
+  memory::desc a, b, out, scratchpad;
+};
+
+/// The [rows, columns] bf16 matrix of a dense copy of a stored operand,
+/// read transposed when the operand is stored [columns, rows].
+memory::desc denseOperand(int64_t rows, int64_t columns, bool transposed) {
+  return memory::desc({rows, columns}, memory::data_type::bf16,
+                      transposed ? memory::dims{1, rows}
+                                 : memory::dims{columns, 1});
+}
+
+Bf16Matmul makeMatmul(const ProductKey &key) {
+  auto [transposeA, transposeB, m, n, k, outStride, beta] = key;
+  Bf16Matmul made;
+  made.a = denseOperand(m, k, transposeA);
+  made.b = denseOperand(k, n, transposeB);
+  made.out = rowMajor(m, n, outStride);
+  dnnl::primitive_attr attributes;
+  // Executions share a primitive across threads, each with its own
+  // scratchpad (a library scratchpad would tie it to one thread).
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (beta != 0.0f) {
+    dnnl::post_ops accumulate;
+    accumulate.append_sum(beta);
+    attributes.set_post_ops(accumulate);
+  }
+  dnnl::matmul::primitive_desc desc(
+      dnnl::matmul::desc(made.a, made.b, made.out), attributes, cpuEngine());
+  made.primitive = dnnl::matmul(desc);
+  made.scratchpad = desc.scratchpad_desc();
+  return made;
+}
+
+/// Primitives by shape. Sequence lengths vary per batch, so the map is
+/// emptied when it grows past what a model's shapes need.
+Bf16Matmul matmulOf(const ProductKey &key) {
+  constexpr size_t kMaxKept = 512;
+  static std::mutex mutex;
+  static std::map<ProductKey, Bf16Matmul> kept;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = kept.find(key);
+  if (found != kept.end())
+    return found->second;
+  if (kept.size() >= kMaxKept)
+    kept.clear();
+  return kept.emplace(key, makeMatmul(key)).first->second;
+}
+
+/// This thread's dense copy of an operand, stored as given (rows x
+/// columns, `stride` apart).
+uint16_t *roundedCopy(std::vector<uint16_t> &copy, const float *source,
+                      int64_t rows, int64_t columns, int64_t stride) {
+  copy.resize(std::max<size_t>(copy.size(), rows * columns));
+  roundToBf16(source, rows, columns, stride, copy.data());
+  return copy.data();
+}
+
+} // namespace
+
+Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                        int64_t k, const float *a, int64_t aStride,
+                        const float *b, int64_t bStride, float *out,
+                        int64_t outStride, float beta) {
+  if (m == 0 || n == 0)
+    return Status::success();
+  if (k == 0) {
+    if (beta == 0.0f)
+      for (int64_t row = 0; row < m; ++row)
+        std::memset(out + row * outStride, 0, n * sizeof(float));
+    return Status::success();
+  }
+  thread_local std::vector<uint16_t> copyA, copyB;
+  thread_local std::vector<char> scratch;
+  try {
+    Bf16Matmul matmul =
+        matmulOf({transposeA, transposeB, m, n, k, outStride, beta});
+    uint16_t *roundedA = transposeA ? roundedCopy(copyA, a, k, m, aStride)
+                                    : roundedCopy(copyA, a, m, k, aStride);
+    uint16_t *roundedB = transposeB ? roundedCopy(copyB, b, n, k, bStride)
+                                    : roundedCopy(copyB, b, k, n, bStride);
+    scratch.resize(
+        std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
+    OpenMPThreads threads(flopsOf(m, n, k));
+    dnnl::stream stream(cpuEngine());
+    matmul.primitive.execute(
+        stream, {{DNNL_ARG_SRC, memory(matmul.a, cpuEngine(), roundedA)},
+                 {DNNL_ARG_WEIGHTS, memory(matmul.b, cpuEngine(), roundedB)},
+                 {DNNL_ARG_DST, memory(matmul.out, cpuEngine(), out)},
+                 {DNNL_ARG_SCRATCHPAD,
+                  memory(matmul.scratchpad, cpuEngine(), scratch.data())}});
+    stream.wait();
+    return Status::success();
+  } catch (const dnnl::error &failure) {
+    return Status::error("oneDNN's bf16 matmul failed for a " +
+                         std::string(transposeA ? "transposed " : "") + "[" +
+                         std::to_string(m) + ", " + std::to_string(k) + "] x " +
+                         (transposeB ? "transposed " : "") + "[" +
+                         std::to_string(k) + ", " + std::to_string(n) +
+                         "] product: " + describe(failure));
+  }
+}

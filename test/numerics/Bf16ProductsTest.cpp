@@ -1,0 +1,271 @@
+//===- Bf16ProductsTest.cpp - Products that read bfloat16 -----------------===//
+//
+// A plan in bf16 precision rounds both operands of every product to
+// bfloat16 and sums in f32 (runtime/GemmBf16.cpp). LibTorch defines that
+// arithmetic independently: its bfloat16 conversion rounds to nearest even,
+// and a float64 product of the rounded operands is what an f32 sum
+// approaches. The products must match it to f32's summation error, differ
+// from the f32 products by bf16's rounding, and a Cell must switch
+// precision (Cell::withPrecision) without changing anything else.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cellrt/Runtime.h"
+#include "runtime/Gemm.h"
+#include "runtime/HostDevice.h"
+#include "test/unit/CellRunner.h"
+
+#include "gru.h"
+#include "lstm.h"
+
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace cellrt;
+
+namespace {
+
+std::vector<float> randomValues(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = uniform(rng);
+  return values;
+}
+
+/// A stored [rows, columns] matrix with rows `stride` apart, as a float64
+/// tensor of its values rounded to bfloat16 by LibTorch.
+torch::Tensor roundedByTorch(const std::vector<float> &values, int64_t rows,
+                             int64_t columns, int64_t stride) {
+  torch::Tensor all = torch::from_blob(const_cast<float *>(values.data()),
+                                       {rows, stride}, torch::kFloat32)
+                          .narrow(1, 0, columns);
+  return all.to(torch::kBFloat16).to(torch::kFloat64);
+}
+
+/// The largest |actual - expected| over the [rows, columns] result, relative
+/// to the largest |expected|.
+double relativeError(const std::vector<float> &actual, int64_t stride,
+                     const torch::Tensor &expected) {
+  double worst = 0, largest = 0;
+  auto e = expected.accessor<double, 2>();
+  for (int64_t r = 0; r < expected.size(0); ++r)
+    for (int64_t c = 0; c < expected.size(1); ++c) {
+      worst = std::max(worst, std::abs(actual[r * stride + c] - e[r][c]));
+      largest = std::max(largest, std::abs(e[r][c]));
+    }
+  return worst / largest;
+}
+
+struct ProductCase {
+  bool transposeA, transposeB, accumulate;
+  const char *name;
+};
+
+// The executor's three products (Device.h): forward, backward, weight
+// gradient.
+const ProductCase kProducts[] = {
+    {false, true, false, "in · weightᵀ"},
+    {false, false, true, "out += in · weight"},
+    {true, false, true, "out += aᵀ · b"},
+};
+
+} // namespace
+
+TEST(Bf16Products, RoundToNearestEvenAsLibTorchDoes) {
+  std::vector<float> values = randomValues(4096, 1);
+  // Ties (half-way between two bfloat16s) go to the even one; the largest
+  // finite values round to infinity; signed zeros, denormals and infinities
+  // keep their kind.
+  for (float special :
+       {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -1.0f - 0x1p-8f, 0.0f, -0.0f,
+        std::numeric_limits<float>::denorm_min(), 0x1.fffffep127f,
+        -0x1.fffffep127f, std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity(), 0x1.ff8p-127f})
+    values.push_back(special);
+  std::vector<uint16_t> ours(values.size());
+  cellrt::detail::roundToBf16(values.data(), 1, values.size(), values.size(),
+                              ours.data());
+  torch::Tensor theirs =
+      torch::from_blob(values.data(), {int64_t(values.size())})
+          .to(torch::kBFloat16);
+  const uint16_t *bits = static_cast<const uint16_t *>(theirs.data_ptr());
+  for (size_t i = 0; i < values.size(); ++i)
+    ASSERT_EQ(ours[i], bits[i]) << "value " << values[i];
+  // NaN stays NaN (its payload may differ).
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  uint16_t rounded;
+  cellrt::detail::roundToBf16(&nan, 1, 1, 1, &rounded);
+  uint32_t widened = uint32_t(rounded) << 16;
+  float back;
+  std::memcpy(&back, &widened, sizeof(back));
+  EXPECT_TRUE(std::isnan(back));
+}
+
+// Odd sizes, strided rows, and an output that starts at 7 so that
+// accumulation shows.
+TEST(Bf16Products, MatchLibTorchOnRoundedOperands) {
+  cellrt::detail::HostDevice bf16({}, Precision::BF16), f32({});
+  for (const ProductCase &product : kProducts)
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{13, 37, 29},
+                           {64, 256, 96},
+                           {1, 200, 300}}) {
+      SCOPED_TRACE(std::string(product.name) + " m=" + std::to_string(m) +
+                   " n=" + std::to_string(n) + " k=" + std::to_string(k));
+      int64_t aRows = product.transposeA ? k : m;
+      int64_t aCols = product.transposeA ? m : k;
+      int64_t bRows = product.transposeB ? n : k;
+      int64_t bCols = product.transposeB ? k : n;
+      int64_t aStride = aCols + 3, bStride = bCols + 5, outStride = n + 2;
+      std::vector<float> a = randomValues(aRows * aStride, 2);
+      std::vector<float> b = randomValues(bRows * bStride, 3);
+      std::vector<float> out(m * outStride, 7.0f), exact = out;
+      torch::Tensor left = roundedByTorch(a, aRows, aCols, aStride);
+      torch::Tensor right = roundedByTorch(b, bRows, bCols, bStride);
+      torch::Tensor expected =
+          torch::matmul(product.transposeA ? left.t() : left,
+                        product.transposeB ? right.t() : right) +
+          (product.accumulate ? 7.0 : 0.0);
+      auto run = [&](cellrt::detail::HostDevice &device,
+                     std::vector<float> &target) {
+        if (!product.transposeA && product.transposeB)
+          return device.gemmTransposedWeight(m, n, k, a.data(), aStride,
+                                             b.data(), bStride, target.data(),
+                                             outStride);
+        if (!product.transposeA)
+          return device.gemmAccumulate(m, n, k, a.data(), aStride, b.data(),
+                                       bStride, target.data(), outStride);
+        return device.gemmAccumulateTransposedInput(m, n, k, a.data(), aStride,
+                                                    b.data(), bStride,
+                                                    target.data(), outStride);
+      };
+      Status status = run(bf16, out);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_LT(relativeError(out, outStride, expected), 1e-5);
+      // The f32 product of the same operands is off by bf16's rounding.
+      ASSERT_TRUE(run(f32, exact).ok());
+      EXPECT_GT(relativeError(exact, outStride, expected), 1e-4);
+      // Padding columns are not written.
+      for (int64_t r = 0; r < m; ++r)
+        EXPECT_EQ(out[r * outStride + n], 7.0f);
+    }
+}
+
+// A weight packed in bf16 multiplies as the plain bf16 product does; a
+// device of the other precision multiplies by the plain weight instead, in
+// its own precision, whatever the packed copy's.
+TEST(Bf16Products, PackedWeightsRoundAsThePlainProduct) {
+  const int64_t n = 192, k = 80;
+  std::vector<float> weight = randomValues(n * k, 4);
+  std::string error;
+  auto packedBf16 =
+      PackedProduct::pack(weight.data(), n, k, error, Precision::BF16);
+  ASSERT_NE(packedBf16, nullptr) << error;
+  auto packedF32 = PackedProduct::pack(weight.data(), n, k, error);
+  ASSERT_NE(packedF32, nullptr) << error;
+  EXPECT_EQ(packedBf16->precision(), Precision::BF16);
+  EXPECT_EQ(packedF32->precision(), Precision::F32);
+  cellrt::detail::HostDevice bf16({}, Precision::BF16), f32({});
+  for (int64_t rows : {4, 10, 64}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    int64_t inStride = k + 3;
+    std::vector<float> in = randomValues(rows * inStride, 5);
+    auto product = [&](cellrt::detail::HostDevice &device,
+                       const PackedProduct *packed) {
+      std::vector<float> out(rows * n);
+      Status status =
+          packed ? device.gemmPacked(rows, n, k, in.data(), inStride,
+                                     weight.data(), k, *packed, out.data(), n)
+                 : device.gemmTransposedWeight(rows, n, k, in.data(), inStride,
+                                               weight.data(), k, out.data(), n);
+      EXPECT_TRUE(status.ok()) << status.message();
+      return out;
+    };
+    std::vector<float> plainBf16 = product(bf16, nullptr);
+    std::vector<float> plainF32 = product(f32, nullptr);
+    auto maxDifference = [](const std::vector<float> &x,
+                            const std::vector<float> &y) {
+      float worst = 0;
+      for (size_t i = 0; i < x.size(); ++i)
+        worst = std::max(worst, std::abs(x[i] - y[i]));
+      return worst;
+    };
+    EXPECT_LT(maxDifference(product(bf16, packedBf16.get()), plainBf16), 1e-5f);
+    EXPECT_LT(maxDifference(product(bf16, packedF32.get()), plainBf16), 1e-5f);
+    EXPECT_LT(maxDifference(product(f32, packedBf16.get()), plainF32), 1e-5f);
+    EXPECT_GT(maxDifference(plainBf16, plainF32), 1e-3f);
+  }
+}
+
+namespace {
+
+double maxRelativeDifference(const cellrt_test::Results &x,
+                             const cellrt_test::Results &y) {
+  double worst = 0, largest = 0;
+  for (size_t a = 0; a < x.arrays.size(); ++a)
+    for (size_t i = 0; i < x.arrays[a].size(); ++i) {
+      worst =
+          std::max(worst, double(std::abs(x.arrays[a][i] - y.arrays[a][i])));
+      largest = std::max(largest, double(std::abs(y.arrays[a][i])));
+    }
+  return worst / largest;
+}
+
+} // namespace
+
+// A cell compiled for f32 runs in bf16 and back: the plan says so, the
+// results move by bf16's rounding (forward, training, a step with and
+// without packed weights), and returning to f32 gives its bits again.
+TEST(Bf16Products, CellsSwitchPrecision) {
+  for (cellrt_image image : {cellc_lstm_image(), cellc_gru_image()}) {
+    Expected<Cell> f32 = Cell::load(image);
+    ASSERT_TRUE(f32) << f32.error();
+    SCOPED_TRACE(f32->getPlan().cellName);
+    EXPECT_EQ(f32->getPrecision(), Precision::F32);
+    Expected<Cell> bf16 = f32->withPrecision(Precision::BF16);
+    ASSERT_TRUE(bf16) << bf16.error();
+    EXPECT_EQ(bf16->getPrecision(), Precision::BF16);
+    EXPECT_EQ(bf16->getPlan().precision, Precision::BF16);
+    EXPECT_NE(printPlan(bf16->getPlan()).find("precision bf16"),
+              std::string::npos);
+    Expected<Cell> back = bf16->withPrecision(Precision::F32);
+    ASSERT_TRUE(back) << back.error();
+
+    cellrt_test::ProblemShape shape;
+    shape.T = 20;
+    shape.B = 8;
+    shape.firstDim = 32;
+    shape.lengths = {20, 3, 1, 20, 17, 9, 20, 4};
+    cellrt_test::Problem problem(f32->getPlan(), 7, shape);
+    for (bool train : {false, true}) {
+      SCOPED_TRACE(train ? "training" : "inference");
+      auto reference = cellrt_test::run(*f32, problem, false, train);
+      auto rounded = cellrt_test::run(*bf16, problem, false, train);
+      double difference = maxRelativeDifference(rounded, reference);
+      EXPECT_GT(difference, 1e-5);
+      EXPECT_LT(difference, 3e-2);
+      auto again = cellrt_test::run(*back, problem, false, train);
+      EXPECT_EQ(maxRelativeDifference(again, reference), 0.0);
+    }
+    Expected<PackedWeights> packedBf16 =
+        bf16->packWeights(problem.paramArrays());
+    Expected<PackedWeights> packedF32 = f32->packWeights(problem.paramArrays());
+    ASSERT_TRUE(packedBf16 && packedF32);
+    auto step = cellrt_test::runStep(*bf16, problem);
+    EXPECT_GT(maxRelativeDifference(step, cellrt_test::runStep(*f32, problem)),
+              1e-5);
+    EXPECT_LT(maxRelativeDifference(
+                  cellrt_test::runStep(*bf16, problem, &*packedBf16), step),
+              1e-5);
+    EXPECT_LT(maxRelativeDifference(
+                  cellrt_test::runStep(*bf16, problem, &*packedF32), step),
+              1e-5);
+  }
+}

@@ -400,8 +400,8 @@ def main():
               [(n, r) for n, p, r in step if p == peer and "-B10-" in n], 2.5)
     check("decoding step ≤ 1.2× floor: cellc/floor",
           [(n, 1 / r) for n, p, r in step if p == "floor"], 1.2, False)
-    check("bf16 training ≥ 1.6× faster than f32 (T=50 B=64, ATR/GRU/LSTM): "
-          "cellc time / cellc bf16 time",
+    check("target: bf16 training ≥ 1.6× faster than f32 (T=50 B=64, "
+          "ATR/GRU/LSTM; needs AMX): cellc time / cellc bf16 time",
           [(n, 1 / r) for n, p, r in seq if p == "cellc-bf16"
            and "-train-T50-" in n and n.split("-")[0] in ("atr", "gru", "lstm")],
           1.6)

@@ -3,6 +3,7 @@
 #ifndef CELLC_CODEGEN_CODEGEN_H
 #define CELLC_CODEGEN_CODEGEN_H
 
+#include "cellrt/Plan.h"
 #include "ir/CellOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -77,6 +78,9 @@ mlir::FailureOr<std::string> emitPlan(mlir::cell::CellOp cell);
 /// (`cellc --precision`): the `cell.precision` attribute, which emitPlan
 /// writes as the plan's `precision` line. Unmarked cells are f32.
 void setProductPrecision(mlir::ModuleOp module, llvm::StringRef precision);
+/// The precision a cell is marked with (f32 when unmarked); an error on the
+/// cell for a value other than "f32" or "bf16".
+mlir::FailureOr<cellrt::Precision> productPrecision(mlir::cell::CellOp cell);
 
 /// Adds the cell-level passes (hoist, stack, fuse and, for training,
 /// derive-backward).

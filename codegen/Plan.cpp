@@ -108,9 +108,6 @@ constexpr llvm::StringLiteral kPrecisionAttr = "cell.precision";
 
 void PlanWriter::writeHeader() {
   plan.cellName = cell.getSymName().str();
-  if (auto precision = cell->getAttrOfType<StringAttr>(kPrecisionAttr))
-    plan.precision = cellrt::parsePrecision(precision.getValue().str())
-                         .value_or(cellrt::Precision::F32);
   plan.dims = cellc::collectDims(cell);
   for (auto [index, arg] : llvm::enumerate(cell.getInputArgs())) {
     std::string name = nameOf(cell.getInputNames(), index);
@@ -323,6 +320,10 @@ void PlanWriter::writeBackward(Block &block, Phase phase, Extent extent) {
 }
 
 FailureOr<std::string> PlanWriter::write() {
+  FailureOr<cellrt::Precision> precision = cellc::productPrecision(cell);
+  if (failed(precision))
+    return failure();
+  plan.precision = *precision;
   writeHeader();
   Block *prologue = cell.getPrologueBlock();
   if (prologue) {
@@ -375,6 +376,19 @@ FailureOr<std::string> PlanWriter::write() {
 
 FailureOr<std::string> cellc::emitPlan(CellOp cell) {
   return PlanWriter(cell).write();
+}
+
+FailureOr<cellrt::Precision> cellc::productPrecision(CellOp cell) {
+  Attribute attr = cell->getAttr(kPrecisionAttr);
+  if (!attr)
+    return cellrt::Precision::F32;
+  auto name = attr.dyn_cast<StringAttr>();
+  std::optional<cellrt::Precision> precision =
+      name ? cellrt::parsePrecision(name.getValue().str()) : std::nullopt;
+  if (!precision)
+    return cell.emitError() << "'" << kPrecisionAttr
+                            << "' must be \"f32\" or \"bf16\", got " << attr;
+  return *precision;
 }
 
 void cellc::setProductPrecision(ModuleOp module, llvm::StringRef precision) {

@@ -94,11 +94,11 @@ struct Call {
 class PyCell {
 public:
   PyCell(cellc::jit::CompiledCell compiled, cellrt::Cell cell)
-      : compiled(std::make_shared<cellc::jit::CompiledCell>(
-            std::move(compiled))),
-        cell(std::move(cell)) {}
+      : compiled(
+            std::make_shared<cellc::jit::CompiledCell>(std::move(compiled))),
+        cell(std::make_shared<const cellrt::Cell>(std::move(cell))) {}
 
-  const cellrt::Plan &plan() const { return cell.getPlan(); }
+  const cellrt::Plan &plan() const { return cell->getPlan(); }
 
   Call bind(const py::list &inputs, const py::dict &params,
             const py::object &init, const py::object &lengths,
@@ -112,12 +112,16 @@ public:
                  const py::dict &params) const;
 
   std::shared_ptr<cellc::jit::CompiledCell> compiled;
-  cellrt::Cell cell;
+  /// Shared with the calls running without the GIL (and the tapes they
+  /// record), so that setting `precision` replaces it under them safely.
+  std::shared_ptr<const cellrt::Cell> cell;
 };
 
 /// What forward(tape=...) recorded for backward.
 struct PyTape {
   cellrt::Tape tape;
+  /// The cell that recorded it, which backward runs.
+  std::shared_ptr<const cellrt::Cell> recordedBy;
   std::optional<Call> call;
   std::vector<py::array> finalStates;
   py::object output;
@@ -207,15 +211,17 @@ py::tuple PyCell::forward(const py::list &inputs, const py::dict &params,
         zeros({call.batch, evaluate(state.length, call, state.name)}));
     call.args.finalStates.push_back(mutableView(finals.back()));
   }
+  std::shared_ptr<const cellrt::Cell> running = cell;
   if (tapeObject.is_none()) {
     py::gil_scoped_release release;
-    check(cell.forward(call.args));
+    check(running->forward(call.args));
   } else {
     PyTape &tape = tapeObject.cast<PyTape &>();
     {
       py::gil_scoped_release release;
-      check(cell.forward(call.args, tape.tape));
+      check(running->forward(call.args, tape.tape));
     }
+    tape.recordedBy = running;
     tape.finalStates = finals;
     tape.output = output;
     tape.call = std::move(call);
@@ -274,7 +280,7 @@ py::dict PyCell::backward(py::object tapeObject,
   }
   {
     py::gil_scoped_release release;
-    check(cell.backward(call.args, gradients, tape.tape));
+    check(tape.recordedBy->backward(call.args, gradients, tape.tape));
   }
   py::dict result;
   result["inputs"] = inputGradients;
@@ -338,8 +344,9 @@ py::tuple PyCell::step(const py::list &inputs, const py::list &states,
     next.append(nextArrays.back());
   }
   {
+    std::shared_ptr<const cellrt::Cell> running = cell;
     py::gil_scoped_release release;
-    check(cell.step(args));
+    check(running->step(args));
   }
   return py::make_tuple(output, next);
 }
@@ -411,11 +418,11 @@ PYBIND11_MODULE(_cellc, m) {
       .def_property_readonly("dims",
                              [](const PyCell &c) { return c.plan().dims; })
       .def_property_readonly(
-          "has_backward", [](const PyCell &c) { return c.cell.hasBackward(); })
+          "has_backward", [](const PyCell &c) { return c.cell->hasBackward(); })
       .def_property(
           "precision",
           [](const PyCell &c) {
-            return std::string(cellrt::precisionName(c.cell.getPrecision()));
+            return std::string(cellrt::precisionName(c.cell->getPrecision()));
           },
           [](PyCell &c, const std::string &name) {
             std::optional<cellrt::Precision> precision =
@@ -424,10 +431,11 @@ PYBIND11_MODULE(_cellc, m) {
               throw py::value_error("precision: f32 or bf16, not '" + name +
                                     "'");
             cellrt::Expected<cellrt::Cell> changed =
-                c.cell.withPrecision(*precision);
+                c.cell->withPrecision(*precision);
             if (!changed)
               throw RunFailure(changed.error());
-            c.cell = std::move(*changed);
+            // Calls running without the GIL keep the cell they started on.
+            c.cell = std::make_shared<const cellrt::Cell>(std::move(*changed));
           },
           "what the products read: 'f32', or 'bf16' (operands rounded to "
           "bfloat16, f32 sums; gate math and arrays stay f32)")

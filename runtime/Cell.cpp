@@ -10,6 +10,8 @@
 #include "Gemm.h"
 #include "TiledSteps.h"
 
+#include <typeinfo>
+
 using namespace cellrt;
 using namespace cellrt::detail;
 
@@ -42,6 +44,10 @@ Expected<Cell> Cell::load(const cellrt_image &image) {
     names.push_back(name ? name : "");
   }
   Precision precision = plan->precision;
+  if (precision == Precision::BF16)
+    if (Status available = bf16Available(); !available.ok())
+      return Status::error("cell " + quote(plan->cellName) + ": " +
+                           available.message());
   return create(
       std::move(*plan),
       std::make_shared<detail::HostDevice>(std::move(kernels), precision),
@@ -51,12 +57,18 @@ Expected<Cell> Cell::load(const cellrt_image &image) {
 Expected<Cell> Cell::withPrecision(Precision precision) const {
   if (precision == device->precision())
     return *this;
+  // Only the CPU device itself is remade in another precision: a device
+  // derived from it (another memory, another backend) keeps its own.
   auto *host = dynamic_cast<const HostDevice *>(device.get());
-  if (!host)
+  if (!host || typeid(*device) != typeid(HostDevice))
     return Status::error(std::string("cell ") + quote(plan.cellName) +
                          ": this device multiplies in " +
                          precisionName(device->precision()) + " only, not " +
                          precisionName(precision));
+  if (precision == Precision::BF16)
+    if (Status available = bf16Available(); !available.ok())
+      return Status::error("cell " + quote(plan.cellName) + ": " +
+                           available.message());
   Plan changed = plan;
   changed.precision = precision;
   return create(

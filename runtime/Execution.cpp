@@ -464,6 +464,11 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       if (usesPackedWeights() && shared && !isBackward(op.phase))
         bound.packedProduct = args.packedWeights->product(
             at.weight, bound.weightRows, bound.weightCols);
+      // Packed by a cell of the other precision: as if none were given,
+      // so that the call packs its own.
+      if (bound.packedProduct &&
+          bound.packedProduct->precision() != device.precision())
+        bound.packedProduct = nullptr;
       if (op.kind == Operation::Kind::Wgrad) {
         status = bindGradients(bound, at);
       } else {
@@ -490,41 +495,52 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
   return scratchBlocks.status();
 }
 
+/// oneDNN's sgemm multiplies up to 3 rows by a weight read transposed as
+/// fast as by one kept transposed (a matrix-vector product); from 4 rows on
+/// it packs the weight first on every call (4 rows by LSTM's [2048, 512]:
+/// 303 µs against 174 kept transposed, 10 rows 582 against 256), and a
+/// weight packed once for its matmul runs faster still (Gemm.h: 10 rows 212
+/// µs). Decoders' batches of up to 256 rows take it, which bounds the
+/// primitives a PackedWeights keeps (one per row count); sgemm's packing
+/// pays off over more rows. In bf16 every row count takes the packed
+/// weight: the plain product would round the whole weight again.
+Status Execution::runGemm(const BoundOperation &bound, int64_t step,
+                          int64_t rowBegin, int64_t rowEnd) {
+  constexpr int64_t kMinRowsForPacked = 4, kMaxRowsForPacked = 256;
+  const Operand &out = bound.operands[0], &in = bound.operands[1];
+  const float *inRows = in.at(step) + rowBegin * in.stride;
+  float *outRows = out.at(step) + rowBegin * out.stride;
+  int64_t rows = rowEnd - rowBegin;
+  int64_t minRows =
+      device.precision() == Precision::F32 ? kMinRowsForPacked : 1;
+  const PackedProduct *packed = rows >= minRows && rows <= kMaxRowsForPacked
+                                    ? bound.packedProduct
+                                    : nullptr;
+  // Forward: OUT[., R] = IN[., C] W^T; backward: OUT[., C] += IN[., R] W.
+  if (isBackward(bound.op->phase))
+    return packed
+               ? device.gemmAccumulatePacked(
+                     rows, bound.weightCols, bound.weightRows, inRows,
+                     in.stride, bound.weight, bound.weightCols, *packed,
+                     outRows, out.stride)
+               : device.gemmAccumulate(rows, bound.weightCols, bound.weightRows,
+                                       inRows, in.stride, bound.weight,
+                                       bound.weightCols, outRows, out.stride);
+  return packed
+             ? device.gemmPacked(rows, bound.weightRows, bound.weightCols,
+                                 inRows, in.stride, bound.weight,
+                                 bound.weightCols, *packed, outRows, out.stride)
+             : device.gemmTransposedWeight(
+                   rows, bound.weightRows, bound.weightCols, inRows, in.stride,
+                   bound.weight, bound.weightCols, outRows, out.stride);
+}
+
 Status Execution::runOperation(const BoundOperation &bound, int64_t step,
                                int64_t rowBegin, int64_t rowEnd) {
   const Operation &op = *bound.op;
   switch (op.kind) {
-  case Operation::Kind::Gemm: {
-    const Operand &out = bound.operands[0], &in = bound.operands[1];
-    const float *inRows = in.at(step) + rowBegin * in.stride;
-    float *outRows = out.at(step) + rowBegin * out.stride;
-    if (isBackward(op.phase))
-      return device.gemmAccumulate(rowEnd - rowBegin, bound.weightCols,
-                                   bound.weightRows, inRows, in.stride,
-                                   bound.weight, bound.weightCols, outRows,
-                                   out.stride);
-    // oneDNN's sgemm multiplies up to 3 rows by a weight read transposed
-    // as fast as by one kept transposed (a matrix-vector product); from 4
-    // rows on it packs the weight first on every call (4 rows by LSTM's
-    // [2048, 512]: 303 µs against 174 kept transposed, 10 rows 582 against
-    // 256), and a weight packed once for its matmul runs faster still
-    // (Gemm.h: 10 rows 212 µs). Decoders' batches of up to 256 rows take
-    // it, which bounds the primitives a PackedWeights keeps (one per row
-    // count); sgemm's packing pays off over more rows.
-    // In bf16 every row count takes the packed weight: the plain product
-    // would round the whole weight again.
-    constexpr int64_t kMinRowsForPacked = 4, kMaxRowsForPacked = 256;
-    int64_t rows = rowEnd - rowBegin;
-    int64_t minRows =
-        device.precision() == Precision::F32 ? kMinRowsForPacked : 1;
-    if (bound.packedProduct && rows >= minRows && rows <= kMaxRowsForPacked)
-      return device.gemmPacked(rows, bound.weightRows, bound.weightCols, inRows,
-                               in.stride, bound.weight, bound.weightCols,
-                               *bound.packedProduct, outRows, out.stride);
-    return device.gemmTransposedWeight(
-        rowEnd - rowBegin, bound.weightRows, bound.weightCols, inRows,
-        in.stride, bound.weight, bound.weightCols, outRows, out.stride);
-  }
+  case Operation::Kind::Gemm:
+    return runGemm(bound, step, rowBegin, rowEnd);
   case Operation::Kind::Wgrad: {
     const Operand &dy = bound.operands[0], &x = bound.operands[1];
     for (const GradientPart &part : bound.parts) {
@@ -637,26 +653,34 @@ Status Execution::finish() {
   return device.synchronize();
 }
 
-/// The per-step schedule's forward products, each by its weight packed
-/// once for the call where the caller's PackedWeights hold none: sgemm
-/// reads a weight it must transpose at ~122 GFLOP/s for LSTM's
+/// The per-step schedule's products, each by its weight packed once for
+/// the call where the caller's PackedWeights hold none: sgemm reads a
+/// weight it must transpose at ~122 GFLOP/s for LSTM's
 /// [64, 512]·[2048, 512]ᵀ, oneDNN's matmul its packed copy at ~160, and
 /// the packing (one pass over the weight) pays for itself within a few
 /// steps. 1-thread training, T=50 B=64: LSTM 304-322 → 293-305 ms; GRU,
-/// LAU and ATR level (bench/README.md). Results then differ in the last
-/// bits from a call of fewer steps or rows (the sums add in another order).
+/// LAU and ATR level (bench/README.md). In bf16 the backward's products by
+/// the same weights (a step's state gradient) are packed for their
+/// direction too, which saves rounding the weight at every step (LSTM
+/// training T=50 B=64, 1 thread: 590 → 559 ms); in f32 sgemm's 'N', 'N'
+/// product was as fast as the packed one or faster (LSTM 315-320 against
+/// 321-329 ms). Results then differ in the last bits from a call of fewer
+/// steps or rows (the sums add in another order).
 void Execution::packStepProducts() {
   constexpr int64_t kMinSteps = 16, kMinRows = 4, kMaxRows = 256;
   if (!shared || !dynamic_cast<HostDevice *>(&device) ||
       maxLength < kMinSteps || rowsPerStep < kMinRows || rowsPerStep > kMaxRows)
     return;
   for (BoundOperation &bound : stepOperations) {
-    if (bound.op->kind != Operation::Kind::Gemm || bound.packedProduct)
+    if (bound.op->kind != Operation::Kind::Gemm || bound.packedProduct ||
+        (isBackward(bound.op->phase) && device.precision() == Precision::F32))
       continue;
     std::string error;
-    std::unique_ptr<PackedProduct> packed =
-        PackedProduct::pack(bound.weight, bound.weightRows, bound.weightCols,
-                            error, device.precision());
+    std::unique_ptr<PackedProduct> packed = PackedProduct::pack(
+        bound.weight, bound.weightRows, bound.weightCols, error,
+        device.precision(),
+        isBackward(bound.op->phase) ? PackedProduct::Use::Backward
+                                    : PackedProduct::Use::Forward);
     // Without it the product runs on sgemm as before.
     if (!packed)
       continue;

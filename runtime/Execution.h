@@ -98,9 +98,9 @@ struct BoundOperation {
   /// Gemm, Wgrad: the stacked weight and its shape.
   const float *weight = nullptr;
   int64_t weightRows = 0, weightCols = 0;
-  /// Forward gemm: the weight packed for oneDNN's matmul, where the
-  /// caller's PackedWeights hold it or the per-step schedule packed it for
-  /// the call (Execution::packStepProducts).
+  /// Gemm: the weight packed for oneDNN's matmul, where the caller's
+  /// PackedWeights hold it (forward) or the per-step schedule packed it for
+  /// the call (Execution::packStepProducts, forward and backward).
   const PackedProduct *packedProduct = nullptr;
   /// Wgrad: the wanted parts. Pgrad: the gradient (null: unwanted).
   std::vector<GradientPart> parts;
@@ -359,6 +359,9 @@ private:
   Status runOperation(const BoundOperation &bound, int64_t step,
                       int64_t rowBegin, int64_t rowEnd);
   void packStepProducts();
+  /// A Gemm operation's product over rows [rowBegin, rowEnd) of `step`.
+  Status runGemm(const BoundOperation &bound, int64_t step, int64_t rowBegin,
+                 int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;

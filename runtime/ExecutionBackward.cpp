@@ -159,6 +159,7 @@ Status Execution::finishBackward(const BackwardArgs &gradients) {
 
 /// The backward step loop on the device, one operation at a time.
 Status Execution::runBackwardSteps() {
+  packStepProducts();
   for (int64_t step = maxLength - 1; step >= 0; --step) {
     for (size_t i = 0; i < plan.states.size(); ++i)
       device.zero(grads.dstate[i], sizes.batch * width(plan.states[i]));

@@ -111,9 +111,14 @@ int64_t PackedProduct::multipliedSoFar() { return packedMultiplies.load(); }
 struct PackedProduct::Impl {
   dnnl::memory packed;
   Precision precision = Precision::F32;
+  Use use = Use::Forward;
   mutable std::mutex mutex;
-  /// By (rows, in stride, out stride).
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> matmuls;
+  /// By (rows, in stride, out stride, team size).
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int>, PackedMatmul>
+      matmuls;
+
+  const PackedMatmul &matmulOf(int64_t rows, int64_t n, int64_t k,
+                               int64_t inStride, int64_t outStride) const;
 };
 
 PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
@@ -122,6 +127,17 @@ PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
 PackedProduct::~PackedProduct() = default;
 
 Precision PackedProduct::precision() const { return impl->precision; }
+
+PackedProduct::Use PackedProduct::use() const { return impl->use; }
+
+/// The widths of a product's input and output rows by a weight [n, k].
+static int64_t inputWidth(PackedProduct::Use use, int64_t n, int64_t k) {
+  return use == PackedProduct::Use::Forward ? k : n;
+}
+
+static int64_t outputWidth(PackedProduct::Use use, int64_t n, int64_t k) {
+  return use == PackedProduct::Use::Forward ? n : k;
+}
 
 static dnnl::memory::data_type typeOf(Precision precision) {
   return precision == Precision::BF16 ? dnnl::memory::data_type::bf16
@@ -132,38 +148,49 @@ static dnnl::memory::data_type typeOf(Precision precision) {
 /// gives each execution its own scratchpad: a primitive with the library's
 /// scratchpad may run only on the thread that made it, and PackedWeights
 /// are shared across threads. In bf16 the input is the rows' rounded copy.
-static dnnl::matmul::primitive_desc matmulFor(int64_t rows, int64_t n,
-                                              int64_t k, int64_t inStride,
-                                              int64_t outStride,
-                                              Precision precision) {
-  dnnl::memory::desc weights({k, n}, typeOf(precision),
+/// The backward product adds to its output (a sum post-op).
+static dnnl::matmul::primitive_desc
+matmulFor(int64_t rows, int64_t n, int64_t k, int64_t inStride,
+          int64_t outStride, Precision precision, PackedProduct::Use use) {
+  int64_t in = inputWidth(use, n, k), out = outputWidth(use, n, k);
+  dnnl::memory::desc weights({in, out}, typeOf(precision),
                              dnnl::memory::format_tag::any);
   dnnl::primitive_attr attributes;
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (use == PackedProduct::Use::Backward) {
+    dnnl::post_ops accumulate;
+    accumulate.append_sum(1.0f);
+    attributes.set_post_ops(accumulate);
+  }
   return dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(rowMajor(rows, k, inStride, typeOf(precision)),
-                         weights, rowMajor(rows, n, outStride)),
+      dnnl::matmul::desc(rowMajor(rows, in, inStride, typeOf(precision)),
+                         weights, rowMajor(rows, out, outStride)),
       attributes, cpuEngine());
 }
 
-std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
-                                                   int64_t n, int64_t k,
-                                                   std::string &error,
-                                                   Precision precision) {
+std::unique_ptr<PackedProduct>
+PackedProduct::pack(const float *weight, int64_t n, int64_t k,
+                    std::string &error, Precision precision, Use use) {
   try {
     // The layout oneDNN prefers for dense rows was the same for every row
     // count tried (1-256); 16 stands for them, and a shape that wants
     // another one (rows wider than the operands, here) is refused
     // (accepts()).
-    dnnl::matmul::primitive_desc desc = matmulFor(16, n, k, k, n, precision);
+    dnnl::matmul::primitive_desc desc =
+        matmulFor(16, n, k, inputWidth(use, n, k), outputWidth(use, n, k),
+                  precision, use);
     auto impl = std::make_unique<Impl>();
     impl->precision = precision;
+    impl->use = use;
     impl->packed = dnnl::memory(desc.weights_desc(), cpuEngine());
-    // weight [n, k] row-major is the [k, n] matrix in layout ba; the
-    // reorder rounds it to bf16 where the layout is bf16.
-    dnnl::memory plain(
-        {{k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ba},
-        cpuEngine(), const_cast<float *>(weight));
+    // weight [n, k] row-major is forward's [k, n] matrix in layout ba and
+    // backward's [n, k] in ab; the reorder rounds it to bf16 where the
+    // packed layout is bf16.
+    dnnl::memory plain({{inputWidth(use, n, k), outputWidth(use, n, k)},
+                        dnnl::memory::data_type::f32,
+                        use == Use::Forward ? dnnl::memory::format_tag::ba
+                                            : dnnl::memory::format_tag::ab},
+                       cpuEngine(), const_cast<float *>(weight));
     dnnl::stream stream(cpuEngine());
     dnnl::reorder(plain, impl->packed).execute(stream, plain, impl->packed);
     stream.wait();
@@ -178,34 +205,34 @@ std::unique_ptr<PackedProduct> PackedProduct::pack(const float *weight,
   }
 }
 
-/// The cached matmul for the shape, made on first use (under the lock).
-static const PackedMatmul &
-matmulOf(const dnnl::memory &packed, Precision precision, int64_t rows,
-         int64_t columns, int64_t depth, int64_t inStride, int64_t outStride,
-         std::map<std::tuple<int64_t, int64_t, int64_t>, PackedMatmul> &cache) {
+/// The cached matmul for the shape and the current team, made on first use
+/// (under the lock).
+const PackedMatmul &PackedProduct::Impl::matmulOf(int64_t rows, int64_t n,
+                                                  int64_t k, int64_t inStride,
+                                                  int64_t outStride) const {
   // bf16 rows are multiplied from their dense rounded copy.
   if (precision == Precision::BF16)
-    inStride = depth;
-  auto key = std::make_tuple(rows, inStride, outStride);
-  auto found = cache.find(key);
-  if (found != cache.end())
+    inStride = inputWidth(use, n, k);
+  auto key = std::make_tuple(rows, inStride, outStride, currentThreads());
+  auto found = matmuls.find(key);
+  if (found != matmuls.end())
     return found->second;
   PackedMatmul made;
   dnnl::matmul::primitive_desc desc =
-      matmulFor(rows, columns, depth, inStride, outStride, precision);
+      matmulFor(rows, n, k, inStride, outStride, precision, use);
   if (desc.weights_desc() == packed.get_desc()) {
     made.primitive.emplace(desc);
     made.scratchpad = desc.scratchpad_desc();
   }
-  return cache.emplace(key, std::move(made)).first->second;
+  return matmuls.emplace(key, std::move(made)).first->second;
 }
 
 bool PackedProduct::accepts(int64_t rows, int64_t inStride,
                             int64_t outStride) const {
   try {
+    OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
     std::lock_guard<std::mutex> lock(impl->mutex);
-    return matmulOf(impl->packed, impl->precision, rows, columns, depth,
-                    inStride, outStride, impl->matmuls)
+    return impl->matmulOf(rows, columns, depth, inStride, outStride)
         .primitive.has_value();
   } catch (const dnnl::error &) {
     return false;
@@ -214,41 +241,53 @@ bool PackedProduct::accepts(int64_t rows, int64_t inStride,
 
 /// The rows a matmul reads: `in` itself, or in bf16 its rounded copy in a
 /// buffer of this thread's.
-static dnnl::memory sourceRows(Precision precision, int64_t rows, int64_t depth,
+static dnnl::memory sourceRows(Precision precision, int64_t rows, int64_t width,
                                const float *in, int64_t inStride) {
   if (precision == Precision::F32)
-    return dnnl::memory(rowMajor(rows, depth, inStride), cpuEngine(),
+    return dnnl::memory(rowMajor(rows, width, inStride), cpuEngine(),
                         const_cast<float *>(in));
   thread_local std::vector<uint16_t> rounded;
-  rounded.resize(std::max<size_t>(rounded.size(), rows * depth));
-  roundToBf16(in, rows, depth, inStride, rounded.data());
+  rounded.resize(std::max<size_t>(rounded.size(), rows * width));
+  roundToBf16(in, rows, width, inStride, rounded.data());
   return dnnl::memory(
-      rowMajor(rows, depth, depth, dnnl::memory::data_type::bf16), cpuEngine(),
+      rowMajor(rows, width, width, dnnl::memory::data_type::bf16), cpuEngine(),
       rounded.data());
 }
 
 Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
                                float *out, int64_t outStride) const {
+  if (std::optional<Status> done =
+          tryMultiply(rows, in, inStride, out, outStride))
+    return *done;
+  return Status::error("oneDNN's matmul of " + std::to_string(rows) +
+                       " rows wants the weight in another layout");
+}
+
+std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
+                                                 int64_t inStride, float *out,
+                                                 int64_t outStride) const {
   if (rows == 0)
     return Status::success();
   try {
+    // The primitive is made for, and runs on, the product's team.
+    OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
     PackedMatmul matmul;
     {
       std::lock_guard<std::mutex> lock(impl->mutex);
-      matmul = matmulOf(impl->packed, impl->precision, rows, columns, depth,
-                        inStride, outStride, impl->matmuls);
+      matmul = impl->matmulOf(rows, columns, depth, inStride, outStride);
     }
     if (!matmul.primitive)
-      return Status::error("oneDNN's matmul of " + std::to_string(rows) +
-                           " rows wants the weight in another layout");
+      return std::nullopt;
     // Each thread's executions take turns with its own scratchpad.
     thread_local std::vector<char> scratch;
     scratch.resize(
         std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
-    OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
     dnnl::memory source =
-        sourceRows(impl->precision, rows, depth, in, inStride);
-    dnnl::memory target(rowMajor(rows, columns, outStride), cpuEngine(), out);
+        sourceRows(impl->precision, rows, inputWidth(impl->use, columns, depth),
+                   in, inStride);
+    dnnl::memory target(
+        rowMajor(rows, outputWidth(impl->use, columns, depth), outStride),
+        cpuEngine(), out);
     dnnl::memory scratchpad(matmul.scratchpad, cpuEngine(), scratch.data());
     dnnl::stream stream(cpuEngine());
     matmul.primitive->execute(stream, {{DNNL_ARG_SRC, source},
@@ -257,11 +296,13 @@ Status PackedProduct::multiply(int64_t rows, const float *in, int64_t inStride,
                                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
     packedMultiplies.fetch_add(1);
+    if (impl->precision == Precision::BF16)
+      countBf16Product();
     return Status::success();
   } catch (const dnnl::error &failure) {
-    return Status::error(
-        "oneDNN's matmul of [" + std::to_string(rows) + ", " +
-        std::to_string(depth) + "] by a packed [" + std::to_string(columns) +
-        ", " + std::to_string(depth) + "] weight failed: " + describe(failure));
+    return Status::error("oneDNN's matmul of " + std::to_string(rows) +
+                         " rows by a packed [" + std::to_string(columns) +
+                         ", " + std::to_string(depth) +
+                         "] weight failed: " + describe(failure));
   }
 }

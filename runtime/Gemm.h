@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace cellrt {
@@ -48,6 +49,15 @@ Status gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
                 int64_t k, const float *a, int64_t aStride, const float *b,
                 int64_t bStride, float *out, int64_t outStride, float beta);
 
+/// How many products have read bfloat16 in this process (gemmBf16's and
+/// bf16 PackedProducts'): tests check which calls multiply in bf16.
+int64_t bf16ProductsSoFar();
+void countBf16Product();
+
+/// Success where oneDNN multiplies bf16 on this CPU, else the error to
+/// report for a bf16 plan.
+Status bf16Available();
+
 /// target[r * columns + c] = source[r * stride + c] rounded to the nearest
 /// bfloat16 (ties to even; NaN stays NaN), as its upper 16 bits.
 void roundToBf16(const float *source, int64_t rows, int64_t columns,
@@ -69,10 +79,16 @@ void roundToBf16(const float *source, int64_t rows, int64_t columns,
 /// multiply() rounds its input rows into a copy first.
 class PackedProduct {
 public:
+  /// What multiply() computes with the weight [n, k]. Forward:
+  /// out[rows, n] = in[rows, k] · weightᵀ (gemmTransposedWeight's
+  /// product); Backward: out[rows, k] += in[rows, n] · weight
+  /// (gemmAccumulate's, a step's state gradient).
+  enum class Use { Forward, Backward };
+
   /// Null with `error` set if oneDNN cannot pack the weight.
   static std::unique_ptr<PackedProduct>
   pack(const float *weight, int64_t n, int64_t k, std::string &error,
-       Precision precision = Precision::F32);
+       Precision precision = Precision::F32, Use use = Use::Forward);
   ~PackedProduct();
   PackedProduct(const PackedProduct &) = delete;
   PackedProduct &operator=(const PackedProduct &) = delete;
@@ -86,13 +102,19 @@ public:
   int64_t n() const { return columns; }
   int64_t k() const { return depth; }
   Precision precision() const;
+  Use use() const;
   /// Whether oneDNN multiplies `rows` rows at these strides by the weight
   /// as packed (it might want another layout for some row count).
   bool accepts(int64_t rows, int64_t inStride, int64_t outStride) const;
-  /// out[rows, n] = in[rows, k] · weightᵀ, row-major with the given row
-  /// strides; an error where accepts() is false.
+  /// The product of use(), row-major with the given row strides; an error
+  /// where accepts() is false.
   Status multiply(int64_t rows, const float *in, int64_t inStride, float *out,
                   int64_t outStride) const;
+  /// multiply(), or nullopt where accepts() is false: one lookup of the
+  /// primitive for both.
+  std::optional<Status> tryMultiply(int64_t rows, const float *in,
+                                    int64_t inStride, float *out,
+                                    int64_t outStride) const;
 
 private:
   struct Impl;

@@ -13,6 +13,7 @@
 #include "OneDnn.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -43,9 +44,10 @@ namespace {
 
 using dnnl::memory;
 
-/// A product's shape: (transposeA, transposeB, m, n, k, out stride, beta).
+/// A product's shape, (transposeA, transposeB, m, n, k, out stride, beta),
+/// and the team it runs on.
 using ProductKey =
-    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, float>;
+    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, float, int>;
 
 struct Bf16Matmul {
   dnnl::matmul primitive;
@@ -61,7 +63,7 @@ memory::desc denseOperand(int64_t rows, int64_t columns, bool transposed) {
 }
 
 Bf16Matmul makeMatmul(const ProductKey &key) {
-  auto [transposeA, transposeB, m, n, k, outStride, beta] = key;
+  auto [transposeA, transposeB, m, n, k, outStride, beta, threads] = key;
   Bf16Matmul made;
   made.a = denseOperand(m, k, transposeA);
   made.b = denseOperand(k, n, transposeB);
@@ -108,6 +110,31 @@ uint16_t *roundedCopy(std::vector<uint16_t> &copy, const float *source,
 
 } // namespace
 
+static std::atomic<int64_t> bf16Products{0};
+
+int64_t detail::bf16ProductsSoFar() { return bf16Products.load(); }
+
+void detail::countBf16Product() { bf16Products.fetch_add(1); }
+
+Status detail::bf16Available() {
+  // oneDNN 2.6 multiplies bf16 on AVX-512 CPUs (avx512_core and later);
+  // elsewhere it has no implementation.
+  static const Status status = [] {
+    try {
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(denseOperand(1, 1, false),
+                                                      denseOperand(1, 1, false),
+                                                      rowMajor(1, 1, 1)),
+                                   cpuEngine());
+      return Status::success();
+    } catch (const dnnl::error &failure) {
+      return Status::error("this CPU cannot multiply in bf16 (oneDNN needs "
+                           "AVX-512): " +
+                           describe(failure));
+    }
+  }();
+  return status;
+}
+
 Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
                         int64_t k, const float *a, int64_t aStride,
                         const float *b, int64_t bStride, float *out,
@@ -123,15 +150,16 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
   thread_local std::vector<uint16_t> copyA, copyB;
   thread_local std::vector<char> scratch;
   try {
-    Bf16Matmul matmul =
-        matmulOf({transposeA, transposeB, m, n, k, outStride, beta});
+    // The primitive is made for the product's team.
+    OpenMPThreads threads(flopsOf(m, n, k));
+    Bf16Matmul matmul = matmulOf(
+        {transposeA, transposeB, m, n, k, outStride, beta, currentThreads()});
     uint16_t *roundedA = transposeA ? roundedCopy(copyA, a, k, m, aStride)
                                     : roundedCopy(copyA, a, m, k, aStride);
     uint16_t *roundedB = transposeB ? roundedCopy(copyB, b, n, k, bStride)
                                     : roundedCopy(copyB, b, k, n, bStride);
     scratch.resize(
         std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
-    OpenMPThreads threads(flopsOf(m, n, k));
     dnnl::stream stream(cpuEngine());
     matmul.primitive.execute(
         stream, {{DNNL_ARG_SRC, memory(matmul.a, cpuEngine(), roundedA)},
@@ -140,6 +168,7 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
                  {DNNL_ARG_SCRATCHPAD,
                   memory(matmul.scratchpad, cpuEngine(), scratch.data())}});
     stream.wait();
+    countBf16Product();
     return Status::success();
   } catch (const dnnl::error &failure) {
     return Status::error("oneDNN's bf16 matmul failed for a " +

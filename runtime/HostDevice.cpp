@@ -91,7 +91,7 @@ Status HostDevice::gemmTransposedWeight(int64_t rows, int64_t n, int64_t k,
                                         const float *weight,
                                         int64_t weightStride, float *out,
                                         int64_t outStride) {
-  if (products == Precision::BF16)
+  if (productPrecision == Precision::BF16)
     return gemmBf16(false, true, rows, n, k, in, inStride, weight, weightStride,
                     out, outStride, 0.0f);
   return detail::gemmTransposedWeight(rows, n, k, in, inStride, weight,
@@ -102,9 +102,9 @@ Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                                   const float *in, int64_t inStride,
                                   const float *weight, int64_t weightStride,
                                   float *out, int64_t outStride) {
-  if (products == Precision::BF16)
-    return gemmBf16(false, false, rows, n, k, in, inStride, weight,
-                    weightStride, out, outStride, 1.0f);
+  if (productPrecision == Precision::BF16)
+    return gemmBf16(/*transposeA=*/false, /*transposeB=*/false, rows, n, k, in,
+                    inStride, weight, weightStride, out, outStride, 1.0f);
   return detail::gemmAccumulate(rows, n, k, in, inStride, weight,
                                 weightStride, out, outStride);
 }
@@ -115,19 +115,36 @@ Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
                               const PackedProduct &packed, float *out,
                               int64_t outStride) {
   // Weights packed by a cell of the other precision multiply as plain ones.
-  if (packed.precision() != products ||
-      !packed.accepts(rows, inStride, outStride))
-    return gemmTransposedWeight(rows, n, k, in, inStride, weight, weightStride,
-                                out, outStride);
-  return packed.multiply(rows, in, inStride, out, outStride);
+  if (packed.precision() == productPrecision &&
+      packed.use() == PackedProduct::Use::Forward)
+    if (std::optional<Status> done =
+            packed.tryMultiply(rows, in, inStride, out, outStride))
+      return *done;
+  return gemmTransposedWeight(rows, n, k, in, inStride, weight, weightStride,
+                              out, outStride);
+}
+
+Status HostDevice::gemmAccumulatePacked(int64_t rows, int64_t n, int64_t k,
+                                        const float *in, int64_t inStride,
+                                        const float *weight,
+                                        int64_t weightStride,
+                                        const PackedProduct &packed, float *out,
+                                        int64_t outStride) {
+  if (packed.precision() == productPrecision &&
+      packed.use() == PackedProduct::Use::Backward)
+    if (std::optional<Status> done =
+            packed.tryMultiply(rows, in, inStride, out, outStride))
+      return *done;
+  return gemmAccumulate(rows, n, k, in, inStride, weight, weightStride, out,
+                        outStride);
 }
 
 Status HostDevice::gemmAccumulateTransposedInput(
     int64_t m, int64_t n, int64_t k, const float *a, int64_t aStride,
     const float *b, int64_t bStride, float *out, int64_t outStride) {
-  if (products == Precision::BF16)
-    return gemmBf16(true, false, m, n, k, a, aStride, b, bStride, out,
-                    outStride, 1.0f);
+  if (productPrecision == Precision::BF16)
+    return gemmBf16(/*transposeA=*/true, /*transposeB=*/false, m, n, k, a,
+                    aStride, b, bStride, out, outStride, 1.0f);
   return detail::gemmAccumulateTransposedInput(m, n, k, a, aStride, b, bStride,
                                                out, outStride);
 }

@@ -21,10 +21,10 @@ class HostDevice : public Device {
 public:
   explicit HostDevice(std::vector<cellrt_kernel_fn> kernels,
                       Precision precision = Precision::F32)
-      : kernels(std::move(kernels)), products(precision) {}
+      : kernels(std::move(kernels)), productPrecision(precision) {}
 
   bool sharesHostMemory() const override { return true; }
-  Precision precision() const override { return products; }
+  Precision precision() const override { return productPrecision; }
   bool scratchPerRow() const override { return false; }
   int64_t numKernels() const override {
     return static_cast<int64_t>(kernels.size());
@@ -57,6 +57,12 @@ public:
                     const PackedProduct &packed, float *out,
                     int64_t outStride) override;
 
+  Status gemmAccumulatePacked(int64_t rows, int64_t n, int64_t k,
+                              const float *in, int64_t inStride,
+                              const float *weight, int64_t weightStride,
+                              const PackedProduct &packed, float *out,
+                              int64_t outStride) override;
+
   Status launch(const KernelLaunch &call) override;
   Status synchronize() override { return Status::success(); }
 
@@ -69,7 +75,7 @@ public:
 
 private:
   std::vector<cellrt_kernel_fn> kernels;
-  Precision products;
+  Precision productPrecision;
 };
 
 } // namespace cellrt::detail

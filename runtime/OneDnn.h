@@ -32,15 +32,33 @@ constexpr double kMinSharedFlops = 2e6;
 /// MFLOP) 448-479 shared and 552 alone.
 constexpr double kMinSharedPackedFlops = 16e6;
 
-/// Sets OpenMP's team size for the products started on this thread until
-/// it goes out of scope. The OpenMP runtime is the one oneDNN loaded, found
-/// by name, so that cellrt never brings in a second one. Measured with
-/// libgomp (Debian's oneDNN); LLVM's libomp re-forms its hot team when the
-/// size changes, which may move the threshold.
+/// The OpenMP runtime oneDNN loaded, found by name, so that cellrt never
+/// brings in a second one.
+struct OpenMPApi {
+  void (*set)(int) = reinterpret_cast<void (*)(int)>(
+      dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  int (*get)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT,
+                                                   "omp_get_max_threads"));
+};
+
+inline const OpenMPApi &openMP() {
+  static const OpenMPApi api;
+  return api;
+}
+
+/// The team a product started now on this thread would get. oneDNN fixes a
+/// primitive's team when it makes the primitive, so caches of primitives
+/// key on it.
+inline int currentThreads() { return openMP().get ? openMP().get() : 1; }
+
+/// Sets OpenMP's team size for the products started (and the primitives
+/// made) on this thread until it goes out of scope. Measured with libgomp
+/// (Debian's oneDNN); LLVM's libomp re-forms its hot team when the size
+/// changes, which may move the threshold.
 class OpenMPThreads {
 public:
   explicit OpenMPThreads(double flops, double minShared = kMinSharedFlops) {
-    static const Api api;
+    const OpenMPApi &api = openMP();
     if (flops >= minShared || !api.set || !api.get)
       return;
     set = api.set;
@@ -56,12 +74,6 @@ public:
   }
 
 private:
-  struct Api {
-    void (*set)(int) = reinterpret_cast<void (*)(int)>(
-        dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-    int (*get)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT,
-                                                     "omp_get_max_threads"));
-  };
   void (*set)(int) = nullptr;
   int saved = 0;
 };

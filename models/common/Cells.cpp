@@ -119,14 +119,15 @@ cachedCell(const std::vector<std::string> &key, const std::string &name,
       cells;
   static std::vector<cellc::jit::CompiledCell> compiled;
   std::lock_guard<std::mutex> lock(mutex);
+  cellrt::Precision precision = productPrecision();
   std::vector<std::string> keyed = key;
-  keyed.push_back(cellrt::precisionName(productPrecision()));
+  keyed.push_back(cellrt::precisionName(precision));
   auto it = cells.find(keyed);
   if (it != cells.end())
     return *it->second;
   auto loaded = cellrt::Cell::load(image(compiled));
   if (loaded)
-    loaded = loaded->withPrecision(productPrecision());
+    loaded = loaded->withPrecision(precision);
   if (!loaded)
     throw DataError("cell " + name + ": " + loaded.error());
   auto &slot = cells[keyed];

@@ -19,18 +19,21 @@
 
 namespace models {
 
-static std::atomic<cellrt::Precision> products{cellrt::Precision::F32};
+static std::atomic<cellrt::Precision> precisionOfProducts{
+    cellrt::Precision::F32};
 
-void setProductPrecision(cellrt::Precision precision) { products = precision; }
+void setProductPrecision(cellrt::Precision precision) {
+  precisionOfProducts = precision;
+}
 
-cellrt::Precision productPrecision() { return products; }
+cellrt::Precision productPrecision() { return precisionOfProducts; }
 
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
           int64_t ldb, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0)
     return;
-  if (products == cellrt::Precision::BF16) {
+  if (precisionOfProducts == cellrt::Precision::BF16) {
     cellrt::Status status =
         alpha == 1.0f
             ? cellrt::multiply(cellrt::Precision::BF16, transA, transB, M, N, K,

@@ -22,9 +22,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 
 using namespace cellrt;
@@ -114,9 +116,9 @@ TEST(Bf16Products, RoundToNearestEvenAsLibTorchDoes) {
 TEST(Bf16Products, MatchLibTorchOnRoundedOperands) {
   cellrt::detail::HostDevice bf16({}, Precision::BF16), f32({});
   for (const ProductCase &product : kProducts)
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{13, 37, 29},
-                           {64, 256, 96},
-                           {1, 200, 300}}) {
+    for (std::array<int64_t, 3> shape :
+         {std::array<int64_t, 3>{13, 37, 29}, {64, 256, 96}, {1, 200, 300}}) {
+      int64_t m = shape[0], n = shape[1], k = shape[2];
       SCOPED_TRACE(std::string(product.name) + " m=" + std::to_string(m) +
                    " n=" + std::to_string(n) + " k=" + std::to_string(k));
       int64_t aRows = product.transposeA ? k : m;
@@ -197,9 +199,17 @@ TEST(Bf16Products, PackedWeightsRoundAsThePlainProduct) {
         worst = std::max(worst, std::abs(x[i] - y[i]));
       return worst;
     };
+    // The packed copy multiplies (it is not the plain product again).
+    int64_t multiplied = PackedProduct::multipliedSoFar();
+    int64_t rounded = cellrt::detail::bf16ProductsSoFar();
     EXPECT_LT(maxDifference(product(bf16, packedBf16.get()), plainBf16), 1e-5f);
+    EXPECT_EQ(PackedProduct::multipliedSoFar(), multiplied + 1);
+    EXPECT_EQ(cellrt::detail::bf16ProductsSoFar(), rounded + 1);
+    // Of the other precision: the plain product instead.
+    multiplied = PackedProduct::multipliedSoFar();
     EXPECT_LT(maxDifference(product(bf16, packedF32.get()), plainBf16), 1e-5f);
     EXPECT_LT(maxDifference(product(f32, packedBf16.get()), plainF32), 1e-5f);
+    EXPECT_EQ(PackedProduct::multipliedSoFar(), multiplied);
     EXPECT_GT(maxDifference(plainBf16, plainF32), 1e-3f);
   }
 }
@@ -244,16 +254,24 @@ TEST(Bf16Products, CellsSwitchPrecision) {
     shape.firstDim = 32;
     shape.lengths = {20, 3, 1, 20, 17, 9, 20, 4};
     cellrt_test::Problem problem(f32->getPlan(), 7, shape);
+    std::map<bool, int64_t> bf16Products;
     for (bool train : {false, true}) {
       SCOPED_TRACE(train ? "training" : "inference");
+      int64_t before = cellrt::detail::bf16ProductsSoFar();
       auto reference = cellrt_test::run(*f32, problem, false, train);
+      EXPECT_EQ(cellrt::detail::bf16ProductsSoFar(), before);
       auto rounded = cellrt_test::run(*bf16, problem, false, train);
+      bf16Products[train] = cellrt::detail::bf16ProductsSoFar() - before;
       double difference = maxRelativeDifference(rounded, reference);
       EXPECT_GT(difference, 1e-5);
       EXPECT_LT(difference, 3e-2);
       auto again = cellrt_test::run(*back, problem, false, train);
       EXPECT_EQ(maxRelativeDifference(again, reference), 0.0);
     }
+    // Backward reads bf16 too: a state gradient's product per step, and
+    // the weight gradients, beyond what forward multiplies.
+    EXPECT_GT(bf16Products[false], shape.T);
+    EXPECT_GE(bf16Products[true], 2 * bf16Products[false]);
     Expected<PackedWeights> packedBf16 =
         bf16->packWeights(problem.paramArrays());
     Expected<PackedWeights> packedF32 = f32->packWeights(problem.paramArrays());

@@ -71,6 +71,7 @@ void gradients(const cellrt_image &image, const Reference &reference) {
   CellCheckReport report = checkCellGradients(
       image, reference, defaultCellSizes(reference), toleranceFor(reference));
   EXPECT_GE(report.paramGradients, CELLC_TEST_MIN_ERROR);
+  EXPECT_GE(report.inputGradients, CELLC_TEST_MIN_ERROR);
   std::cout << "[ " << reference.cell << " gradients ] " << report.str()
             << "\n";
   ::testing::Test::RecordProperty("max_relative_error_input_gradients",

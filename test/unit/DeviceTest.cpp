@@ -465,6 +465,28 @@ TEST(CApi, DescribesTheCell) {
   cellrt_cell_free(cell);
 }
 
+// A device that multiplies only in f32 (as the CUDA backend does) takes no
+// bf16 plan, and its cells do not switch to bf16.
+TEST(DevicePrecision, AnF32DeviceRefusesBf16) {
+  cellrt_image image = cellc_gru_image();
+  Expected<Plan> plan = parsePlan(image.plan);
+  ASSERT_TRUE(plan.ok());
+  Plan bf16Plan = *plan;
+  bf16Plan.precision = Precision::BF16;
+  Expected<Cell> refused = Cell::create(bf16Plan, separateDevice(image));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error(),
+            "plan of cell 'gru' multiplies in bf16 but the device multiplies "
+            "in f32 only (compile it without --precision bf16)");
+  Expected<Cell> cell = Cell::create(*plan, separateDevice(image));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  Expected<Cell> switched = cell->withPrecision(Precision::BF16);
+  ASSERT_FALSE(switched.ok());
+  EXPECT_EQ(switched.error(),
+            "cell 'gru': this device multiplies in f32 only, not bf16");
+  EXPECT_TRUE(cell->withPrecision(Precision::F32).ok());
+}
+
 // The C API reads and changes what a cell's products read; a wrong name is
 // an error that leaves the cell as it was.
 TEST(CApi, SetsThePrecision) {

@@ -207,6 +207,25 @@ TEST(PlanErrorTest, Header) {
             "runtime reads 'cellc-plan 1')");
 }
 
+// `precision` is optional (f32), printed only for bf16, and read back.
+TEST(PlanTest, Precision) {
+  Expected<Plan> f32 = parsePlan(atrPlan);
+  ASSERT_TRUE(f32.ok()) << f32.error();
+  EXPECT_EQ(f32->precision, Precision::F32);
+  std::string text =
+      replaceOnce(atrPlan, "cell atr\n", "cell atr\nprecision bf16\n");
+  Expected<Plan> bf16 = parsePlan(text);
+  ASSERT_TRUE(bf16.ok()) << bf16.error();
+  EXPECT_EQ(bf16->precision, Precision::BF16);
+  EXPECT_EQ(printPlan(*bf16), text);
+  EXPECT_EQ(parseError(replaceOnce(atrPlan, "cell atr\n",
+                                   "cell atr\nprecision fp16\n")),
+            "plan line 3: 'precision' takes f32 or bf16, got 'fp16'");
+  EXPECT_EQ(parseError(replaceOnce(text, "precision bf16\n",
+                                   "precision bf16\nprecision f32\n")),
+            "plan line 4: 'precision' appears twice");
+}
+
 TEST(PlanErrorTest, Syntax) {
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "input x I", "inpt x I")),
             "plan line 4: unknown directive 'inpt'");

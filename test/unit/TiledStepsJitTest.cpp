@@ -296,9 +296,10 @@ TEST(TiledPanels, InputProductsStayHoistedWhereAProductReadsThem) {
 
 // The per-step schedule packs each recurrent weight for oneDNN's matmul
 // once per call where a call has 16 steps or more and 4-256 rows, and
-// multiplies by those copies: LSTM's and GRU's results, inference and
-// training, stay within rounding of the tiled steps', which never pack
-// that way.
+// multiplies by those copies (backward's state-gradient products stay on
+// sgemm in f32; Bf16ProductsTest counts bf16's): LSTM's and GRU's results,
+// inference and training, stay within rounding of the tiled steps', which
+// never pack that way.
 TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
   for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
     SCOPED_TRACE(file);

@@ -241,6 +241,22 @@ LogicalResult emitGPU(ModuleOp module, PassManager &lowering,
   return success();
 }
 
+/// Every cell's precision (--precision, or a `cell.precision` attribute in
+/// IR read with -x=mlir) is one the target multiplies in.
+LogicalResult checkPrecisionForTarget(ModuleOp module) {
+  for (auto cell : module.getOps<cell::CellOp>()) {
+    FailureOr<cellrt::Precision> cellPrecision = cellc::productPrecision(cell);
+    if (failed(cellPrecision))
+      return failure();
+    if (*cellPrecision == cellrt::Precision::BF16 && target == Target::NVPTX) {
+      llvm::errs() << "cellc: error: --precision bf16 is for --target=cpu: "
+                      "the CUDA backend multiplies in f32\n";
+      return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
   std::string errorMessage;
   auto output = openOutputFile(defaultOutputName(), &errorMessage);
@@ -254,19 +270,11 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     return success();
   }
 
-  if (precision != "f32" && precision != "bf16") {
-    llvm::errs() << "cellc: error: --precision takes f32 or bf16, got '"
-                 << precision << "'\n";
-    return failure();
-  }
-  if (precision == "bf16" && target == Target::NVPTX) {
-    llvm::errs() << "cellc: error: --precision bf16 is for --target=cpu: the "
-                    "CUDA backend multiplies in f32\n";
-    return failure();
-  }
   // f32 is every plan's default: its IR and plans stay as they were.
   if (precision == "bf16")
     cellc::setProductPrecision(module, precision);
+  if (failed(checkPrecisionForTarget(module)))
+    return failure();
 
   // From here until the back end an error is cellc's bug, never the cell's.
   std::optional<cellc::InternalErrorScope> internalErrors(std::in_place,
@@ -355,6 +363,12 @@ int main(int argc, char **argv) {
       "  cellc check cells/atr.cell             check against LibTorch\n\n"
       "MLIR's options work too (--mlir-print-ir-after-all, "
       "--mlir-print-debuginfo, ...): --help-hidden lists every option.\n");
+
+  if (precision != "f32" && precision != "bf16") {
+    llvm::errs() << "cellc: error: --precision takes f32 or bf16, got '"
+                 << precision << "'\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   cellc::registerAllCellDialects(registry);

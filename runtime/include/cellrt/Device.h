@@ -112,6 +112,18 @@ public:
                                 out, outStride);
   }
 
+  /// gemmAccumulate's product where the call packed the weight for it
+  /// (PackedProduct::Use::Backward; on devices that share host memory).
+  virtual Status gemmAccumulatePacked(int64_t rows, int64_t n, int64_t k,
+                                      const float *in, int64_t inStride,
+                                      const float *weight, int64_t weightStride,
+                                      const PackedProduct &packed, float *out,
+                                      int64_t outStride) {
+    (void)packed;
+    return gemmAccumulate(rows, n, k, in, inStride, weight, weightStride, out,
+                          outStride);
+  }
+
   virtual Status launch(const KernelLaunch &call) = 0;
   /// Waits for everything queued; reports an error raised asynchronously.
   virtual Status synchronize() = 0;

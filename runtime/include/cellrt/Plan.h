@@ -189,8 +189,6 @@ struct Operation {
   const Ref &wgradX() const { return operands[1]; }
 };
 
-/// A parsed, validated plan. Every reference names a declaration of the right
-/// kind and every dimension expression uses only the declared dims.
 /// What the plan's matrix products read: f32, or operands rounded to
 /// bfloat16 (8-bit mantissa) and summed in f32. Gate math, states and
 /// every array a caller sees stay f32 either way.
@@ -201,6 +199,8 @@ const char *precisionName(Precision precision);
 /// The precision a name spells, or nullopt.
 std::optional<Precision> parsePrecision(std::string_view name);
 
+/// A parsed, validated plan. Every reference names a declaration of the right
+/// kind and every dimension expression uses only the declared dims.
 struct Plan {
   int version = 1;
   std::string cellName;

@@ -95,7 +95,8 @@ int cellrt_cell_has_backward(const cellrt_cell *cell);
 /// bfloat16, sums in f32; `cellc --precision bf16`).
 const char *cellrt_cell_precision(const cellrt_cell *cell);
 /// Makes the cell's products read "f32" or "bf16" (Cell::withPrecision);
-/// not while a call on the cell runs. 0 on success.
+/// not while a call on the cell runs, and a tape recorded before is
+/// refused by backward. 0 on success.
 int cellrt_cell_set_precision(cellrt_cell *cell, const char *precision);
 
 /* What a cell takes, for callers that did not compile it (ctypes, other

@@ -349,7 +349,15 @@ int64_t cellrt::detail::tiledBlock(int64_t hidden) {
   return 0;
 }
 
+static std::atomic<bool> failForTesting{false};
+
+void cellrt::detail::failTiledStepsForTesting(bool fail) {
+  failForTesting = fail;
+}
+
 Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
+  if (failForTesting)
+    return Status::error("tiled steps failed (failTiledStepsForTesting)");
 #ifdef CELLRT_HAVE_LIBXSMM
   std::vector<PhaseGemm> gemms(s.phases.size());
   for (size_t p = 0; p < s.phases.size(); ++p)

@@ -150,8 +150,14 @@ void setTiledSteps(TiledMode mode);
 /// blocks), or 0 where the schedule does not apply.
 int64_t tiledBlock(int64_t hidden);
 
-/// Runs every step of `steps` on the kernel pool's threads.
+/// Runs every step of `steps` on the kernel pool's threads. It fails only
+/// before the first step (no micro-kernel for a shape), and the caller
+/// then runs the default schedule.
 Status runTiledSteps(const TiledSteps &steps);
+
+/// Tests: while set, runTiledSteps fails as it would without a micro-kernel
+/// for the shape, so that the callers' fallback runs.
+void failTiledStepsForTesting(bool fail);
 
 /// How many calls have run tiled in this process (tests check the schedule
 /// was taken).

@@ -330,6 +330,37 @@ TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
   }
 }
 
+// The tiled steps fail only before their first step; the call then runs
+// the default schedule, inference with the input products the tiles
+// would have computed per step (Execution::forward runs them first), and
+// backward per step. Its results are the default schedule's, bit for bit.
+TEST(TiledFallback, AFailedStartRunsTheDefaultSchedule) {
+  for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    Problem problem(cell.getPlan(), 31, tiledShape());
+    for (bool train : {false, true}) {
+      SCOPED_TRACE(train ? "training" : "inference");
+      // The fallback first: inference reuses the cell's buffers, which a
+      // default-schedule call before it would have filled already.
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+      cellrt::detail::failTiledStepsForTesting(true);
+      int64_t tiled = cellrt::detail::tiledStepCalls();
+      Results fallback = run(cell, problem, false, train);
+      cellrt::detail::failTiledStepsForTesting(false);
+      EXPECT_EQ(cellrt::detail::tiledStepCalls(), tiled);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+      Results reference = run(cell, problem, false, train);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+      ASSERT_EQ(fallback.arrays.size(), reference.arrays.size());
+      for (size_t a = 0; a < reference.arrays.size(); ++a)
+        EXPECT_EQ(fallback.arrays[a], reference.arrays[a]) << "array " << a;
+    }
+  }
+}
+
 // README: each schedule gives the same bits at any thread count. The
 // per-step schedule's products by weights packed per call are shared by
 // two threads from 16 MFLOP on (here [64, 256] by [1024, 256]ᵀ, 34 MFLOP):

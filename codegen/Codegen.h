@@ -7,6 +7,7 @@
 #include "ir/CellOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "schedule/Schedule.h"
 #include "llvm/Support/CodeGen.h"
 
 namespace llvm {
@@ -68,6 +69,12 @@ int64_t countKernels(mlir::cell::CellOp cell);
 /// The name of kernel `index` of `cellName`.
 std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 
+/// The schedule of a cell that has been through fuse-elementwise and
+/// lower-to-loops: a `sched.program` built at `builder`'s insertion point
+/// (cell-build-schedule builds one per cell at the end of the module).
+mlir::FailureOr<mlir::sched::ProgramOp> buildSchedule(mlir::cell::CellOp cell,
+                                                      mlir::OpBuilder &builder);
+
 /// The plan text of a cell that has been through fuse-elementwise and
 /// lower-to-loops (docs/plan-format.md), printed and checked by the
 /// runtime's own printer and parser; a plan it refuses is an error on the
@@ -75,8 +82,9 @@ std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 mlir::FailureOr<std::string> emitPlan(mlir::cell::CellOp cell);
 
 /// Marks every cell of the module to multiply reading bfloat16 or f32
-/// (`cellc --precision`): the `cell.precision` attribute, which emitPlan
-/// writes as the plan's `precision` line. Unmarked cells are f32.
+/// (`cellc --precision`): the `cell.precision` attribute, which
+/// buildSchedule reads into the program and so the plan's `precision` line.
+/// Unmarked cells are f32.
 void setProductPrecision(mlir::ModuleOp module, llvm::StringRef precision);
 /// The precision a cell is marked with (f32 when unmarked); an error on the
 /// cell for a value other than "f32" or "bf16".

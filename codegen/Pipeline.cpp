@@ -62,6 +62,8 @@ static void addKernelLoweringPasses(PassManager &pm) {
 void cellc::addLoweringToLLVMPasses(PassManager &pm) {
   // Kernels become loops over rows and elements with the uniform ABI.
   pm.addPass(cell::createLowerToLoops());
+  // What the runtime runs, as IR, while the kernels are lowered.
+  pm.addPass(cell::createBuildSchedule());
   addKernelLoweringPasses(pm);
   // Plans and kernel tables replace the cells.
   pm.addPass(cell::createEmitRuntimeImage());
@@ -69,14 +71,15 @@ void cellc::addLoweringToLLVMPasses(PassManager &pm) {
 }
 
 namespace {
-/// The GPU module keeps only kernels: the plan lives on the host.
+/// The GPU module keeps only kernels: the plan and its schedule live on
+/// the host.
 struct EraseCellsPass
     : PassWrapper<EraseCellsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EraseCellsPass)
   void runOnOperation() override {
-    for (auto cell :
-         llvm::make_early_inc_range(getOperation().getOps<cell::CellOp>()))
-      cell.erase();
+    for (Operation &op : llvm::make_early_inc_range(*getOperation().getBody()))
+      if (isa<cell::CellOp, sched::ProgramOp>(op))
+        op.erase();
   }
 };
 /// Marks the lowered kernels as GPU entry points (`.entry` in PTX); the

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
+#include "schedule/Schedule.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -59,9 +60,10 @@ struct ImageBuilder {
     return b.create<LLVM::BitcastOp>(loc, i8Ptr, pointer);
   }
 
-  LogicalResult addCell(CellOp cell) {
+  /// The cell's globals, the plan being `program`'s text.
+  LogicalResult addCell(CellOp cell, sched::ProgramOp program) {
     std::string prefix = ("cellc_" + cell.getSymName()).str();
-    FailureOr<std::string> plan = cellc::emitPlan(cell);
+    FailureOr<std::string> plan = sched::printCheckedPlan(program);
     if (failed(plan))
       return failure();
     addString(prefix + "_plan", *plan, LLVM::Linkage::External);
@@ -101,11 +103,29 @@ struct EmitRuntimeImagePass
     : cell::impl::EmitRuntimeImageBase<EmitRuntimeImagePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    llvm::StringMap<sched::ProgramOp> programs;
+    for (auto program : module.getOps<sched::ProgramOp>())
+      programs[program.getCell()] = program;
     ImageBuilder image(module);
     for (CellOp cell : llvm::to_vector(module.getOps<CellOp>())) {
-      if (failed(image.addCell(cell)))
+      sched::ProgramOp program = programs.lookup(cell.getSymName());
+      if (!program) {
+        OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+        FailureOr<sched::ProgramOp> built = cellc::buildSchedule(cell, builder);
+        if (failed(built))
+          return signalPassFailure();
+        program = *built;
+      }
+      if (failed(image.addCell(cell, program)))
         return signalPassFailure();
+      programs.erase(cell.getSymName());
+      program.erase();
       cell.erase();
+    }
+    for (auto &[name, program] : programs) {
+      program.emitError() << "the schedule of cell '" << name
+                          << "' has no cell in the module";
+      return signalPassFailure();
     }
   }
 };

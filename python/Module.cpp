@@ -120,8 +120,10 @@ public:
 /// What forward(tape=...) recorded for backward.
 struct PyTape {
   cellrt::Tape tape;
-  /// The cell that recorded it, which backward runs.
+  /// The cell that recorded it, which backward runs, and the JIT object
+  /// holding its kernels: the tape keeps both loaded.
   std::shared_ptr<const cellrt::Cell> recordedBy;
+  std::shared_ptr<cellc::jit::CompiledCell> recordedCompiled;
   std::optional<Call> call;
   std::vector<py::array> finalStates;
   py::object output;
@@ -222,6 +224,7 @@ py::tuple PyCell::forward(const py::list &inputs, const py::dict &params,
       check(running->forward(call.args, tape.tape));
     }
     tape.recordedBy = running;
+    tape.recordedCompiled = compiled;
     tape.finalStates = finals;
     tape.output = output;
     tape.call = std::move(call);
@@ -239,7 +242,12 @@ py::dict PyCell::backward(py::object tapeObject,
   if (!tape.call || !tape.tape.isRecorded())
     throw py::value_error("the tape holds no forward pass: call "
                           "forward(..., tape=tape) first");
-  const cellrt::Plan &p = plan();
+  if (tape.recordedCompiled != compiled)
+    throw py::value_error("the tape was recorded by another cell: call "
+                          "backward on the cell whose forward recorded it");
+  // The recording cell's plan sizes the gradients: `precision` may have
+  // replaced this cell's since, but never its plan's shapes.
+  const cellrt::Plan &p = tape.recordedBy->getPlan();
   Call &call = *tape.call;
   cellrt::BackwardArgs gradients;
   std::vector<py::object> keep;

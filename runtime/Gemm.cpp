@@ -227,10 +227,22 @@ const PackedMatmul &PackedProduct::Impl::matmulOf(int64_t rows, int64_t n,
   return matmuls.emplace(key, std::move(made)).first->second;
 }
 
+/// Whether a backward product adds into a dense copy of its output rows:
+/// oneDNN wants another weight layout for output rows at a wider stride (a
+/// column range of a stacked gradient buffer), and one pass over the rows
+/// each way costs 1/n of the product.
+static bool stagesOutput(PackedProduct::Use use, int64_t width,
+                         int64_t outStride) {
+  return use == PackedProduct::Use::Backward && outStride != width;
+}
+
 bool PackedProduct::accepts(int64_t rows, int64_t inStride,
                             int64_t outStride) const {
   try {
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
+    int64_t width = outputWidth(impl->use, columns, depth);
+    if (stagesOutput(impl->use, width, outStride))
+      outStride = width;
     std::lock_guard<std::mutex> lock(impl->mutex);
     return impl->matmulOf(rows, columns, depth, inStride, outStride)
         .primitive.has_value();
@@ -271,10 +283,13 @@ std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
   try {
     // The primitive is made for, and runs on, the product's team.
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
+    int64_t width = outputWidth(impl->use, columns, depth);
+    bool staged = stagesOutput(impl->use, width, outStride);
     PackedMatmul matmul;
     {
       std::lock_guard<std::mutex> lock(impl->mutex);
-      matmul = impl->matmulOf(rows, columns, depth, inStride, outStride);
+      matmul = impl->matmulOf(rows, columns, depth, inStride,
+                              staged ? width : outStride);
     }
     if (!matmul.primitive)
       return std::nullopt;
@@ -285,9 +300,16 @@ std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
     dnnl::memory source =
         sourceRows(impl->precision, rows, inputWidth(impl->use, columns, depth),
                    in, inStride);
-    dnnl::memory target(
-        rowMajor(rows, outputWidth(impl->use, columns, depth), outStride),
-        cpuEngine(), out);
+    thread_local std::vector<float> stagedRows;
+    float *rowsOut = out;
+    if (staged) {
+      stagedRows.resize(std::max<size_t>(stagedRows.size(), rows * width));
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(out + r * outStride, width, stagedRows.data() + r * width);
+      rowsOut = stagedRows.data();
+    }
+    dnnl::memory target(rowMajor(rows, width, staged ? width : outStride),
+                        cpuEngine(), rowsOut);
     dnnl::memory scratchpad(matmul.scratchpad, cpuEngine(), scratch.data());
     dnnl::stream stream(cpuEngine());
     matmul.primitive->execute(stream, {{DNNL_ARG_SRC, source},
@@ -295,6 +317,9 @@ std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
                                        {DNNL_ARG_DST, target},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
+    if (staged)
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(stagedRows.data() + r * width, width, out + r * outStride);
     packedMultiplies.fetch_add(1);
     if (impl->precision == Precision::BF16)
       countBf16Product();

@@ -116,7 +116,8 @@ Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
                               int64_t outStride) {
   // Weights packed by a cell of the other precision multiply as plain ones.
   if (packed.precision() == productPrecision &&
-      packed.use() == PackedProduct::Use::Forward)
+      packed.use() == PackedProduct::Use::Forward && packed.n() == n &&
+      packed.k() == k)
     if (std::optional<Status> done =
             packed.tryMultiply(rows, in, inStride, out, outStride))
       return *done;
@@ -130,8 +131,10 @@ Status HostDevice::gemmAccumulatePacked(int64_t rows, int64_t n, int64_t k,
                                         int64_t weightStride,
                                         const PackedProduct &packed, float *out,
                                         int64_t outStride) {
+  // The weight is [k, n] here: packed as pack(weight, k, n, ..., Backward).
   if (packed.precision() == productPrecision &&
-      packed.use() == PackedProduct::Use::Backward)
+      packed.use() == PackedProduct::Use::Backward && packed.n() == k &&
+      packed.k() == n)
     if (std::optional<Status> done =
             packed.tryMultiply(rows, in, inStride, out, outStride))
       return *done;

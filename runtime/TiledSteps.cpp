@@ -21,7 +21,7 @@ using namespace cellrt::detail;
 
 namespace {
 
-std::atomic<int64_t> tiledCalls{0}, panelPacks{0};
+std::atomic<int64_t> tiledCalls{0}, tiledFailures{0}, panelPacks{0};
 
 #ifdef CELLRT_HAVE_LIBXSMM
 /// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
@@ -289,6 +289,8 @@ private:
 
 int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
 
+int64_t cellrt::detail::tiledStepFailures() { return tiledFailures.load(); }
+
 int64_t cellrt::detail::tiledPanelPacks() { return panelPacks.load(); }
 
 namespace {
@@ -355,7 +357,8 @@ void cellrt::detail::failTiledStepsForTesting(bool fail) {
   failForTesting = fail;
 }
 
-Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
+/// runTiledSteps without the failure count.
+static Status tryTiledSteps(const TiledSteps &s) {
   if (failForTesting)
     return Status::error("tiled steps failed (failTiledStepsForTesting)");
 #ifdef CELLRT_HAVE_LIBXSMM
@@ -384,4 +387,11 @@ Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
   (void)s;
   return Status::error("cellrt was built without libxsmm: no tiled steps");
 #endif
+}
+
+Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
+  Status status = tryTiledSteps(s);
+  if (!status.ok())
+    tiledFailures.fetch_add(1);
+  return status;
 }

@@ -163,6 +163,10 @@ void failTiledStepsForTesting(bool fail);
 /// was taken).
 int64_t tiledStepCalls();
 
+/// How many calls wanted the tiled steps and fell back to the default
+/// schedule (tests check that a fallback ran).
+int64_t tiledStepFailures();
+
 /// How many weights those calls packed into panels (tests check that
 /// PackedWeights keep them).
 int64_t tiledPanelPacks();

@@ -88,3 +88,24 @@ def test_bf16_products_round_and_switch_back(cells_dir):
     cell.precision = "f32"
     again, _ = cell.forward([x], params)
     np.testing.assert_array_equal(again, f32)
+
+
+def test_a_tape_belongs_to_the_cell_that_recorded_it(cells_dir):
+    path = os.path.join(cells_dir, "atr.cell")
+    recorder, other = cellc.compile(path), cellc.compile(path)
+    rng = np.random.default_rng(3)
+    params = random_params(recorder, {"H": 4, "I": 4}, rng)
+    x = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    tape = cellc.Tape()
+    out, _ = recorder.forward([x], params, tape=tape)
+    with pytest.raises(ValueError, match="recorded by another cell"):
+        other.backward(tape, np.ones_like(out))
+    # Switching the precision after recording keeps the recording cell's
+    # products for backward: the gradients equal those of a fresh f32 run.
+    expected_tape = cellc.Tape()
+    other.forward([x], params, tape=expected_tape)
+    expected = other.backward(expected_tape, np.ones_like(out))
+    recorder.precision = "bf16"
+    got = recorder.backward(tape, np.ones_like(out))
+    for name, gradient in expected["params"].items():
+        np.testing.assert_array_equal(got["params"][name], gradient)

@@ -124,7 +124,7 @@ TEST(PlanChecks, APlanTheRuntimeRefusesIsAnInternalError) {
     cellc::InternalErrorScope scope(context);
     EXPECT_TRUE(failed(cellc::emitPlan(cell)));
   }
-  EXPECT_NE(captured.text.find("internal compiler error: the plan of cell "
+  EXPECT_NE(captured.text.find("internal compiler error: the schedule of cell "
                                "'gru' does not pass the runtime's checks: "
                                "plan line"),
             std::string::npos)

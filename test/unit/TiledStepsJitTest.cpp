@@ -348,9 +348,12 @@ TEST(TiledFallback, AFailedStartRunsTheDefaultSchedule) {
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
       cellrt::detail::failTiledStepsForTesting(true);
       int64_t tiled = cellrt::detail::tiledStepCalls();
+      int64_t failures = cellrt::detail::tiledStepFailures();
       Results fallback = run(cell, problem, false, train);
       cellrt::detail::failTiledStepsForTesting(false);
       EXPECT_EQ(cellrt::detail::tiledStepCalls(), tiled);
+      // Forward, and in training backward too, tried and fell back.
+      EXPECT_EQ(cellrt::detail::tiledStepFailures() - failures, train ? 2 : 1);
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
       Results reference = run(cell, problem, false, train);
       cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);

@@ -42,6 +42,7 @@ enum class Emit {
   AST,
   MLIR,
   OptimizedMLIR,
+  Schedule,
   Plan,
   LLVMIR,
   Object,
@@ -67,7 +68,11 @@ cl::opt<Emit> emitAction(
         clEnumValN(Emit::MLIR, "mlir", "the cell dialect as written"),
         clEnumValN(Emit::OptimizedMLIR, "mlir-opt",
                    "the cell dialect after hoisting, stacking and fusion"),
-        clEnumValN(Emit::Plan, "plan", "the runtime's execution plan"),
+        clEnumValN(Emit::Schedule, "schedule",
+                   "the schedule as IR (sched.program): buffers, weights, "
+                   "products and kernels per phase"),
+        clEnumValN(Emit::Plan, "plan",
+                   "the runtime's execution plan: the schedule's text"),
         clEnumValN(Emit::LLVMIR, "llvm", "optimised LLVM IR of the kernels"),
         clEnumValN(Emit::Object, "obj", "an object file (default)"),
         clEnumValN(Emit::Header, "header", "the C header of the object"),
@@ -270,8 +275,9 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     return success();
   }
 
-  // f32 is every plan's default: its IR and plans stay as they were.
-  if (precision == "bf16")
+  // f32 is every plan's default: its IR and plans stay as they were unless
+  // --precision is given, which overrides IR marked otherwise (-x=mlir).
+  if (precision == "bf16" || precision.getNumOccurrences() > 0)
     cellc::setProductPrecision(module, precision);
   if (failed(checkPrecisionForTarget(module)))
     return failure();
@@ -299,12 +305,18 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     PassManager lowering(&context);
     applyPassManagerCLOptions(lowering);
     applyDefaultTimingPassManagerCLOptions(lowering);
-    if (emitAction == Emit::Plan) {
+    if (emitAction == Emit::Plan || emitAction == Emit::Schedule) {
       lowering.addPass(cell::createLowerToLoops());
+      lowering.addPass(cell::createBuildSchedule());
       if (failed(lowering.run(module)))
         return failure();
-      for (auto cell : module.getOps<cell::CellOp>()) {
-        FailureOr<std::string> plan = cellc::emitPlan(cell);
+      for (auto program : module.getOps<sched::ProgramOp>()) {
+        if (emitAction == Emit::Schedule) {
+          program.print(output->os());
+          output->os() << "\n";
+          continue;
+        }
+        FailureOr<std::string> plan = sched::printCheckedPlan(program);
         if (failed(plan))
           return failure();
         output->os() << *plan;

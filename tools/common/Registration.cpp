@@ -4,6 +4,7 @@
 #include "codegen/Codegen.h"
 #include "ir/CellDialect.h"
 #include "passes/Passes.h"
+#include "schedule/Schedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,10 +14,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 void cellc::registerAllCellDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::cell::CellDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
-                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
-                  mlir::scf::SCFDialect>();
+  registry.insert<mlir::cell::CellDialect, mlir::sched::ScheduleDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
 }
 
 void cellc::registerAllCellPasses() {

@@ -1,0 +1,191 @@
+//===- ScheduleToPlan.cpp - A schedule as the runtime's plan --------------===//
+//
+// One declaration or operation of the program is one line of the plan
+// (docs/plan-format.md), in program order; the runtime's printer writes the
+// text and its parser checks it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "schedule/Schedule.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::sched;
+
+namespace {
+
+constexpr std::pair<RefKind, cellrt::Ref::Kind> kKinds[] = {
+    {RefKind::Input, cellrt::Ref::Kind::Input},
+    {RefKind::State, cellrt::Ref::Kind::State},
+    {RefKind::Next, cellrt::Ref::Kind::Next},
+    {RefKind::Param, cellrt::Ref::Kind::Param},
+    {RefKind::Seq, cellrt::Ref::Kind::Seq},
+    {RefKind::Step, cellrt::Ref::Kind::Step},
+    {RefKind::Out, cellrt::Ref::Kind::Out},
+    {RefKind::Dnext, cellrt::Ref::Kind::Dnext},
+    {RefKind::Dstate, cellrt::Ref::Kind::Dstate},
+    {RefKind::Dout, cellrt::Ref::Kind::Dout},
+    {RefKind::Dinput, cellrt::Ref::Kind::Dinput},
+};
+
+cellrt::Phase runtimePhaseOf(Phase phase) {
+  switch (phase) {
+  case Phase::Pre:
+    return cellrt::Phase::Pre;
+  case Phase::Step:
+    return cellrt::Phase::Step;
+  case Phase::Scan:
+    return cellrt::Phase::Scan;
+  case Phase::BStep:
+    return cellrt::Phase::BStep;
+  case Phase::BPre:
+    return cellrt::Phase::BPre;
+  case Phase::End:
+    return cellrt::Phase::End;
+  }
+  llvm_unreachable("unknown phase");
+}
+
+std::string nameOf(FlatSymbolRefAttr symbol) {
+  return symbol ? symbol.getValue().str() : std::string();
+}
+
+cellrt::Ref runtimeRefOf(Attribute attr) {
+  auto ref = attr.cast<RefAttr>();
+  cellrt::Ref result;
+  result.kind = runtimeKindOf(ref.getKind());
+  result.name = nameOf(ref.getTarget());
+  result.column = ref.getColumn();
+  return result;
+}
+
+std::vector<cellc::DimExpr> dimsOf(ArrayAttr array) {
+  std::vector<cellc::DimExpr> dims;
+  for (Attribute dim : array)
+    dims.push_back(dim.cast<cell::DimExprAttr>().getValue());
+  return dims;
+}
+
+cellrt::Operation operationOf(Phase phase, cellrt::Operation::Kind kind,
+                              std::vector<cellrt::Ref> operands) {
+  cellrt::Operation op;
+  op.phase = runtimePhaseOf(phase);
+  op.kind = kind;
+  op.operands = std::move(operands);
+  return op;
+}
+
+/// Adds one declaration or operation of a program to `plan`.
+void addToPlan(Operation &op, cellrt::Plan &plan) {
+  using Kind = cellrt::Operation::Kind;
+  TypeSwitch<Operation *>(&op)
+      .Case([&](InputOp input) {
+        plan.inputs.push_back({input.getSymName().str(), input.getLength(),
+                               input.getWrittenGradient()});
+      })
+      .Case([&](StateOp state) {
+        plan.states.push_back({state.getSymName().str(), state.getLength()});
+      })
+      .Case([&](ProbeOp probe) {
+        plan.probes.push_back({probe.getSymName().str(), probe.getLength()});
+      })
+      .Case([&](ParamOp param) {
+        plan.params.push_back(
+            {param.getSymName().str(), dimsOf(param.getShape())});
+      })
+      .Case([&](BufferOp buffer) {
+        cellrt::BufferDecl decl;
+        decl.extent = buffer.getExtent() == Extent::Sequence
+                          ? cellrt::BufferDecl::Extent::Sequence
+                          : cellrt::BufferDecl::Extent::Step;
+        decl.name = buffer.getSymName().str();
+        decl.length = buffer.getLength();
+        decl.written = buffer.getWritten();
+        plan.buffers.push_back(std::move(decl));
+      })
+      .Case([&](WeightOp weight) {
+        cellrt::WeightDecl decl{weight.getSymName().str(), {}};
+        for (Attribute param : weight.getParams())
+          decl.params.push_back(nameOf(param.cast<FlatSymbolRefAttr>()));
+        plan.weights.push_back(std::move(decl));
+      })
+      .Case([&](ScratchOp scratch) {
+        std::vector<cellc::DimExpr> &lengths =
+            plan.scratch[scratch.getKernel()];
+        for (const cellc::DimExpr &length : dimsOf(scratch.getLengths()))
+          lengths.push_back(length);
+      })
+      .Case([&](GemmOp gemm) {
+        cellrt::Operation op = operationOf(
+            gemm.getPhase(), Kind::Gemm,
+            {runtimeRefOf(gemm.getOutAttr()), runtimeRefOf(gemm.getInAttr())});
+        op.weight = gemm.getWeight().str();
+        plan.operations.push_back(std::move(op));
+      })
+      .Case([&](KernelOp kernel) {
+        std::vector<cellrt::Ref> args;
+        for (Attribute arg : kernel.getArgs())
+          args.push_back(runtimeRefOf(arg));
+        cellrt::Operation op =
+            operationOf(kernel.getPhase(), Kind::Kernel, std::move(args));
+        op.kernel = kernel.getKernel();
+        plan.operations.push_back(std::move(op));
+      })
+      .Case([&](WgradOp wgrad) {
+        cellrt::Operation op = operationOf(
+            Phase::End, Kind::Wgrad,
+            {runtimeRefOf(wgrad.getDyAttr()), runtimeRefOf(wgrad.getXAttr())});
+        op.weight = wgrad.getWeight().str();
+        plan.operations.push_back(std::move(op));
+      })
+      .Case([&](PgradOp pgrad) {
+        cellrt::Operation op = operationOf(
+            Phase::End, Kind::Pgrad, {runtimeRefOf(pgrad.getSourceAttr())});
+        op.param = pgrad.getParam().str();
+        plan.operations.push_back(std::move(op));
+      });
+}
+
+} // namespace
+
+RefKind mlir::sched::refKindOf(cellrt::Ref::Kind kind) {
+  for (auto [schedule, runtime] : kKinds)
+    if (runtime == kind)
+      return schedule;
+  llvm_unreachable("unknown reference kind");
+}
+
+cellrt::Ref::Kind mlir::sched::runtimeKindOf(RefKind kind) {
+  for (auto [schedule, runtime] : kKinds)
+    if (schedule == kind)
+      return runtime;
+  llvm_unreachable("unknown reference kind");
+}
+
+cellrt::Plan mlir::sched::toPlan(ProgramOp program) {
+  cellrt::Plan plan;
+  plan.cellName = program.getCell().str();
+  if (std::optional<StringRef> precision = program.getPrecision())
+    plan.precision = cellrt::parsePrecision(precision->str())
+                         .value_or(cellrt::Precision::F32);
+  for (Attribute dim : program.getDims())
+    plan.dims.push_back(dim.cast<StringAttr>().str());
+  plan.outputWidth = program.getOutputWidth();
+  for (Operation &op : program.getBody().front())
+    addToPlan(op, plan);
+  return plan;
+}
+
+FailureOr<std::string> mlir::sched::printCheckedPlan(ProgramOp program) {
+  std::string text = cellrt::printPlan(toPlan(program));
+  cellrt::Expected<cellrt::Plan> checked = cellrt::parsePlan(text);
+  if (!checked) {
+    program.emitError() << "the schedule of cell '" << program.getCell()
+                        << "' does not pass the runtime's checks: "
+                        << checked.error() << "\n"
+                        << text;
+    return failure();
+  }
+  return text;
+}

@@ -95,11 +95,13 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state, StringRef cell,
 
 namespace {
 
-/// Whether `name` reads back from the plan's text as itself: a plain
-/// identifier (`seq:v0+H` would otherwise name buffer `v0+H`).
+/// Whether `name` reads back from the plan's text as itself: one token
+/// with no `:` or `+`, which split a reference (`seq:v0+H` is buffer `v0`
+/// at column H). Names from cells may carry primes (a probe `h'`).
 bool isPlainName(StringRef name) {
-  return !name.empty() && (isalpha(name.front()) || name.front() == '_') &&
-         llvm::all_of(name, [](char c) { return isalnum(c) || c == '_'; });
+  return !name.empty() && llvm::none_of(name, [](char c) {
+    return isspace(static_cast<unsigned char>(c)) || c == ':' || c == '+';
+  });
 }
 
 /// The references and symbol names in `attr` (a schedule op's attribute).
@@ -114,8 +116,8 @@ void collectNames(Attribute attr, SmallVectorImpl<RefAttr> &refs,
       collectNames(element, refs, symbols);
 }
 
-/// What the plan's text cannot say: foreign ops, names that are not plain
-/// identifiers, `out` and `dout` naming something or other kinds nothing.
+/// What the plan's text cannot say: foreign ops, names it would split,
+/// `out` and `dout` naming something or other kinds nothing.
 LogicalResult verifyPlanSyntax(ProgramOp program) {
   for (Operation &op : program.getBody().front()) {
     if (op.getDialect() != program->getDialect())
@@ -123,7 +125,7 @@ LogicalResult verifyPlanSyntax(ProgramOp program) {
     if (auto name = op.getAttrOfType<StringAttr>("sym_name"))
       if (!isPlainName(name.getValue()))
         return op.emitOpError("name '")
-               << name.getValue() << "' is not a plain identifier";
+               << name.getValue() << "' cannot be written in a plan";
     for (NamedAttribute attr : op.getAttrs()) {
       SmallVector<RefAttr> refs;
       SmallVector<StringRef> symbols;
@@ -131,7 +133,7 @@ LogicalResult verifyPlanSyntax(ProgramOp program) {
       for (StringRef symbol : symbols)
         if (!isPlainName(symbol))
           return op.emitOpError("name '")
-                 << symbol << "' is not a plain identifier";
+                 << symbol << "' cannot be written in a plan";
       for (RefAttr ref : refs) {
         bool named =
             ref.getKind() != RefKind::Out && ref.getKind() != RefKind::Dout;
@@ -140,7 +142,7 @@ LogicalResult verifyPlanSyntax(ProgramOp program) {
                  << ref << (named ? " needs a name" : " names nothing");
         if (named && !isPlainName(ref.getTarget().getValue()))
           return op.emitOpError("reference ")
-                 << ref << " does not name a plain identifier";
+                 << ref << " names something a plan cannot write";
       }
     }
   }

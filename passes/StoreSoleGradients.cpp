@@ -7,9 +7,10 @@
 // reads over all T*B rows, for values that only one kernel ever writes. This pass finds those results; the kernel
 // emitter stores them and the plan tells the runtime not to zero them.
 //
-// The ranges are the plan writer's (codegen/Plan.cpp): a hoisted body
-// argument shares its prologue value's buffer, and a vector param has one
-// per-row gradient buffer per phase (the body's, the prologue's).
+// The ranges are the schedule builder's (codegen/BuildSchedule.cpp): a
+// hoisted body argument shares its prologue value's buffer, and a vector
+// param has one per-row gradient buffer per phase (the body's, the
+// prologue's).
 //
 //===----------------------------------------------------------------------===//
 

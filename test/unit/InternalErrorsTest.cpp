@@ -62,7 +62,7 @@ TEST(InternalErrors, WarningsAndErrorsOutsideTheScopeAreUnchanged) {
 }
 
 /// GRU through the front end, derive-backward and lower-to-loops: the cell
-/// the plan writer sees in `cellc -emit=plan`.
+/// the schedule builder sees in `cellc -emit=plan`.
 OwningOpRef<ModuleOp> loweredGru(MLIRContext &context) {
   context.getOrLoadDialect<cell::CellDialect>();
   llvm::SourceMgr sourceMgr;
@@ -93,8 +93,8 @@ cell gru(x: [I]) {
   return module;
 }
 
-// The writer builds the runtime's Plan; its text is the runtime printer's
-// canonical form, and the runtime parses it.
+// The schedule's plan text is the runtime printer's canonical form, and
+// the runtime parses it.
 TEST(PlanChecks, TheWrittenPlanIsTheRuntimesCanonicalText) {
   MLIRContext context;
   OwningOpRef<ModuleOp> module = loweredGru(context);
@@ -111,7 +111,7 @@ TEST(PlanChecks, TheWrittenPlanIsTheRuntimesCanonicalText) {
 
 // A plan the runtime would refuse at load time fails at compile time, with
 // the runtime's own message, as a cellc bug. A state name that is not an
-// identifier stands in for a writer bug.
+// identifier stands in for a schedule builder bug.
 TEST(PlanChecks, APlanTheRuntimeRefusesIsAnInternalError) {
   MLIRContext context;
   OwningOpRef<ModuleOp> module = loweredGru(context);

@@ -119,6 +119,10 @@ struct PackedProduct::Impl {
 
   const PackedMatmul &matmulOf(int64_t rows, int64_t n, int64_t k,
                                int64_t inStride, int64_t outStride) const;
+  /// A copy of the matmul a product of these rows runs (matmulOf for the
+  /// strides it multiplies at), looked up under the lock.
+  PackedMatmul lookup(int64_t rows, int64_t n, int64_t k, int64_t inStride,
+                      int64_t outStride) const;
 };
 
 PackedProduct::PackedProduct(std::unique_ptr<Impl> impl, int64_t n, int64_t k)
@@ -236,15 +240,21 @@ static bool stagesOutput(PackedProduct::Use use, int64_t width,
   return use == PackedProduct::Use::Backward && outStride != width;
 }
 
+PackedMatmul PackedProduct::Impl::lookup(int64_t rows, int64_t n, int64_t k,
+                                         int64_t inStride,
+                                         int64_t outStride) const {
+  int64_t width = outputWidth(use, n, k);
+  if (stagesOutput(use, width, outStride))
+    outStride = width;
+  std::lock_guard<std::mutex> lock(mutex);
+  return matmulOf(rows, n, k, inStride, outStride);
+}
+
 bool PackedProduct::accepts(int64_t rows, int64_t inStride,
                             int64_t outStride) const {
   try {
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
-    int64_t width = outputWidth(impl->use, columns, depth);
-    if (stagesOutput(impl->use, width, outStride))
-      outStride = width;
-    std::lock_guard<std::mutex> lock(impl->mutex);
-    return impl->matmulOf(rows, columns, depth, inStride, outStride)
+    return impl->lookup(rows, columns, depth, inStride, outStride)
         .primitive.has_value();
   } catch (const dnnl::error &) {
     return false;
@@ -285,12 +295,8 @@ std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
     OpenMPThreads threads(flopsOf(rows, columns, depth), kMinSharedPackedFlops);
     int64_t width = outputWidth(impl->use, columns, depth);
     bool staged = stagesOutput(impl->use, width, outStride);
-    PackedMatmul matmul;
-    {
-      std::lock_guard<std::mutex> lock(impl->mutex);
-      matmul = impl->matmulOf(rows, columns, depth, inStride,
-                              staged ? width : outStride);
-    }
+    PackedMatmul matmul =
+        impl->lookup(rows, columns, depth, inStride, outStride);
     if (!matmul.primitive)
       return std::nullopt;
     // Each thread's executions take turns with its own scratchpad.

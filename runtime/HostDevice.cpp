@@ -109,15 +109,21 @@ Status HostDevice::gemmAccumulate(int64_t rows, int64_t n, int64_t k,
                                 weightStride, out, outStride);
 }
 
+bool HostDevice::multipliesBy(const PackedProduct &packed,
+                              PackedProduct::Use use, int64_t weightRows,
+                              int64_t weightCols) const {
+  // Weights packed by a cell of the other precision, for the other
+  // direction or of another shape multiply as plain ones.
+  return packed.precision() == productPrecision && packed.use() == use &&
+         packed.n() == weightRows && packed.k() == weightCols;
+}
+
 Status HostDevice::gemmPacked(int64_t rows, int64_t n, int64_t k,
                               const float *in, int64_t inStride,
                               const float *weight, int64_t weightStride,
                               const PackedProduct &packed, float *out,
                               int64_t outStride) {
-  // Weights packed by a cell of the other precision multiply as plain ones.
-  if (packed.precision() == productPrecision &&
-      packed.use() == PackedProduct::Use::Forward && packed.n() == n &&
-      packed.k() == k)
+  if (multipliesBy(packed, PackedProduct::Use::Forward, n, k))
     if (std::optional<Status> done =
             packed.tryMultiply(rows, in, inStride, out, outStride))
       return *done;
@@ -132,9 +138,7 @@ Status HostDevice::gemmAccumulatePacked(int64_t rows, int64_t n, int64_t k,
                                         const PackedProduct &packed, float *out,
                                         int64_t outStride) {
   // The weight is [k, n] here: packed as pack(weight, k, n, ..., Backward).
-  if (packed.precision() == productPrecision &&
-      packed.use() == PackedProduct::Use::Backward && packed.n() == k &&
-      packed.k() == n)
+  if (multipliesBy(packed, PackedProduct::Use::Backward, k, n))
     if (std::optional<Status> done =
             packed.tryMultiply(rows, in, inStride, out, outStride))
       return *done;

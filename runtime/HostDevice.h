@@ -10,6 +10,7 @@
 #ifndef CELLRT_HOSTDEVICE_H
 #define CELLRT_HOSTDEVICE_H
 
+#include "Gemm.h"
 #include "cellrt/Device.h"
 #include "cellrt/Kernel.h"
 
@@ -74,6 +75,11 @@ public:
   }
 
 private:
+  /// Whether `packed` holds a [weightRows, weightCols] weight for `use` in
+  /// this device's precision (else the plain weight is multiplied).
+  bool multipliesBy(const PackedProduct &packed, PackedProduct::Use use,
+                    int64_t weightRows, int64_t weightCols) const;
+
   std::vector<cellrt_kernel_fn> kernels;
   Precision productPrecision;
 };

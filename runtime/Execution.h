@@ -365,6 +365,7 @@ private:
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
+  bool shortCallTiles() const;
   bool eachSegmentIsAnArgument(const std::string &hidden) const;
   bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
                             std::map<std::string, int64_t> &productPhase,

@@ -32,20 +32,43 @@ static int64_t multipleOf(const DimExpr &expr, const std::string &dim) {
   return terms[0].first == dim && terms[0].second > 0 ? terms[0].second : -1;
 }
 
+/// Whether a call of one or two steps (a decoding step) gains from tiles:
+/// the team's set-up costs a few µs per call, which a step's products must
+/// outweigh. Decoding steps, µs, GRU and LSTM at I = H, untiled → tiled
+/// (bench/README.md): H = 512, B = 10, 2 threads, 316 → 157 and 358 → 208
+/// (each member's panels stay in its core's cache); 1 thread 308 → 297 and
+/// 412 → 400; H = 128, B = 1, 1 thread, 7.0 → 10.7 and 8.6 → 10.4; H = 64,
+/// B = 10, 12.4 → 10.9 and 13.7 → 12.7. Hence a floor on the multiply-adds
+/// of the step's products (inputs' included).
+bool Execution::shortCallTiles() const {
+  constexpr int64_t kMinStepMultiplyAdds = int64_t(1) << 18;
+  int64_t perRow = 0;
+  for (const BoundList *list : {&sequenceOperations, &stepOperations})
+    for (const BoundOperation &bound : *list)
+      if (bound.op->kind == Operation::Kind::Gemm)
+        perRow += bound.weightRows * bound.weightCols;
+  return perRow * rowsPerStep >= kMinStepMultiplyAdds;
+}
+
 bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
-  // The weights are packed per call: a decoding step would pay a pass over
-  // them for one product.
+  // Without the caller's PackedWeights the weights are packed into panels
+  // per call: a decoding step would pay a pass over them for one product.
+  // With them the panels are packed once, and a step tiles too where its
+  // products are large enough (shortCallTiles).
   constexpr int64_t kMinTiledSteps = 3;
+  int64_t minSteps = usesPackedWeights() && shared ? 1 : kMinTiledSteps;
   // The tiles' micro-kernels multiply in f32 (bf16 products are left to
   // oneDNN's matmul, the per-step schedule).
   if (!host || host->precision() != Precision::F32 ||
-      !tiledStepsWanted(training) || maxLength < kMinTiledSteps ||
+      !tiledStepsWanted(training) || maxLength < minSteps ||
       plan.states.empty() ||
       std::none_of(stepOperations.begin(), stepOperations.end(),
                    [](const BoundOperation &bound) {
                      return bound.op->kind == Operation::Kind::Gemm;
                    }))
+    return false;
+  if (maxLength < kMinTiledSteps && !shortCallTiles())
     return false;
   // The hidden dim: the first state's length, one symbol of the dims, and
   // every state as wide.

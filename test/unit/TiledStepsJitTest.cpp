@@ -169,6 +169,49 @@ TEST(TiledPanels, BlocksOfTwoPanelsMatchTheDefaultSchedule) {
   }
 }
 
+// A decoding step (one step per row) tiles where the caller's PackedWeights
+// keep the panels and its products outweigh the team's set-up
+// (Execution::shortCallTiles): at H = 128 and 10 rows it does, on one
+// thread and on a team of two, and gives the default schedule's results;
+// without PackedWeights (the panels would be packed for one step), or at
+// H = 32 (products of 83k multiply-adds for LSTM), it keeps the default
+// schedule.
+TEST(TiledPanels, DecodingStepsTileByPackedWeights) {
+  for (const char *file :
+       {"cells/lstm.cell", "cells/gru.cell", "cells/atr.cell"}) {
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    for (int64_t hidden : {128, 32})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(file) + ", H = " + std::to_string(hidden) +
+                     ", " + std::to_string(threads) + " threads");
+        ProblemShape shape = tiledShape(hidden);
+        shape.T = 1;
+        shape.B = 10;
+        shape.lengths.assign(shape.B, 1);
+        Problem problem(cell.getPlan(), 17, shape);
+        Expected<PackedWeights> packed =
+            cell.packWeights(problem.paramArrays());
+        ASSERT_TRUE(packed.ok()) << packed.error();
+        cellrt::setNumThreads(threads);
+        cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+        Results expected = run(cell, problem, false, false, nullptr, &*packed);
+        cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+        int64_t before = cellrt::detail::tiledStepCalls();
+        Results unpacked = run(cell, problem, false, false);
+        int64_t afterUnpacked = cellrt::detail::tiledStepCalls();
+        Results step = run(cell, problem, false, false, nullptr, &*packed);
+        int64_t afterPacked = cellrt::detail::tiledStepCalls();
+        cellrt::setNumThreads(1);
+        EXPECT_EQ(afterUnpacked, before);
+        EXPECT_EQ(afterPacked - afterUnpacked, hidden == 128 ? 1 : 0);
+        expectNear(unpacked, expected);
+        expectNear(step, expected);
+      }
+  }
+}
+
 // One PackedWeights shared by four threads, each running sequences (the
 // tiled steps, whose panels the first calls race to keep) and B=10 steps
 // (oneDNN's matmul by the packed weights, whose primitives they race to

@@ -29,6 +29,7 @@
 
 namespace cellrt {
 class Cell;
+enum class Memory;
 } // namespace cellrt
 
 namespace cellc_bench {
@@ -85,8 +86,10 @@ struct Register {
 };
 
 /// The runner of any loaded cellrt::Cell (CPU or GPU): the caller's arrays
-/// as std::vectors, one Tape reused across iterations.
-std::unique_ptr<Runner> makeCellRunner(cellrt::Cell &&cell, const Workload &w);
+/// as std::vectors (Memory::Host), or copied once into the cell's device
+/// memory (Memory::Device), one Tape reused across iterations.
+std::unique_ptr<Runner> makeCellRunner(cellrt::Cell &&cell, const Workload &w,
+                                       cellrt::Memory memory);
 
 /// Runs `runner` `warmup` times untimed, then timed until it has `reps`
 /// times and `minSeconds` have passed; the times in ms, each divided by

@@ -32,7 +32,7 @@ void check(const cellrt::Status &status, const char *what) {
 
 class CellcRunner : public Runner {
 public:
-  CellcRunner(cellrt::Cell loaded, const Workload &w)
+  CellcRunner(cellrt::Cell loaded, const Workload &w, cellrt::Memory memory)
       : cell(std::move(loaded)), w(w) {
     const cellrt::Plan &plan = cell.getPlan();
     std::map<std::string, int64_t> dims = {{"H", w.H}, {"I", w.I}};
@@ -76,6 +76,8 @@ public:
       for (size_t i = 0; i < stateWidths.size(); ++i) {
         current.push_back(randomVector(w.B * stateWidths[i], 0.5f, seed++));
         next.push_back(std::vector<float>(w.B * stateWidths[i]));
+        currentStates.push_back(current.back().data());
+        nextStates.push_back(next.back().data());
       }
       output.assign(w.B * outputWidth, 0.0f);
       step.output = {output.data(), {w.B, outputWidth}};
@@ -89,6 +91,8 @@ public:
       if (w.B > 1)
         for (int64_t b = 0; b < w.B; ++b)
           parents.push_back(static_cast<int32_t>((b * 7 + 3) % w.B));
+      if (memory == cellrt::Memory::Device)
+        moveStepToDevice();
       return;
     }
 
@@ -119,6 +123,8 @@ public:
             {inputGradients.back().data(), {w.T, w.B, inputWidths[i]}});
       }
     }
+    if (memory == cellrt::Memory::Device)
+      moveSequenceToDevice();
   }
 
   void run() override {
@@ -135,20 +141,63 @@ public:
         step.states.clear();
         step.nextStates.clear();
         for (size_t i = 0; i < stateWidths.size(); ++i) {
-          step.states.push_back({current[i].data(), {w.B, stateWidths[i]}});
-          step.nextStates.push_back({next[i].data(), {w.B, stateWidths[i]}});
+          step.states.push_back({currentStates[i], {w.B, stateWidths[i]}});
+          step.nextStates.push_back({nextStates[i], {w.B, stateWidths[i]}});
         }
         step.sourceRows = parents.empty() ? nullptr : parents.data();
         check(cell.step(step), "step");
-        std::swap(current, next);
+        std::swap(currentStates, nextStates);
       }
       return;
     }
   }
 
 private:
+  /// `data` [count] copied into the cell's device memory, kept for the
+  /// runner's life: the caller's arrays of Memory::Device calls.
+  float *onDevice(const float *data, int64_t count) {
+    auto array = cell.allocateArray(count);
+    check(array.getStatus(), "allocateArray");
+    check(array->upload(data, count), "upload");
+    resident.push_back(std::move(*array));
+    return resident.back().data();
+  }
+  template <typename Array> void move(Array &array, int64_t count) {
+    if (array.data)
+      array.data = onDevice(array.data, count);
+  }
+  /// Every array of the sequence calls on the device, as a caller whose
+  /// tensors live on the GPU has them: no call copies any.
+  void moveSequenceToDevice() {
+    for (size_t i = 0; i < args.inputs.size(); ++i)
+      move(args.inputs[i], w.T * w.B * inputWidths[i]);
+    for (auto &[name, param] : args.params)
+      move(param, int64_t(paramData[name].size()));
+    move(args.output, int64_t(output.size()));
+    move(grads.outputGradient, int64_t(outputGradient.size()));
+    for (size_t i = 0; i < grads.inputGradients.size(); ++i)
+      move(grads.inputGradients[i], w.T * w.B * inputWidths[i]);
+    for (auto &[name, gradient] : grads.paramGradients)
+      move(gradient, int64_t(gradData[name].size()));
+    args.memory = grads.memory = cellrt::Memory::Device;
+  }
+  void moveStepToDevice() {
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      move(step.inputs[i], w.B * inputWidths[i]);
+    for (auto &[name, param] : step.params)
+      move(param, int64_t(paramData[name].size()));
+    move(step.output, int64_t(output.size()));
+    for (size_t i = 0; i < stateWidths.size(); ++i) {
+      currentStates[i] = onDevice(current[i].data(), w.B * stateWidths[i]);
+      nextStates[i] = onDevice(next[i].data(), w.B * stateWidths[i]);
+    }
+    step.memory = cellrt::Memory::Device;
+  }
+
   cellrt::Cell cell;
   Workload w;
+  std::vector<cellrt::DeviceArray> resident;
+  std::vector<float *> currentStates, nextStates;
   std::map<std::string, std::vector<float>> paramData, gradData;
   std::map<std::string, std::vector<int64_t>> paramShapes;
   std::vector<int64_t> inputWidths, stateWidths;
@@ -189,7 +238,7 @@ Factory cellcWith(const char *mode,
       loaded = loaded->withPrecision(precision);
     if (!loaded)
       fail("load " + w.cell + ": " + loaded.error());
-    return makeCellRunner(std::move(*loaded), w);
+    return makeCellRunner(std::move(*loaded), w, cellrt::Memory::Host);
   };
 }
 
@@ -203,8 +252,9 @@ Register bf16({"cellc-bf16", cellcWith("auto", cellrt::Precision::BF16),
 } // namespace
 
 std::unique_ptr<Runner> cellc_bench::makeCellRunner(cellrt::Cell &&cell,
-                                                    const Workload &w) {
-  return std::make_unique<CellcRunner>(std::move(cell), w);
+                                                    const Workload &w,
+                                                    cellrt::Memory memory) {
+  return std::make_unique<CellcRunner>(std::move(cell), w, memory);
 }
 
 bool cellc_bench::cellImage(const std::string &cell, cellrt_image &image) {

@@ -6,6 +6,8 @@
 // gen-ptx/; CELLC_BENCH_PTX_DIR overrides the folder on another machine).
 // A timed iteration therefore includes what a caller of the host-array API
 // pays: copying inputs and params to the GPU and results back.
+// `cellc-gpu-resident`: the same with every array in GPU memory
+// (Memory::Device), copied there once, as PyTorch users keep tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +34,8 @@ bool readFile(const std::string &path, std::string &text) {
   return true;
 }
 
-std::unique_ptr<Runner> makeGpuRunner(const Workload &w, std::string &why) {
+std::unique_ptr<Runner> makeGpuRunner(const Workload &w, std::string &why,
+                                      cellrt::Memory memory) {
   const char *dir = std::getenv("CELLC_BENCH_PTX_DIR");
   std::string folder = dir ? dir : CELLC_BENCH_PTX_DIR;
   std::string plan, ptx;
@@ -49,9 +52,18 @@ std::unique_ptr<Runner> makeGpuRunner(const Workload &w, std::string &why) {
   auto loaded = cellrt::cuda::loadCell(plan, ptx);
   if (!loaded)
     fail("load " + w.cell + " on the GPU: " + loaded.error());
-  return makeCellRunner(std::move(*loaded), w);
+  return makeCellRunner(std::move(*loaded), w, memory);
 }
 
-Register reg({"cellc-gpu", makeGpuRunner, [](int) {}, nullptr});
+Factory gpuRunner(cellrt::Memory memory) {
+  return [memory](const Workload &w, std::string &why) {
+    return makeGpuRunner(w, why, memory);
+  };
+}
+
+Register reg({"cellc-gpu", gpuRunner(cellrt::Memory::Host), [](int) {},
+              nullptr});
+Register resident({"cellc-gpu-resident", gpuRunner(cellrt::Memory::Device),
+                   [](int) {}, nullptr});
 
 } // namespace

@@ -275,6 +275,7 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
   record.dims = sizes->dims;
   record.lengths.assign(args.lengths, args.lengths + sizes->batch);
   record.reverse = args.reverse;
+  record.memory = args.memory;
   record.recorded = true;
   return Status::success();
 }
@@ -357,6 +358,10 @@ static Status checkGradients(const Plan &plan, const Sizes &sizes,
   return Status::success();
 }
 
+static std::string memoryName(Memory memory) {
+  return memory == Memory::Device ? "device" : "host";
+}
+
 Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
                       Tape &tape) const {
   if (!plan.hasBackward())
@@ -397,6 +402,12 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
                          (args.reverse ? "true" : "false") +
                          " but the tape was recorded with " +
                          (record.reverse ? "true" : "false"));
+  if (args.memory != record.memory || gradients.memory != record.memory)
+    return Status::error(
+        "backward: the forward's arrays were in " + memoryName(record.memory) +
+        " memory; args.memory and "
+        "gradients.memory must say the same (they say " +
+        memoryName(args.memory) + " and " + memoryName(gradients.memory) + ")");
   Status status = checkGradients(plan, *sizes, gradients);
   if (!status.ok())
     return status;

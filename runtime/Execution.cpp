@@ -45,8 +45,7 @@ static void reverseWithinLengths(const float *source, float *target,
     }
 }
 
-
-float *Execution::mirror(const float *host, int64_t count, Blocks &blocks) {
+float *Execution::staged(const float *host, int64_t count, Blocks &blocks) {
   // Kernels take non-const pointers but never write their inputs.
   if (shared || !host)
     return const_cast<float *>(host);
@@ -55,11 +54,44 @@ float *Execution::mirror(const float *host, int64_t count, Blocks &blocks) {
   return copy;
 }
 
-float *Execution::mirrorBack(float *host, int64_t count, Blocks &blocks) {
-  float *copy = mirror(host, count, blocks);
-  if (copy != host)
-    grads.writeBacks.push_back({host, copy, count});
+float *Execution::mirror(const float *caller, int64_t count, Blocks &blocks) {
+  return inPlace ? const_cast<float *>(caller) : staged(caller, count, blocks);
+}
+
+float *Execution::mirrorBack(float *caller, int64_t count, Blocks &blocks) {
+  float *copy = mirror(caller, count, blocks);
+  if (copy != caller)
+    grads.writeBacks.push_back({caller, copy, count});
   return copy;
+}
+
+void Execution::importCaller(float *target, const float *caller,
+                             int64_t count) {
+  size_t bytes = size_t(count) * sizeof(float);
+  if (callerOnDevice)
+    device.copy(target, caller, bytes);
+  else
+    device.upload(target, caller, bytes);
+}
+
+void Execution::exportCaller(float *caller, const float *source,
+                             int64_t count) {
+  size_t bytes = size_t(count) * sizeof(float);
+  if (caller == source)
+    return;
+  if (callerOnDevice)
+    device.copy(caller, source, bytes);
+  else
+    device.download(caller, source, bytes);
+}
+
+const float *Execution::callerOnHost(const float *caller, int64_t count,
+                                     std::vector<float> &copy) {
+  if (!callerOnDevice)
+    return caller;
+  copy.resize(count);
+  device.download(copy.data(), caller, copy.size() * sizeof(float));
+  return copy.data();
 }
 
 void Execution::uploadPending() {
@@ -69,14 +101,19 @@ void Execution::uploadPending() {
   pendingUploads.clear();
 }
 
-void Execution::importReversed(const float *host, float *target,
-                               int64_t width) {
+void Execution::importReversed(const float *source, bool fromCaller,
+                               float *target, int64_t width) {
+  int64_t count = sizes.steps * sizes.batch * width;
+  // The reversal runs on the host: a caller's device rows go there first.
+  std::vector<float> downloaded;
+  const float *host =
+      fromCaller ? callerOnHost(source, count, downloaded) : source;
   if (shared) {
     reverseWithinLengths(host, target, sizes.steps, sizes.batch, width,
                          args.lengths);
     return;
   }
-  std::vector<float> reversed(sizes.steps * sizes.batch * width);
+  std::vector<float> reversed(count);
   reverseWithinLengths(host, reversed.data(), sizes.steps, sizes.batch, width,
                        args.lengths);
   device.upload(target, reversed.data(), reversed.size() * sizeof(float));
@@ -93,14 +130,23 @@ void Execution::exportOutputAndProbes() {
   int64_t rows = sizes.steps * sizes.batch;
   std::vector<float> outRows(rows * outputWidth);
   if (args.reverse)
-    exportReversed(work.outputBase, outRows.data(), outputWidth);
+    exportReversed(work.outputBase, outRows.data(), outputWidth,
+                   /*toCaller=*/false);
   else
     device.download(outRows.data(), work.outputBase,
                     outRows.size() * sizeof(float));
+  std::vector<float> columns;
   auto exportColumns = [&](float *target, int64_t column, int64_t count) {
+    float *host = target;
+    if (callerOnDevice) {
+      columns.resize(rows * count);
+      host = columns.data();
+    }
     for (int64_t row = 0; row < rows; ++row)
       std::copy_n(outRows.data() + row * outputWidth + column, count,
-                  target + row * count);
+                  host + row * count);
+    if (callerOnDevice)
+      device.upload(target, host, columns.size() * sizeof(float));
   };
   int64_t column = sizes.eval(plan.outputWidth);
   if (args.output.data)
@@ -117,23 +163,33 @@ const float *Execution::widenOutputGradient(const float *dOutput) {
   if (plan.probes.empty() || !dOutput)
     return dOutput;
   int64_t rows = sizes.steps * sizes.batch, own = sizes.eval(plan.outputWidth);
+  std::vector<float> downloaded;
+  dOutput = callerOnHost(dOutput, rows * own, downloaded);
   widenedDout.assign(rows * outputWidth, 0.0f);
   for (int64_t row = 0; row < rows; ++row)
     std::copy_n(dOutput + row * own, own, widenedDout.data() + row * outputWidth);
   return widenedDout.data();
 }
 
-void Execution::exportReversed(const float *source, float *host,
-                               int64_t width) {
+void Execution::exportReversed(const float *source, float *target,
+                               int64_t width, bool toCaller) {
   if (shared) {
-    reverseWithinLengths(source, host, sizes.steps, sizes.batch, width,
+    reverseWithinLengths(source, target, sizes.steps, sizes.batch, width,
                          args.lengths);
     return;
   }
   std::vector<float> rows(sizes.steps * sizes.batch * width);
   device.download(rows.data(), source, rows.size() * sizeof(float));
-  reverseWithinLengths(rows.data(), host, sizes.steps, sizes.batch, width,
-                       args.lengths);
+  if (!toCaller || !callerOnDevice) {
+    reverseWithinLengths(rows.data(), target, sizes.steps, sizes.batch, width,
+                         args.lengths);
+    return;
+  }
+  // The reversal runs on the host; the caller's rows are on the device.
+  std::vector<float> reversed(rows.size());
+  reverseWithinLengths(rows.data(), reversed.data(), sizes.steps, sizes.batch,
+                       width, args.lengths);
+  device.upload(target, reversed.data(), reversed.size() * sizeof(float));
 }
 
 Status Execution::setUp() {
@@ -158,7 +214,7 @@ Status Execution::setUp() {
   if (!readsOutRows()) {
     // Nobody reads the output: one step's worth of scratch is enough.
     work.outputBase = blocks.allocate(batch * outputWidth);
-  } else if (args.reverse || !shared || !plan.probes.empty()) {
+  } else if (args.reverse || !inPlace || !plan.probes.empty()) {
     work.outputBase = blocks.allocate(steps * batch * outputWidth);
     work.outputStepAdvance = batch * outputWidth;
   } else {
@@ -203,8 +259,8 @@ Status Execution::setUp() {
   }
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (reversedInputs[i])
-      importReversed(args.inputs[i].data, reversedInputs[i],
-                     width(plan.inputs[i]));
+      importReversed(args.inputs[i].data, /*fromCaller=*/true,
+                     reversedInputs[i], width(plan.inputs[i]));
   // Training: steps no sequence reaches are never run, but weight gradients
   // read every row; keep those rows finite.
   for (size_t i = 0; i < plan.buffers.size(); ++i)
@@ -216,8 +272,7 @@ Status Execution::setUp() {
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * width(plan.states[i]);
     if (i < args.initialStates.size() && args.initialStates[i].data)
-      device.upload(work.currentStates[i], args.initialStates[i].data,
-                    count * sizeof(float));
+      importCaller(work.currentStates[i], args.initialStates[i].data, count);
     else
       device.zero(work.currentStates[i], count);
   }
@@ -231,8 +286,7 @@ Status Execution::setUp() {
     float *row = const_cast<float *>(work.weights[w]);
     for (int64_t param : layout.weightParams[w]) {
       int64_t count = layout.paramRows[param] * cols;
-      device.upload(row, args.params.at(plan.params[param].name).data,
-                    count * sizeof(float));
+      importCaller(row, args.params.at(plan.params[param].name).data, count);
       row += count;
     }
   }
@@ -262,10 +316,12 @@ void Execution::stackWeights() {
 /// point the workspace at the caller's arrays again. (A device with its own
 /// memory keeps the copies forward made.)
 void Execution::refreshCallerPointers() {
-  if (!shared)
+  if (!inPlace)
     return;
-  work.lengths = args.lengths;
-  work.dims = dimValues.data();
+  if (shared) {
+    work.lengths = args.lengths;
+    work.dims = dimValues.data();
+  }
   if (!args.reverse)
     for (size_t i = 0; i < plan.inputs.size(); ++i)
       work.inputs[i] = const_cast<float *>(args.inputs[i].data);
@@ -632,10 +688,10 @@ Status Execution::finish() {
     if (!plan.probes.empty())
       exportOutputAndProbes();
     else if (args.reverse)
-      exportReversed(work.outputBase, args.output.data, outputWidth);
+      exportReversed(work.outputBase, args.output.data, outputWidth,
+                     /*toCaller=*/true);
     else
-      device.download(args.output.data, work.outputBase,
-                      sizes.steps * stepFloats * sizeof(float));
+      exportCaller(args.output.data, work.outputBase, sizes.steps * stepFloats);
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * width(plan.states[i]);
@@ -648,7 +704,7 @@ Status Execution::finish() {
         device.copy(history + t * count, last, count * sizeof(float));
     }
     if (i < args.finalStates.size() && args.finalStates[i].data)
-      device.download(args.finalStates[i].data, last, count * sizeof(float));
+      exportCaller(args.finalStates[i].data, last, count);
   }
   return device.synchronize();
 }

@@ -323,8 +323,9 @@ public:
   Execution(const Plan &plan, Device &device, const ForwardArgs &args,
             const Sizes &sizes, Workspace &work, bool training)
       : plan(plan), device(device), shared(device.sharesHostMemory()),
-        args(args), sizes(sizes), work(work), training(training),
-        rowsPerStep(sizes.batch),
+        callerOnDevice(!shared && args.memory == Memory::Device),
+        inPlace(shared || callerOnDevice), args(args), sizes(sizes), work(work),
+        training(training), rowsPerStep(sizes.batch),
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
         layout(*sizes.layout), dimValues(layout.dimValues) {}
   /// The bound lists outlive the call in the workspace: none keeps a
@@ -406,17 +407,32 @@ private:
   int64_t paramCount(const std::string &name) const {
     return layout.paramCounts[plan.findParam(name) - plan.params.data()];
   }
-  /// A caller's host array as the device sees it: itself when memory is
-  /// shared, else a copy in `blocks` (filled once the call's allocations
-  /// have succeeded, by uploadPending()).
-  float *mirror(const float *host, int64_t count, Blocks &blocks);
-  /// Like mirror, and the copy is written back to `host` when the call ends.
-  float *mirrorBack(float *host, int64_t count, Blocks &blocks);
+  /// A caller's array as the device sees it: itself when the device can
+  /// use it in place, else a copy in `blocks` (filled once the call's
+  /// allocations have succeeded, by uploadPending()).
+  float *mirror(const float *caller, int64_t count, Blocks &blocks);
+  /// Like mirror, and the copy is written back to `caller` when the call
+  /// ends.
+  float *mirrorBack(float *caller, int64_t count, Blocks &blocks);
+  /// A host array of the executor's own as the device sees it.
+  float *staged(const float *host, int64_t count, Blocks &blocks);
   void uploadPending();
-  /// Device rows [T, B, width] from host rows reversed within lengths.
-  void importReversed(const float *host, float *target, int64_t width);
-  /// Host rows from device rows [T, B, width], reversed within lengths.
-  void exportReversed(const float *source, float *host, int64_t width);
+  /// Copies `count` floats of a caller's array into device memory, or of
+  /// device memory out to a caller's array: a copy on the device where the
+  /// caller's arrays are there, else an upload or download.
+  void importCaller(float *target, const float *caller, int64_t count);
+  void exportCaller(float *caller, const float *source, int64_t count);
+  /// A caller's array [count] in host memory: itself, or a download.
+  const float *callerOnHost(const float *caller, int64_t count,
+                            std::vector<float> &copy);
+  /// Device rows [T, B, width] from a caller's rows (`fromCaller`, else
+  /// host rows of the executor's) reversed within lengths.
+  void importReversed(const float *source, bool fromCaller, float *target,
+                      int64_t width);
+  /// A caller's rows (`toCaller`, else host rows of the executor's) from
+  /// device rows [T, B, width], reversed within lengths.
+  void exportReversed(const float *source, float *target, int64_t width,
+                      bool toCaller);
   /// Whether the caller reads the `out` rows: the output or a probe.
   bool readsOutRows() const;
   /// Splits the kernels' `out` rows into the output and the probe arrays.
@@ -427,7 +443,14 @@ private:
 
   const Plan &plan;
   Device &device;
+  /// Device memory is host memory (the CPU).
   const bool shared;
+  /// The caller's arrays are in the device's own memory (Memory::Device
+  /// on a GPU): used in place, copied on the device, never dereferenced
+  /// here.
+  const bool callerOnDevice;
+  /// The device reads and writes the caller's arrays where they are.
+  const bool inPlace;
   const ForwardArgs &args;
   /// This call's per-step weights packed for oneDNN's matmul
   /// (packStepProducts), where the caller's PackedWeights hold none.
@@ -471,6 +494,7 @@ struct cellrt::Tape::Storage {
   std::map<std::string, int64_t> dims;
   std::vector<int32_t> lengths;
   bool reverse = false;
+  Memory memory = Memory::Host;
   detail::Workspace workspace;
   /// backward()'s own arrays, reused from call to call.
   detail::Blocks gradientBlocks;

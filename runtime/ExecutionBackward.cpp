@@ -70,6 +70,8 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
   }
   outputWidth = sizes.eval(plan.kernelOutputWidth());
   const float *dOutput = widenOutputGradient(gradients.outputGradient.data);
+  // With probes the kernels read a widened host copy, not the caller's.
+  bool doutIsCallers = plan.probes.empty();
   bool zeroDout = false;
   float *reversedDout = nullptr;
   if (!dOutput) {
@@ -80,7 +82,9 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
     grads.dout = reversedDout = blocks.allocate(steps * batch * outputWidth);
     grads.doutStepAdvance = batch * outputWidth;
   } else {
-    grads.dout = mirror(dOutput, steps * batch * outputWidth, blocks);
+    int64_t count = steps * batch * outputWidth;
+    grads.dout = doutIsCallers ? mirror(dOutput, count, blocks)
+                               : staged(dOutput, count, blocks);
     grads.doutStepAdvance = batch * outputWidth;
   }
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
@@ -114,15 +118,15 @@ Status Execution::setUpGradients(const BackwardArgs &gradients,
     int64_t count = batch * width(plan.states[i]);
     if (i < gradients.finalStateGradients.size() &&
         gradients.finalStateGradients[i].data)
-      device.upload(grads.dnext[i], gradients.finalStateGradients[i].data,
-                    count * sizeof(float));
+      importCaller(grads.dnext[i], gradients.finalStateGradients[i].data,
+                   count);
     else
       device.zero(grads.dnext[i], count);
   }
   if (zeroDout)
     device.zero(grads.dout, batch * outputWidth);
   if (reversedDout)
-    importReversed(dOutput, reversedDout, outputWidth);
+    importReversed(dOutput, doutIsCallers, reversedDout, outputWidth);
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (grads.dinputScratch[i])
       device.zero(grads.dinputs[i], steps * batch * width(plan.inputs[i]));
@@ -142,15 +146,22 @@ Status Execution::finishBackward(const BackwardArgs &gradients) {
     if (!grads.dinputScratch[i] || !callers)
       continue;
     int64_t inputWidth = width(plan.inputs[i]);
+    int64_t count = sizes.steps * sizes.batch * inputWidth;
     const float *scratch = grads.dinputs[i];
-    std::vector<float> host;
+    std::vector<float> host, callersOnHost;
     if (!shared) {
-      host.resize(sizes.steps * sizes.batch * inputWidth);
+      host.resize(count);
       device.download(host.data(), scratch, host.size() * sizeof(float));
       scratch = host.data();
     }
-    addWithinLengths(scratch, callers, sizes.steps, sizes.batch, inputWidth,
+    // The sum runs on the host: a caller's device array goes there and back.
+    float *target = callers;
+    if (callerOnDevice)
+      target = const_cast<float *>(callerOnHost(callers, count, callersOnHost));
+    addWithinLengths(scratch, target, sizes.steps, sizes.batch, inputWidth,
                      args.lengths, args.reverse);
+    if (callerOnDevice)
+      device.upload(callers, target, size_t(count) * sizeof(float));
   }
   for (const WriteBack &back : grads.writeBacks)
     device.download(back.host, back.device, back.count * sizeof(float));

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
 
 #include <algorithm>
@@ -32,6 +33,10 @@ struct StepScratch {
   ForwardArgs args;
   std::vector<int32_t> lengths;
   std::vector<std::vector<float>> gathered;
+  /// The gathered states where the caller's are in a GPU's memory, and
+  /// the device they are on.
+  const Device *gatheredOn = nullptr;
+  std::vector<DeviceArray> gatheredOnDevice;
 };
 
 template <typename Array, typename Pointer>
@@ -56,6 +61,40 @@ bool sameParams(const std::map<std::string, ConstArray> &a,
 /// Extent i of a step array's [B, LEN] shape; 0 where it is missing.
 int64_t extent(const std::vector<int64_t> &shape, size_t i) {
   return i < shape.size() ? shape[i] : 0;
+}
+
+/// Rows sourceRows[0..batch) of `state` [?, width], gathered into the
+/// scratch of state `index`: on the host, or on the device where the
+/// caller's states are in its own memory.
+/// The scratch keeps the device (and its last gather's memory) alive until
+/// the thread steps a cell on another device, or ends.
+Expected<float *> gatherStateRows(const Cell &cell, Device &device,
+                                  StepScratch &scratch, size_t index,
+                                  const float *state, const int32_t *sourceRows,
+                                  int64_t batch, int64_t width, Memory memory) {
+  if (memory == Memory::Host || device.sharesHostMemory()) {
+    std::vector<float> &gathered = scratch.gathered[index];
+    gathered.resize(batch * width);
+    for (int64_t b = 0; b < batch; ++b)
+      std::memcpy(&gathered[b * width], state + sourceRows[b] * width,
+                  width * sizeof(float));
+    return gathered.data();
+  }
+  if (scratch.gatheredOn != &device) {
+    scratch.gatheredOnDevice.clear();
+    scratch.gatheredOn = &device;
+  }
+  if (scratch.gatheredOnDevice.size() <= index)
+    scratch.gatheredOnDevice.resize(index + 1);
+  DeviceArray &gathered = scratch.gatheredOnDevice[index];
+  if (gathered.size() < batch * width) {
+    Expected<DeviceArray> grown = cell.allocateArray(batch * width);
+    if (!grown)
+      return grown.getStatus();
+    gathered = std::move(*grown);
+  }
+  device.gatherRows(gathered.data(), state, sourceRows, batch, width);
+  return gathered.data();
 }
 
 } // namespace
@@ -99,19 +138,20 @@ Status Cell::step(const StepArgs &args) const {
       continue;
     }
     int64_t rows = state.shape[0], width = state.shape[1];
-    std::vector<float> &gathered = scratch.gathered[i];
-    gathered.resize(std::max<int64_t>(batch, 0) * width);
     for (int64_t b = 0; b < batch; ++b) {
       int32_t source = args.sourceRows[b];
       if (source < 0 || source >= rows)
-        return Status::error("sourceRows[" + std::to_string(b) + "] = " +
-                             std::to_string(source) + " is outside the " +
-                             std::to_string(rows) + " rows of state '" +
-                             plan.states[i].name + "'");
-      std::memcpy(&gathered[b * width], state.data + source * width,
-                  width * sizeof(float));
+        return Status::error("sourceRows[" + std::to_string(b) +
+                             "] = " + std::to_string(source) +
+                             " is outside the " + std::to_string(rows) +
+                             " rows of state '" + plan.states[i].name + "'");
     }
-    setArray(forwardArgs.initialStates, i, gathered.data(), {batch, width});
+    Expected<float *> gathered =
+        gatherStateRows(*this, *device, scratch, i, state.data, args.sourceRows,
+                        std::max<int64_t>(batch, 0), width, args.memory);
+    if (!gathered)
+      return gathered.getStatus();
+    setArray(forwardArgs.initialStates, i, *gathered, {batch, width});
   }
   forwardArgs.output.data = args.output.data;
   forwardArgs.output.shape.clear();
@@ -125,5 +165,6 @@ Status Cell::step(const StepArgs &args) const {
               extent(args.probes[i].shape, 1)});
   forwardArgs.finalStates = args.nextStates;
   forwardArgs.packedWeights = args.packedWeights;
+  forwardArgs.memory = args.memory;
   return forward(forwardArgs);
 }

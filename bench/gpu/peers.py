@@ -145,6 +145,31 @@ class Workload:
                 p.grad.cpu()
 
 
+def step_peer(cell, B, H, steps=100):
+    """One decoding step of torch.nn.GRUCell / LSTMCell on the GPU, states
+    reordered by beam parents every step (index_select), everything
+    resident; a run is `steps` steps."""
+    dev = torch.device("cuda")
+    module = (torch.nn.GRUCell if cell == "gru" else torch.nn.LSTMCell)(H, H)
+    module = module.to(dev)
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(B, H, generator=g).to(dev)
+    h = torch.rand(B, H, generator=g).to(dev)
+    c = torch.rand(B, H, generator=g).to(dev)
+    parents = torch.tensor([(b * 7 + 3) % B for b in range(B)], device=dev)
+
+    def run():
+        nonlocal h, c
+        with torch.inference_mode():
+            for _ in range(steps):
+                hs = h.index_select(0, parents)
+                if cell == "gru":
+                    h = module(x, hs)
+                else:
+                    h, c = module(x, (hs, c.index_select(0, parents)))
+    return run
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cells", default="atr,gru,lstm")
@@ -158,6 +183,18 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} "
           f"cudnn {torch.backends.cudnn.version()}", flush=True)
+    if args.modes == "step":
+        for cell in ("gru", "lstm"):
+            for B in (10, 1):
+                steps = 100
+                times = sorted(t / steps for t in timed(
+                    step_peer(cell, B, args.size, steps), 2, 10))
+                print(f"RESULT impl=torch-cell-resident cell={cell} mode=step "
+                      f"T=1 B={B} I={args.size} H={args.size} threads=1 "
+                      f"median_ms={statistics.median(times):.4f} "
+                      f"min_ms={times[0]:.4f} max_ms={times[-1]:.4f} "
+                      f"reps={len(times)}", flush=True)
+        return
     for cell in args.cells.split(","):
         for seq in args.seq.split(","):
             T, B = map(int, seq.split("x"))

@@ -4,7 +4,9 @@
 // on the CPU (cellc -emit=plan), the kernels as PTX (cellc --target=nvptx
 // -emit=ptx) loaded with the driver API, the products on cuBLAS. forward,
 // forward with a Tape, backward and step work as on the CPU, with host
-// arrays: the executor copies them to the device and the results back.
+// arrays (the executor copies them to the device and the results back) or
+// with arrays in GPU memory from Cell::allocateArray (Memory::Device: used
+// in place, nothing copied).
 //
 // Checked on an H100 against the CPU for every cell (test/unit/
 // CudaGpuTest.cpp, skipped where there is no GPU, as in CI); the executor

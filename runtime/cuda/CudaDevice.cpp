@@ -23,6 +23,11 @@
 using namespace cellrt;
 using namespace cellrt::cuda;
 
+namespace cellrt::cuda {
+/// runtime/cuda/GatherRows.ptx (GatherRowsPtx.cpp, generated).
+extern const char kGatherRowsPtx[];
+} // namespace cellrt::cuda
+
 namespace {
 
 class CudaDevice : public Device {
@@ -30,6 +35,10 @@ public:
   ~CudaDevice() override {
     if (arguments)
       api->memFree(arguments);
+    if (gatherRowList)
+      api->memFree(gatherRowList);
+    if (gatherModule)
+      api->moduleUnload(gatherModule);
     if (ones)
       api->memFree(ones);
     if (blas)
@@ -130,6 +139,24 @@ public:
                       1.0f, out, outStride);
   }
 
+  void gatherRows(float *target, const float *source, const int32_t *rows,
+                  int64_t count, int64_t width) override {
+    if (count <= 0)
+      return;
+    if (!gatherKernel || !ensureGatherRows(count)) {
+      Device::gatherRows(target, source, rows, count, width);
+      return;
+    }
+    upload(reinterpret_cast<void *>(gatherRowList), rows,
+           size_t(count) * sizeof(int32_t));
+    uint64_t to = address(target), from = address(source), list = gatherRowList;
+    int64_t floats = width;
+    void *parameters[] = {&to, &from, &list, &floats};
+    note(api->launchKernel(gatherKernel, static_cast<unsigned>(count), 1, 1,
+                           kGatherLanes, 1, 1, 0, stream, parameters, nullptr),
+         "gathering state rows");
+  }
+
   Status launch(const KernelLaunch &call) override {
     int64_t rows = call.rowEnd - call.rowBegin;
     if (rows <= 0)
@@ -225,6 +252,23 @@ private:
     return Status::success();
   }
 
+  /// Room on the device for a gather's `count` row indices.
+  bool ensureGatherRows(int64_t count) {
+    if (count <= gatherRowCapacity)
+      return true;
+    if (gatherRowList) {
+      api->streamSynchronize(stream);
+      api->memFree(gatherRowList);
+      gatherRowList = 0;
+    }
+    gatherRowCapacity = 0;
+    if (api->memAlloc(&gatherRowList, size_t(count) * sizeof(int32_t)) !=
+        CUDA_SUCCESS)
+      return false;
+    gatherRowCapacity = count;
+    return true;
+  }
+
   /// `rows` ones on the device (sumRows' right-hand side).
   const float *onesOfLength(int64_t rows) {
     if (rows > onesLength) {
@@ -247,8 +291,17 @@ private:
     return reinterpret_cast<const float *>(ones);
   }
 
+  /// Threads per row of the gather kernel: 4 floats each at H = 512.
+  static constexpr unsigned kGatherLanes = 128;
+
   const Api *api = nullptr;
   CUmodule module = nullptr;
+  /// The gather kernel's module; null where the driver could not load it
+  /// (steps then gather row by row).
+  CUmodule gatherModule = nullptr;
+  CUfunction gatherKernel = nullptr;
+  CUdeviceptr gatherRowList = 0;
+  int64_t gatherRowCapacity = 0;
   CUstream stream = nullptr;
   cublasHandle_t blas = nullptr;
   std::vector<CUfunction> kernels;
@@ -287,6 +340,11 @@ CudaDevice::load(const Api &api, const Plan &plan, const std::string &ptx) {
       return Status::error(api.describe(result, "kernel " + name));
     device->kernels.push_back(function);
   }
+  if (api.moduleLoadData(&device->gatherModule, kGatherRowsPtx) ==
+          CUDA_SUCCESS &&
+      api.moduleGetFunction(&device->gatherKernel, device->gatherModule,
+                            "cellrt_gather_rows") != CUDA_SUCCESS)
+    device->gatherKernel = nullptr;
   return device;
 }
 

@@ -118,6 +118,89 @@ struct Problem {
   std::vector<float> outputGradient;
 };
 
+/// A call's arrays copied into a cell's device memory (Memory::Device):
+/// every array gets a DeviceArray holding its host contents, and the ones
+/// the call writes are copied back to the host arrays by download().
+class OnDevice {
+public:
+  explicit OnDevice(const Cell &cell) : cell(cell) {}
+
+  void move(ConstArray &array) { array.data = place(array, false); }
+  void move(MutableArray &array) { array.data = place(array, true); }
+  void move(ForwardArgs &args) {
+    for (ConstArray &input : args.inputs)
+      move(input);
+    for (ConstArray &state : args.initialStates)
+      move(state);
+    for (auto &[name, param] : args.params)
+      move(param);
+    move(args.output);
+    for (MutableArray &probe : args.probes)
+      move(probe);
+    for (MutableArray &state : args.finalStates)
+      move(state);
+    args.memory = Memory::Device;
+  }
+  void move(BackwardArgs &gradients) {
+    move(gradients.outputGradient);
+    for (ConstArray &gradient : gradients.finalStateGradients)
+      move(gradient);
+    for (MutableArray &gradient : gradients.inputGradients)
+      move(gradient);
+    for (MutableArray &gradient : gradients.initialStateGradients)
+      move(gradient);
+    for (auto &[name, gradient] : gradients.paramGradients)
+      move(gradient);
+    gradients.memory = Memory::Device;
+  }
+  void move(StepArgs &args) {
+    for (ConstArray &input : args.inputs)
+      move(input);
+    for (ConstArray &state : args.states)
+      move(state);
+    for (auto &[name, param] : args.params)
+      move(param);
+    move(args.output);
+    for (MutableArray &state : args.nextStates)
+      move(state);
+    args.memory = Memory::Device;
+  }
+  /// Copies every written array back to its host array.
+  void download() {
+    for (const Written &back : written) {
+      Status status = arrays[back.array].download(back.host, back.count);
+      EXPECT_TRUE(status.ok()) << status.message();
+    }
+  }
+
+private:
+  template <typename Array> float *place(const Array &array, bool writes) {
+    if (!array.data)
+      return nullptr;
+    int64_t count = 1;
+    for (int64_t extent : array.shape)
+      count *= extent;
+    Expected<DeviceArray> copy = cell.allocateArray(count);
+    EXPECT_TRUE(copy.ok()) << copy.error();
+    if (!copy)
+      return nullptr;
+    EXPECT_TRUE(copy->upload(array.data, count).ok());
+    if (writes)
+      written.push_back(
+          {const_cast<float *>(array.data), arrays.size(), count});
+    arrays.push_back(std::move(*copy));
+    return arrays.back().data();
+  }
+  struct Written {
+    float *host;
+    size_t array;
+    int64_t count;
+  };
+  const Cell &cell;
+  std::vector<DeviceArray> arrays;
+  std::vector<Written> written;
+};
+
 /// Everything one forward (and backward) call writes.
 struct Results {
   std::vector<std::vector<float>> arrays;
@@ -129,7 +212,8 @@ struct Results {
 /// else into a new tape. Calls read `packed` weights when given.
 inline Results run(const Cell &cell, const Problem &problem, bool reverse,
                    bool train, Tape *kept = nullptr,
-                   const PackedWeights *packed = nullptr) {
+                   const PackedWeights *packed = nullptr,
+                   Memory memory = Memory::Host) {
   const Plan &plan = cell.getPlan();
   int64_t T = problem.T, B = problem.B;
   ForwardArgs args = problem.args(reverse);
@@ -150,9 +234,13 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
   for (size_t i = 0; i < plan.states.size(); ++i)
     args.finalStates.push_back(
         {arrays[firstFinal + i].data(), {B, problem.stateWidths[i]}});
+  OnDevice onDevice(cell);
+  if (memory == Memory::Device)
+    onDevice.move(args);
   if (!train) {
     Status status = cell.forward(args);
     EXPECT_TRUE(status.ok()) << status.message();
+    onDevice.download();
     return results;
   }
   Tape fresh;
@@ -182,15 +270,19 @@ inline Results run(const Cell &cell, const Problem &problem, bool reverse,
   for (const ParamDecl &param : plan.params)
     gradients.paramGradients[param.name] = {
         arrays[at++].data(), problem.params.at(param.name).second};
+  if (memory == Memory::Device)
+    onDevice.move(gradients);
   status = cell.backward(args, gradients, tape);
   EXPECT_TRUE(status.ok()) << status.message();
+  onDevice.download();
   return results;
 }
 
 /// One decoding step (Cell::step) of every row, with the states read
 /// through a beam reordering; with `packed` weights when given.
 inline Results runStep(const Cell &cell, const Problem &problem,
-                       const PackedWeights *packed = nullptr) {
+                       const PackedWeights *packed = nullptr,
+                       Memory memory = Memory::Host) {
   const Plan &plan = cell.getPlan();
   StepArgs args;
   for (size_t i = 0; i < plan.inputs.size(); ++i) // step 0 of each input
@@ -213,11 +305,14 @@ inline Results runStep(const Cell &cell, const Problem &problem,
   for (size_t i = 0; i < plan.states.size(); ++i)
     args.nextStates.push_back(
         {results.arrays[1 + i].data(), {problem.B, problem.stateWidths[i]}});
+  OnDevice onDevice(cell);
+  if (memory == Memory::Device)
+    onDevice.move(args);
   Status status = cell.step(args);
   EXPECT_TRUE(status.ok()) << status.message();
+  onDevice.download();
   return results;
 }
-
 
 } // namespace cellrt_test
 

@@ -303,8 +303,13 @@ void expectSameAsCpu(cellrt_image image) {
         SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") +
                      (train ? ", training" : ", inference"));
         Results expected = run(*onCpu, problem, reverse, train);
-        for (int call = 0; call < 2; ++call)
-          expectCloseResults(run(*onGpu, problem, reverse, train), expected);
+        // Host arrays twice (the second call reuses the device's memory),
+        // then arrays in device memory (Memory::Device), used in place.
+        for (int call = 0; call < 3; ++call)
+          expectCloseResults(run(*onGpu, problem, reverse, train, nullptr,
+                                 nullptr,
+                                 call < 2 ? Memory::Host : Memory::Device),
+                             expected);
       }
   }
   EXPECT_TRUE(state.errors.empty())

@@ -97,16 +97,21 @@ void expectGpuMatchesCpu(const char *name, cellrt_image image,
                          (train ? "+backward" : "");
       SCOPED_TRACE(mode);
       Results expected = run(*onCpu, problem, reverse, train);
-      // Twice: the second call reuses the device's memory and the tape.
-      for (int call = 0; call < 2; ++call) {
-        Difference d = compare(run(*onGpu, problem, reverse, train), expected);
-        EXPECT_LE(d.worst, tolerance)
-            << "array " << d.array << " element " << d.element;
-        if (call == 0)
+      // Twice with host arrays (the second call reuses the device's memory
+      // and the tape), then with the arrays in GPU memory (Memory::Device).
+      for (int call = 0; call < 3; ++call) {
+        Memory memory = call < 2 ? Memory::Host : Memory::Device;
+        Difference d = compare(
+            run(*onGpu, problem, reverse, train, nullptr, nullptr, memory),
+            expected);
+        EXPECT_LE(d.worst, tolerance) << "array " << d.array << " element "
+                                      << d.element << " call " << call;
+        if (call != 1)
           std::printf("GPU-VS-CPU cell=%s T=%lld B=%lld dim0=%lld mode=%s "
-                      "max_rel_diff=%.3g\n",
+                      "arrays=%s max_rel_diff=%.3g\n",
                       name, (long long)shape.T, (long long)shape.B,
-                      (long long)shape.firstDim, mode.c_str(), d.worst);
+                      (long long)shape.firstDim, mode.c_str(),
+                      call < 2 ? "host" : "device", d.worst);
       }
     }
 }
@@ -126,15 +131,20 @@ void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
   Expected<PackedWeights> gpuPacked = onGpu->packWeights(problem.paramArrays());
   ASSERT_TRUE(cpuPacked.ok() && gpuPacked.ok());
   ASSERT_NE(gpuPacked->onDevice(), nullptr);
-  for (bool packed : {false, true}) {
-    SCOPED_TRACE(packed ? "packed weights" : "weights stacked per step");
-    Difference d =
-        compare(runStep(*onGpu, problem, packed ? &*gpuPacked : nullptr),
-                runStep(*onCpu, problem, packed ? &*cpuPacked : nullptr));
-    EXPECT_LE(d.worst, 2e-6) << "array " << d.array << " element " << d.element;
-    std::printf("GPU-VS-CPU cell=%s step packed=%d max_rel_diff=%.3g\n", name,
-                int(packed), d.worst);
-  }
+  for (Memory memory : {Memory::Host, Memory::Device})
+    for (bool packed : {false, true}) {
+      SCOPED_TRACE(packed ? "packed weights" : "weights stacked per step");
+      const char *arrays = memory == Memory::Host ? "host" : "device";
+      SCOPED_TRACE(arrays);
+      Difference d = compare(
+          runStep(*onGpu, problem, packed ? &*gpuPacked : nullptr, memory),
+          runStep(*onCpu, problem, packed ? &*cpuPacked : nullptr));
+      EXPECT_LE(d.worst, 2e-6)
+          << "array " << d.array << " element " << d.element;
+      std::printf("GPU-VS-CPU cell=%s step packed=%d arrays=%s "
+                  "max_rel_diff=%.3g\n",
+                  name, int(packed), arrays, d.worst);
+    }
 }
 
 ProblemShape translationShape() {

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -73,12 +74,14 @@ public:
     check(device, bytes, "upload target");
     checkHost(host, "upload source");
     ++uploads;
+    uploadedBytes += int64_t(bytes);
     HostDevice::upload(device, host, bytes);
   }
   void download(void *host, const void *device, size_t bytes) override {
     check(device, bytes, "download source");
     checkHost(host, "download target");
     ++downloads;
+    downloadedBytes += int64_t(bytes);
     HostDevice::download(host, device, bytes);
   }
   void copy(void *target, const void *source, size_t bytes) override {
@@ -147,6 +150,7 @@ public:
 
   std::vector<std::string> errors;
   int64_t allocations = 0, uploads = 0, downloads = 0, launches = 0;
+  int64_t uploadedBytes = 0, downloadedBytes = 0;
   size_t liveAllocations() const { return live.size(); }
 
 private:
@@ -193,10 +197,13 @@ void expectSameResults(const cellrt_image &image) {
       SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") +
                    (train ? ", training" : ", inference"));
       Results expected = run(*onHost, problem, reverse, train);
-      // Twice: the second call reuses the device's blocks, whose contents
-      // are the first call's, not zeros.
-      for (int call = 0; call < 2; ++call) {
-        Results actual = run(*onDevice, problem, reverse, train);
+      // Twice with host arrays: the second call reuses the device's
+      // blocks, whose contents are the first call's, not zeros. Then with
+      // the arrays in the device's memory (Memory::Device).
+      for (int call = 0; call < 3; ++call) {
+        Memory memory = call < 2 ? Memory::Host : Memory::Device;
+        Results actual =
+            run(*onDevice, problem, reverse, train, nullptr, nullptr, memory);
         ASSERT_EQ(actual.arrays.size(), expected.arrays.size());
         for (size_t i = 0; i < actual.arrays.size(); ++i)
           for (size_t j = 0; j < actual.arrays[i].size(); ++j)
@@ -205,6 +212,11 @@ void expectSameResults(const cellrt_image &image) {
                 << ")";
       }
     }
+  for (Memory memory : {Memory::Host, Memory::Device})
+    EXPECT_EQ(runStep(*onDevice, problem, nullptr, memory).arrays,
+              runStep(*onHost, problem).arrays)
+        << "step, " << (memory == Memory::Host ? "host" : "device")
+        << " arrays";
   EXPECT_TRUE(device->errors.empty())
       << device->errors.size() << " errors, first: " << device->errors[0];
   // The device path really ran: copies in and out, kernels launched.
@@ -228,6 +240,126 @@ DEVICE_TEST(Srnmt, srnmt)
 DEVICE_TEST(Rnn, rnn)
 // cells/lstm.cell compiled with --probe i,f,o (test/unit/Inputs/probed.cell).
 DEVICE_TEST(Probed, probed)
+
+/// With Memory::Device a call copies none of the caller's arrays in or
+/// out: it uploads only the lengths and dims (the host's), in forward,
+/// training forward, backward and a step.
+static void expectDeviceArraysUsedInPlace(const cellrt_image &image) {
+  auto device = separateDevice(image);
+  Expected<Plan> plan = parsePlan(image.plan);
+  ASSERT_TRUE(plan.ok());
+  Expected<Cell> cell = Cell::create(std::move(*plan), device);
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  Problem problem(cell->getPlan(), 13);
+  int64_t T = problem.T, B = problem.B;
+  int64_t bound = B * 4 + int64_t(cell->getPlan().dims.size()) * 8;
+  auto expectOnlyLengthsAndDims = [&](const char *call,
+                                      const std::function<Status()> &run) {
+    int64_t up = device->uploadedBytes, down = device->downloadedBytes;
+    Status status = run();
+    EXPECT_TRUE(status.ok()) << call << ": " << status.message();
+    EXPECT_LE(device->uploadedBytes - up, bound) << call;
+    EXPECT_EQ(device->downloadedBytes - down, 0) << call;
+  };
+  ForwardArgs args = problem.args(/*reverse=*/false);
+  std::vector<float> output(T * B * problem.outputWidth);
+  args.output = {output.data(), {T, B, problem.outputWidth}};
+  std::vector<std::vector<float>> finals;
+  for (int64_t width : problem.stateWidths)
+    finals.emplace_back(B * width);
+  for (size_t i = 0; i < finals.size(); ++i)
+    args.finalStates.push_back({finals[i].data(), {B, problem.stateWidths[i]}});
+  OnDevice arrays(*cell);
+  arrays.move(args);
+  expectOnlyLengthsAndDims("forward", [&] { return cell->forward(args); });
+  Tape tape;
+  expectOnlyLengthsAndDims("training forward",
+                           [&] { return cell->forward(args, tape); });
+  BackwardArgs gradients;
+  gradients.outputGradient = {problem.outputGradient.data(),
+                              {T, B, problem.outputWidth}};
+  std::map<std::string, std::vector<float>> paramGradients;
+  for (const auto &[name, param] : problem.params)
+    paramGradients[name].assign(param.first.size(), 0.0f);
+  for (auto &[name, values] : paramGradients)
+    gradients.paramGradients[name] = {values.data(),
+                                      problem.params.at(name).second};
+  arrays.move(gradients);
+  expectOnlyLengthsAndDims(
+      "backward", [&] { return cell->backward(args, gradients, tape); });
+  StepArgs step;
+  for (size_t i = 0; i < problem.inputs.size(); ++i)
+    step.inputs.push_back(
+        args.inputs[i].data
+            ? ConstArray{args.inputs[i].data, {B, problem.inputWidths[i]}}
+            : ConstArray{});
+  for (size_t i = 0; i < finals.size(); ++i) {
+    step.states.push_back(
+        {args.finalStates[i].data, {B, problem.stateWidths[i]}});
+    step.nextStates.push_back(
+        {args.initialStates[i].data
+             ? const_cast<float *>(args.initialStates[i].data)
+             : nullptr,
+         {B, problem.stateWidths[i]}});
+  }
+  step.params = args.params;
+  step.memory = Memory::Device;
+  std::vector<int32_t> parents(B, 0);
+  step.sourceRows = parents.data();
+  expectOnlyLengthsAndDims("step", [&] { return cell->step(step); });
+  EXPECT_TRUE(device->errors.empty())
+      << device->errors.size() << " errors, first: " << device->errors[0];
+}
+
+TEST(SeparateMemoryDevice, DeviceArraysAreUsedInPlaceGru) {
+  expectDeviceArraysUsedInPlace(cellc_gru_image());
+}
+TEST(SeparateMemoryDevice, DeviceArraysAreUsedInPlaceLstm) {
+  expectDeviceArraysUsedInPlace(cellc_lstm_image());
+}
+
+TEST(SeparateMemoryDevice, BackwardRefusesArraysElsewhereThanForwards) {
+  auto device = separateDevice(cellc_atr_image());
+  Expected<Plan> plan = parsePlan(cellc_atr_image().plan);
+  ASSERT_TRUE(plan.ok());
+  Expected<Cell> cell = Cell::create(std::move(*plan), device);
+  ASSERT_TRUE(cell.ok());
+  Problem problem(cell->getPlan(), 3);
+  ForwardArgs args = problem.args(false);
+  OnDevice arrays(*cell);
+  arrays.move(args);
+  Tape tape;
+  ASSERT_TRUE(cell->forward(args, tape).ok());
+  BackwardArgs gradients; // host memory: not where forward's arrays were
+  Status status = cell->backward(args, gradients, tape);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("device memory"), std::string::npos)
+      << status.message();
+}
+
+TEST(DeviceArrayTest, CopiesInAndOutWithinItsBounds) {
+  Expected<Cell> cell = Cell::load(cellc_atr_image());
+  ASSERT_TRUE(cell.ok());
+  Expected<DeviceArray> array = cell->allocateArray(4);
+  ASSERT_TRUE(array.ok());
+  EXPECT_EQ(array->size(), 4);
+  float in[2] = {1.5f, -2.0f}, out[4] = {};
+  ASSERT_TRUE(array->upload(in, 2, 2).ok());
+  ASSERT_TRUE(array->upload(in, 2, 0).ok());
+  ASSERT_TRUE(array->download(out, 4).ok());
+  EXPECT_EQ(std::vector<float>(out, out + 4),
+            (std::vector<float>{1.5f, -2.0f, 1.5f, -2.0f}));
+  Status past = array->upload(in, 2, 3);
+  EXPECT_FALSE(past.ok());
+  EXPECT_NE(past.message().find("[3, 5) are outside the array of 4"),
+            std::string::npos)
+      << past.message();
+  EXPECT_FALSE(array->download(out, -1).ok());
+  EXPECT_FALSE(cell->allocateArray(-1).ok());
+  DeviceArray moved = std::move(*array);
+  EXPECT_EQ(moved.size(), 4);
+  EXPECT_EQ(array->data(), nullptr);
+}
 
 TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
   /// A device that can never allocate: the call fails cleanly.

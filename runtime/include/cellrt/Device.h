@@ -124,6 +124,17 @@ public:
                           outStride);
   }
 
+  /// Row b of `target` = row rows[b] of `source`, `width` floats each, for
+  /// b < count (a step's beam reordering of states in device memory);
+  /// `rows` is a host array, valid during the call. By default one copy
+  /// per row.
+  virtual void gatherRows(float *target, const float *source,
+                          const int32_t *rows, int64_t count, int64_t width) {
+    for (int64_t b = 0; b < count; ++b)
+      copy(target + b * width, source + int64_t(rows[b]) * width,
+           size_t(width) * sizeof(float));
+  }
+
   virtual Status launch(const KernelLaunch &call) = 0;
   /// Waits for everything queued; reports an error raised asynchronously.
   virtual Status synchronize() = 0;

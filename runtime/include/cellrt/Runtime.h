@@ -47,6 +47,15 @@ struct MutableArray {
   std::vector<int64_t> shape;
 };
 
+/// Where a call's float arrays are. Host: the caller's memory, which a
+/// device with memory of its own (a GPU) copies in and the results out of
+/// on every call. Device: memory of the cell's device (Cell::allocateArray),
+/// used in place, so a call on a GPU copies none of its arrays (the GPU
+/// counterpart of keeping tensors on the GPU). `lengths` and `sourceRows`
+/// stay host arrays either way: the host schedules the steps by them. On
+/// the CPU both are host memory and the two are the same.
+enum class Memory { Host, Device };
+
 /// The device's own copies of a cell's params and stacked weights, kept by
 /// PackedWeights for a cell on a device with memory of its own (a GPU).
 struct DeviceWeights;
@@ -136,6 +145,9 @@ struct ForwardArgs {
   std::vector<MutableArray> finalStates;
   /// Optional: the params' stacked weights from Cell::packWeights.
   const PackedWeights *packedWeights = nullptr;
+  /// Where every float array above is (inputs, states, params, output,
+  /// probes); `lengths` is always host memory.
+  Memory memory = Memory::Host;
 };
 
 /// What forward() keeps for backward(): every step's `step:` buffers, the
@@ -169,6 +181,8 @@ struct BackwardArgs {
   /// Param gradients by name, same shapes as the params; missing = not
   /// wanted.
   std::map<std::string, MutableArray> paramGradients;
+  /// Where every array above is: where the forward's arrays are.
+  Memory memory = Memory::Host;
 };
 
 /// One step of a batch of states, for decoders and beam search.
@@ -195,6 +209,39 @@ struct StepArgs {
   /// Optional and recommended for decoders: Cell::packWeights(params), so a
   /// step does not stack the weights again.
   const PackedWeights *packedWeights = nullptr;
+  /// Where every float array above is; `sourceRows` is always host memory.
+  Memory memory = Memory::Host;
+};
+
+/// Floats in a cell's device memory, for calls with Memory::Device: GPU
+/// memory on a GPU, host memory on the CPU, so the same code runs on
+/// both. Move-only; the memory is freed with the array (it keeps the
+/// device alive until then).
+class DeviceArray {
+public:
+  DeviceArray() = default;
+  ~DeviceArray();
+  DeviceArray(DeviceArray &&other) noexcept;
+  DeviceArray &operator=(DeviceArray &&other) noexcept;
+  DeviceArray(const DeviceArray &) = delete;
+  DeviceArray &operator=(const DeviceArray &) = delete;
+
+  /// The device address, for the calls' arrays (offsets into it are fine).
+  float *data() const { return memory; }
+  int64_t size() const { return count; }
+  /// Copies `floats` floats from `host` to elements [offset, offset +
+  /// floats); `host` may be reused as soon as this returns.
+  Status upload(const float *host, int64_t floats, int64_t offset = 0);
+  /// Copies elements [offset, offset + floats) to `host`, after every call
+  /// queued before on the device has finished.
+  Status download(float *host, int64_t floats, int64_t offset = 0) const;
+
+private:
+  friend class Cell;
+  Status checkRange(int64_t floats, int64_t offset, const char *what) const;
+  std::shared_ptr<Device> device;
+  float *memory = nullptr;
+  int64_t count = 0;
 };
 
 /// Threads for the fused kernels (rows split across them). Default:
@@ -296,7 +343,12 @@ public:
   Expected<Cell> withPrecision(Precision precision) const;
   Precision getPrecision() const;
 
-  /// Stacks the plan's weights from `params` (shapes as in ForwardArgs).
+  /// `count` floats of this cell's device memory (contents undefined), for
+  /// calls whose arrays are Memory::Device.
+  Expected<DeviceArray> allocateArray(int64_t count) const;
+
+  /// Stacks the plan's weights from `params` (shapes as in ForwardArgs;
+  /// host arrays).
   Expected<PackedWeights>
   packWeights(const std::map<std::string, ConstArray> &params) const;
 

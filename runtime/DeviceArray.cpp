@@ -11,6 +11,7 @@
 #include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
 
+#include <algorithm>
 #include <utility>
 
 using namespace cellrt;
@@ -49,17 +50,22 @@ Status DeviceArray::checkRange(int64_t floats, int64_t offset,
 Status DeviceArray::upload(const float *host, int64_t floats, int64_t offset) {
   if (Status status = checkRange(floats, offset, "upload"); !status.ok())
     return status;
-  if (floats)
-    device->upload(memory + offset, host, size_t(floats) * sizeof(float));
-  return Status::success();
+  if (!floats)
+    return Status::success();
+  device->upload(memory + offset, host, size_t(floats) * sizeof(float));
+  // A GPU copies page-locked host memory asynchronously: wait, so that the
+  // caller may reuse `host` at once whatever memory it is, and so that the
+  // copy is done before another cell's stream reads the array.
+  return device->synchronize();
 }
 
 Status DeviceArray::download(float *host, int64_t floats,
                              int64_t offset) const {
   if (Status status = checkRange(floats, offset, "download"); !status.ok())
     return status;
-  if (floats)
-    device->download(host, memory + offset, size_t(floats) * sizeof(float));
+  if (!floats)
+    return Status::success();
+  device->download(host, memory + offset, size_t(floats) * sizeof(float));
   // Reports an error of this copy, or of a call queued before it.
   return device->synchronize();
 }

@@ -359,6 +359,10 @@ TEST(DeviceArrayTest, CopiesInAndOutWithinItsBounds) {
   DeviceArray moved = std::move(*array);
   EXPECT_EQ(moved.size(), 4);
   EXPECT_EQ(array->data(), nullptr);
+  // An empty (moved-from or default) array copies nothing, and says so.
+  EXPECT_TRUE(array->download(out, 0).ok());
+  EXPECT_TRUE(DeviceArray().upload(in, 0).ok());
+  EXPECT_FALSE(DeviceArray().upload(in, 1).ok());
 }
 
 TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {

@@ -230,7 +230,8 @@ public:
   float *data() const { return memory; }
   int64_t size() const { return count; }
   /// Copies `floats` floats from `host` to elements [offset, offset +
-  /// floats); `host` may be reused as soon as this returns.
+  /// floats) and waits for the copy: `host` may be reused as soon as this
+  /// returns, and any cell on the device may read the array.
   Status upload(const float *host, int64_t floats, int64_t offset = 0);
   /// Copies elements [offset, offset + floats) to `host`, after every call
   /// queued before on the device has finished.

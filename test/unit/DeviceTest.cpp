@@ -180,13 +180,20 @@ std::shared_ptr<SeparateMemoryDevice> separateDevice(const cellrt_image &image) 
   return std::make_shared<SeparateMemoryDevice>(std::move(kernels));
 }
 
+/// The image's cell on `device`.
+Expected<Cell> cellOn(const std::shared_ptr<SeparateMemoryDevice> &device,
+                      const cellrt_image &image) {
+  Expected<Plan> plan = parsePlan(image.plan);
+  if (!plan)
+    return plan.getStatus();
+  return Cell::create(std::move(*plan), device);
+}
+
 void expectSameResults(const cellrt_image &image) {
   Expected<Cell> onHost = Cell::load(image);
   ASSERT_TRUE(onHost.ok()) << onHost.getStatus().message();
   auto device = separateDevice(image);
-  Expected<Plan> plan = parsePlan(image.plan);
-  ASSERT_TRUE(plan.ok());
-  Expected<Cell> onDevice = Cell::create(std::move(*plan), device);
+  Expected<Cell> onDevice = cellOn(device, image);
   ASSERT_TRUE(onDevice.ok()) << onDevice.getStatus().message();
   Problem problem(onHost->getPlan(), 7);
   bool canTrain = onHost->hasBackward();
@@ -246,9 +253,7 @@ DEVICE_TEST(Probed, probed)
 /// training forward, backward and a step.
 static void expectDeviceArraysUsedInPlace(const cellrt_image &image) {
   auto device = separateDevice(image);
-  Expected<Plan> plan = parsePlan(image.plan);
-  ASSERT_TRUE(plan.ok());
-  Expected<Cell> cell = Cell::create(std::move(*plan), device);
+  Expected<Cell> cell = cellOn(device, image);
   ASSERT_TRUE(cell.ok()) << cell.error();
   Problem problem(cell->getPlan(), 13);
   int64_t T = problem.T, B = problem.B;
@@ -287,20 +292,16 @@ static void expectDeviceArraysUsedInPlace(const cellrt_image &image) {
   arrays.move(gradients);
   expectOnlyLengthsAndDims(
       "backward", [&] { return cell->backward(args, gradients, tape); });
+  // A step from the final states into the (now unused) initial states'
+  // device arrays, reading step 0 of each input.
   StepArgs step;
   for (size_t i = 0; i < problem.inputs.size(); ++i)
-    step.inputs.push_back(
-        args.inputs[i].data
-            ? ConstArray{args.inputs[i].data, {B, problem.inputWidths[i]}}
-            : ConstArray{});
+    step.inputs.push_back({args.inputs[i].data, {B, problem.inputWidths[i]}});
   for (size_t i = 0; i < finals.size(); ++i) {
     step.states.push_back(
         {args.finalStates[i].data, {B, problem.stateWidths[i]}});
-    step.nextStates.push_back(
-        {args.initialStates[i].data
-             ? const_cast<float *>(args.initialStates[i].data)
-             : nullptr,
-         {B, problem.stateWidths[i]}});
+    step.nextStates.push_back({const_cast<float *>(args.initialStates[i].data),
+                               {B, problem.stateWidths[i]}});
   }
   step.params = args.params;
   step.memory = Memory::Device;
@@ -319,11 +320,9 @@ TEST(SeparateMemoryDevice, DeviceArraysAreUsedInPlaceLstm) {
 }
 
 TEST(SeparateMemoryDevice, BackwardRefusesArraysElsewhereThanForwards) {
-  auto device = separateDevice(cellc_atr_image());
-  Expected<Plan> plan = parsePlan(cellc_atr_image().plan);
-  ASSERT_TRUE(plan.ok());
-  Expected<Cell> cell = Cell::create(std::move(*plan), device);
-  ASSERT_TRUE(cell.ok());
+  Expected<Cell> cell =
+      cellOn(separateDevice(cellc_atr_image()), cellc_atr_image());
+  ASSERT_TRUE(cell.ok()) << cell.error();
   Problem problem(cell->getPlan(), 3);
   ForwardArgs args = problem.args(false);
   OnDevice arrays(*cell);
@@ -397,9 +396,7 @@ static void expectPackedWeightsStayOnTheDevice(const cellrt_image &image) {
   Expected<Cell> onHost = Cell::load(image);
   ASSERT_TRUE(onHost.ok());
   auto device = separateDevice(image);
-  Expected<Plan> plan = parsePlan(image.plan);
-  ASSERT_TRUE(plan.ok());
-  Expected<Cell> onDevice = Cell::create(std::move(*plan), device);
+  Expected<Cell> onDevice = cellOn(device, image);
   ASSERT_TRUE(onDevice.ok());
   Problem problem(onHost->getPlan(), 9);
   Results unpacked = runStep(*onDevice, problem);

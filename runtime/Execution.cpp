@@ -756,8 +756,12 @@ Status Execution::forward() {
   // they fail only before they start (no micro-kernel for the shape), and
   // the default schedule then runs, with every product.
   TiledSteps tiled;
-  bool tiles = scanOperations.empty() &&
-               describeTiledSteps(tiled, /*backwardPass=*/false);
+  bool tiles = scanOperations.empty()
+                   ? describeTiledSteps(tiled, /*backwardPass=*/false)
+                   : describeScanProducts(tiled);
+  // A scan cell's products, all absorbed, run now, before the scan.
+  if (tiles && !scanOperations.empty() && !runTiledSteps(tiled).ok())
+    tiles = false;
   int64_t allRows = sizes.steps * sizes.batch;
   for (const BoundOperation &bound : sequenceOperations)
     if (!(tiles && tiled.absorbs(&bound)) &&

@@ -376,6 +376,11 @@ private:
                            TiledPhase &phase) const;
   void describeInputProducts(std::map<std::string, int64_t> &productPhase,
                              TiledSteps &tiled) const;
+  bool describeInputProduct(const BoundOperation &bound,
+                            const std::string &hidden, TiledPhase &phase) const;
+  bool describeScanProducts(TiledSteps &tiled) const;
+  bool describeHiddenBlocks(TiledSteps &tiled) const;
+  void describeTeamCall(TiledSteps &tiled, bool backwardPass) const;
   bool onlyStepKernelsRead(const BoundOperation &product) const;
   void packedPanels(const BoundOperation &bound, TiledPhase &phase) const;
   bool tiledRows(const Ref &ref, const Operand &operand,

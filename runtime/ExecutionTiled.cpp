@@ -70,18 +70,7 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
     return false;
   if (maxLength < kMinTiledSteps && !shortCallTiles())
     return false;
-  // The hidden dim: the first state's length, one symbol of the dims, and
-  // every state as wide.
-  const DimExpr &length = plan.states[0].length;
-  if (length.getTerms().size() != 1)
-    return false;
-  tiled.hiddenDim = length.getTerms()[0].first;
-  for (const VectorDecl &state : plan.states)
-    if (multipleOf(state.length, tiled.hiddenDim) != 1)
-      return false;
-  tiled.hidden = sizes.eval(length);
-  tiled.block = tiledBlock(tiled.hidden);
-  if (!tiled.block || !eachSegmentIsAnArgument(tiled.hiddenDim))
+  if (!describeHiddenBlocks(tiled) || !eachSegmentIsAnArgument(tiled.hiddenDim))
     return false;
   std::map<std::string, int64_t> productPhase;
   if (!training && !backwardPass)
@@ -97,6 +86,29 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
       return false;
     tiled.phases.push_back(std::move(phase));
   }
+  describeTeamCall(tiled, backwardPass);
+  return true;
+}
+
+/// The hidden dim the blocks split: the first state's length, one symbol
+/// of the dims, and every state as wide.
+bool Execution::describeHiddenBlocks(TiledSteps &tiled) const {
+  if (plan.states.empty())
+    return false;
+  const DimExpr &length = plan.states[0].length;
+  if (length.getTerms().size() != 1)
+    return false;
+  tiled.hiddenDim = length.getTerms()[0].first;
+  for (const VectorDecl &state : plan.states)
+    if (multipleOf(state.length, tiled.hiddenDim) != 1)
+      return false;
+  tiled.hidden = sizes.eval(length);
+  tiled.block = tiledBlock(tiled.hidden);
+  return tiled.block != 0;
+}
+
+/// The call's steps, rows, dims and double-buffered arrays.
+void Execution::describeTeamCall(TiledSteps &tiled, bool backwardPass) const {
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
                                                           : dimValues[i]);
@@ -109,7 +121,6 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   tiled.slots[1] = work.nextStates;
   tiled.slots[2] = grads.dnext;
   tiled.slots[3] = grads.dstate;
-  return true;
 }
 
 /// Every H-wide segment of a buffer a step kernel reads must be an argument
@@ -207,31 +218,73 @@ void Execution::packedPanels(const BoundOperation &bound,
 /// at 1 thread ran ~9% faster this way (bench/README.md).
 void Execution::describeInputProducts(
     std::map<std::string, int64_t> &productPhase, TiledSteps &tiled) const {
-  const std::string &hidden = tiled.hiddenDim;
   for (const BoundOperation &bound : sequenceOperations) {
-    const Operation &op = *bound.op;
-    if (op.phase != Phase::Pre || op.kind != Operation::Kind::Gemm)
-      continue;
-    const Ref &in = op.gemmInput(), &out = op.gemmOutput();
-    if (in.kind != Ref::Kind::Input || out.kind != Ref::Kind::Seq ||
-        multipleOf(in.column, hidden) != 0 ||
-        multipleOf(out.column, hidden) != 0 || !onlyStepKernelsRead(bound))
-      continue;
     TiledPhase phase;
-    if (!describeTiledWeight(bound, hidden, /*hiddenDepth=*/false, phase) ||
-        multipleOf(plan.arrayWidth(out), hidden) != phase.gates)
+    if (!describeInputProduct(bound, tiled.hiddenDim, phase) ||
+        !onlyStepKernelsRead(bound))
       continue;
-    phase.kind = TiledPhase::Kind::Product;
     phase.intoTile = true;
-    if (!describeTiledArg(in, bound.operands[1], productPhase, phase.in))
-      continue;
-    // Bound for all rows at once; the phase reads a step's.
-    phase.in.stepAdvance = rowsPerStep * phase.in.stride;
-    packedPanels(bound, phase);
-    productPhase[out.name] = int64_t(tiled.phases.size());
+    productPhase[bound.op->gemmOutput().name] = int64_t(tiled.phases.size());
     tiled.phases.push_back(std::move(phase));
     tiled.absorbed.push_back(&bound);
   }
+}
+
+/// A sequence operation as a product of a step's rows of an input by a
+/// weight of [k*H, I] params into a k*H wide buffer (from its column 0),
+/// block by block: `phase` reads the step's rows of the input; the caller
+/// decides where the block's columns go.
+bool Execution::describeInputProduct(const BoundOperation &bound,
+                                     const std::string &hidden,
+                                     TiledPhase &phase) const {
+  const Operation &op = *bound.op;
+  if (op.phase != Phase::Pre || op.kind != Operation::Kind::Gemm)
+    return false;
+  const Ref &in = op.gemmInput(), &out = op.gemmOutput();
+  if (in.kind != Ref::Kind::Input || out.kind != Ref::Kind::Seq ||
+      multipleOf(in.column, hidden) != 0 || multipleOf(out.column, hidden) != 0)
+    return false;
+  if (!describeTiledWeight(bound, hidden, /*hiddenDepth=*/false, phase) ||
+      multipleOf(plan.arrayWidth(out), hidden) != phase.gates ||
+      !describeTiledArg(in, bound.operands[1], {}, phase.in))
+    return false;
+  phase.kind = TiledPhase::Kind::Product;
+  // Bound for all rows at once; the phase reads a step's.
+  phase.in.stepAdvance = rowsPerStep * phase.in.stride;
+  packedPanels(bound, phase);
+  return true;
+}
+
+/// A decoding step of a scan cell (no recurrent product: SRU, SR-NMT) as
+/// the tiled steps' products alone: each member multiplies the step's rows
+/// of the input by its own blocks of the weight (the same blocks every
+/// call, panels kept in PackedWeights) into the product's buffer, and the
+/// scan kernel then runs as before. The product is the step's whole cost
+/// and reads 3.1 MB of weights at H = 512; oneDNN's matmul runs one of
+/// under 16 MFLOP on the calling thread (kMinSharedPackedFlops), so the
+/// step used one core at 2 threads (bench/README.md, "Scan cells' steps").
+/// Only where every sequence operation is such a product, and every row
+/// runs every step (the scan reads every step's products).
+bool Execution::describeScanProducts(TiledSteps &tiled) const {
+  auto *host = dynamic_cast<HostDevice *>(&device);
+  if (!host || host->precision() != Precision::F32 || training ||
+      !tiledStepsWanted(/*training=*/false) || !usesPackedWeights() ||
+      !shared || maxLength != sizes.steps || maxLength > 2 ||
+      sequenceOperations.empty() || !shortCallTiles() ||
+      !describeHiddenBlocks(tiled))
+    return false;
+  for (const BoundOperation &bound : sequenceOperations) {
+    TiledPhase phase;
+    if (!describeInputProduct(bound, tiled.hiddenDim, phase) ||
+        !describeTiledArg(bound.op->gemmOutput(), bound.operands[0], {},
+                          phase.out))
+      return false;
+    phase.out.stepAdvance = rowsPerStep * phase.out.stride;
+    tiled.phases.push_back(std::move(phase));
+    tiled.absorbed.push_back(&bound);
+  }
+  describeTeamCall(tiled, /*backwardPass=*/false);
+  return true;
 }
 
 /// Whether step kernels are the only readers of a sequence product's

@@ -7,8 +7,9 @@
 // the longest sequence has an even number of steps (6; the LibTorch tests in
 // TiledStepsTest.cpp have odd ones), both directions, inference and
 // training. Cells the schedule does not cover must keep the default
-// schedule: no recurrent product (SRU, SR-NMT), an output not H wide
-// (outproj), or a kernel that reads a value several H wide and splits it
+// schedule: no recurrent product (SRU, SR-NMT; only their decoding steps'
+// products run on the team, ScanCellStepsMultiplyOnTheTeam), an output not H
+// wide (outproj), or a kernel that reads a value several H wide and splits it
 // itself (deeptrans' [z; r], lstmh's four gates with one bias, peepout's
 // [i; f; o]), which a block of H cannot hold.
 //
@@ -208,6 +209,56 @@ TEST(TiledPanels, DecodingStepsTileByPackedWeights) {
         EXPECT_EQ(afterPacked - afterUnpacked, hidden == 128 ? 1 : 0);
         expectNear(unpacked, expected);
         expectNear(step, expected);
+      }
+  }
+}
+
+// A scan cell's decoding step (SRU, SR-NMT: no recurrent product) with
+// PackedWeights runs its product of the step's inputs on the team, each
+// member its own blocks of the weight (Execution::describeScanProducts),
+// then the scan as before: on one thread and on two it gives the default
+// schedule's results. Without PackedWeights, over three steps (a sequence:
+// one product over every step), or in training it keeps the default
+// schedule.
+TEST(TiledPanels, ScanCellStepsMultiplyOnTheTeam) {
+  for (const char *file : {"cells/sru.cell", "cells/srnmt.cell"}) {
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", false}, loaded));
+    const Cell &cell = *loaded.cell;
+    for (int64_t steps : {1, 2, 3})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(file) + ", T = " + std::to_string(steps) +
+                     ", " + std::to_string(threads) + " threads");
+        ProblemShape shape = tiledShape(128);
+        shape.T = steps;
+        shape.B = 10;
+        // Rows that end early: the scan masks their last steps.
+        shape.lengths.assign(shape.B, steps);
+        shape.lengths[3] = 1;
+        Problem problem(cell.getPlan(), 19, shape);
+        Expected<PackedWeights> packed =
+            cell.packWeights(problem.paramArrays());
+        ASSERT_TRUE(packed.ok()) << packed.error();
+        cellrt::setNumThreads(threads);
+        cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+        Results expected = run(cell, problem, false, false, nullptr, &*packed);
+        Results expectedTraining = run(cell, problem, false, true);
+        cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+        int64_t before = cellrt::detail::tiledStepCalls();
+        Results unpacked = run(cell, problem, false, false);
+        Results training = run(cell, problem, false, true, nullptr, &*packed);
+        int64_t untiled = cellrt::detail::tiledStepCalls();
+        Results step = run(cell, problem, false, false, nullptr, &*packed);
+        Results again = run(cell, problem, false, false, nullptr, &*packed);
+        int64_t tiled = cellrt::detail::tiledStepCalls();
+        cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+        cellrt::setNumThreads(1);
+        EXPECT_EQ(untiled, before);
+        EXPECT_EQ(tiled - untiled, steps <= 2 ? 2 : 0);
+        expectNear(unpacked, expected);
+        expectNear(training, expectedTraining);
+        expectNear(step, expected);
+        ASSERT_EQ(again.arrays, step.arrays);
       }
   }
 }

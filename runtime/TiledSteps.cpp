@@ -21,19 +21,21 @@ using namespace cellrt::detail;
 
 namespace {
 
-std::atomic<int64_t> tiledCalls{0}, tiledFailures{0}, panelPacks{0};
+std::atomic<int64_t> tiledCalls{0}, tiledFailures{0}, panelPacks{0},
+    prefetchingCalls{0};
 
 #ifdef CELLRT_HAVE_LIBXSMM
 /// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
-/// libxsmm's JIT kernel for that shape.
+/// libxsmm's JIT kernel for that shape; with `prefetch` (a
+/// libxsmm_gemm_prefetch_type) the kernel takes (a, b, c, pa, pb, pc).
 libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
-                             int64_t ldb, int64_t ldc, bool accumulate) {
+                             int64_t ldb, int64_t ldc, bool accumulate,
+                             int prefetch = LIBXSMM_GEMM_PREFETCH_NONE) {
   static std::once_flag initialized;
   std::call_once(initialized, [] { libxsmm_init(); });
   const libxsmm_blasint M = m, N = n, K = k, LDA = lda, LDB = ldb, LDC = ldc;
   const float alpha = 1, beta = accumulate ? 1 : 0;
-  // No prefetch: a prefetching kernel takes more than (a, b, c).
-  const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_PREFETCH_NONE;
+  const int flags = LIBXSMM_GEMM_FLAG_NONE;
   return libxsmm_smmdispatch(M, N, K, &LDA, &LDB, &LDC, &alpha, &beta, &flags,
                              &prefetch);
 }
@@ -57,6 +59,9 @@ struct PhaseGemm {
   std::vector<float> packed;
   /// Whether the members pack `packed` (their own blocks each).
   bool packs = false;
+  /// Product: the same kernel prefetching the next panel into L2 as it
+  /// multiplies (LIBXSMM_GEMM_PREFETCH_AL2; Member::prefetch says when).
+  libxsmm_smmfunction prefetching = nullptr;
   int64_t blockFloats = 0, panel = 0, depth = 0;
 };
 
@@ -109,6 +114,9 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
     target.depth = phase.depth;
     target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
                            phase.in.stride, ldc, false);
+    target.prefetching =
+        dispatch(target.panel, s.batch, target.depth, target.panel,
+                 phase.in.stride, ldc, false, LIBXSMM_GEMM_PREFETCH_AL2);
     target.blockFloats = target.depth * phase.gates * s.block;
   } else {
     target.depth = phase.weightRows;
@@ -151,8 +159,8 @@ void keepPanels(const TiledSteps &s, const TiledPhase &phase,
 class Member {
 public:
   Member(const TiledSteps &s, std::vector<PhaseGemm> &gemms, int64_t first,
-         int64_t last)
-      : s(s), gemms(gemms), first(first), last(last) {
+         int64_t last, bool prefetch)
+      : s(s), gemms(gemms), first(first), last(last), prefetch(prefetch) {
     for (int pair = 0; pair < 4; ++pair)
       slots[pair] = s.slots[pair];
     for (const TiledPhase &phase : s.phases) {
@@ -237,7 +245,10 @@ private:
                                   : rows(phase.out, step) +
                                         (c0 / s.block) * s.hidden +
                                         j * s.block + c0 % s.block;
-        gemm.gemm(a, in, c);
+        if (prefetch && gemm.prefetching)
+          gemm.prefetching(a, in, c, a + panelFloats, in, c);
+        else
+          gemm.gemm(a, in, c);
       }
       return;
     }
@@ -275,6 +286,16 @@ private:
   const TiledSteps &s;
   std::vector<PhaseGemm> &gemms;
   int64_t first, last;
+  /// Whether each product prefetches its next panel (bench/README.md,
+  /// "Prefetching panels"): each panel streams from L3 (LSTM's 4 MB and
+  /// GRU's 3.1 MB recurrent weights at H = 512 exceed a core's L2), and
+  /// a team of one multiplying 64 rows ran faster with the prefetch
+  /// (1-thread inference, T = 50 B = 64, four interleaved rounds: LSTM
+  /// 129-136 → 126-130 ms, GRU 92-97 → 92-95, LAU 146-150 → 138-146; ATR,
+  /// whose 1 MB weight about fits L2, level). A team of two ran 2-5%
+  /// slower with it (the cores share L3's bandwidth), and so did 1-row
+  /// steps (LSTM 106 → 128 µs), whose products are too short to hide it.
+  bool prefetch;
   std::vector<float *> slots[4];
   std::vector<std::vector<float>> products;
   std::vector<std::vector<int64_t>> strides;
@@ -292,6 +313,10 @@ int64_t cellrt::detail::tiledStepCalls() { return tiledCalls.load(); }
 int64_t cellrt::detail::tiledStepFailures() { return tiledFailures.load(); }
 
 int64_t cellrt::detail::tiledPanelPacks() { return panelPacks.load(); }
+
+int64_t cellrt::detail::tiledPrefetchingCalls() {
+  return prefetchingCalls.load();
+}
 
 namespace {
 /// -1 until CELLRT_TILED_STEPS is read or setTiledSteps decides, else a
@@ -368,16 +393,21 @@ static Status tryTiledSteps(const TiledSteps &s) {
       return status;
   tiledCalls.fetch_add(1);
   int64_t blocks = s.hidden / s.block, team = 0;
+  bool prefetch = false;
   std::optional<SpinBarrier> barrier;
   runTeam(
       blocks,
       [&](int64_t size) {
         team = size;
         barrier.emplace(size);
+        // Member::prefetch.
+        constexpr int64_t kMinPrefetchRows = 32;
+        prefetch = team == 1 && s.batch >= kMinPrefetchRows;
+        prefetchingCalls.fetch_add(prefetch);
       },
       [&](int64_t member) {
         Member share(s, gemms, blocks * member / team,
-                     blocks * (member + 1) / team);
+                     blocks * (member + 1) / team, prefetch);
         share.run(*barrier);
       });
   for (size_t p = 0; p < s.phases.size(); ++p)

@@ -171,6 +171,11 @@ int64_t tiledStepFailures();
 /// PackedWeights keep them).
 int64_t tiledPanelPacks();
 
+/// How many of those calls prefetched their products' panels (a team of
+/// one multiplying 32 rows or more; tests check that the prefetching
+/// kernels ran).
+int64_t tiledPrefetchingCalls();
+
 } // namespace cellrt::detail
 
 #endif // CELLRT_TILEDSTEPS_H

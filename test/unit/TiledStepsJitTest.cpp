@@ -486,6 +486,50 @@ TEST(PackedPerCall, OneAndTwoThreadsGiveTheSameBits) {
   EXPECT_EQ(results[0].arrays, results[1].arrays);
 }
 
+// A team of one multiplying 32 rows or more prefetches each product's
+// next panel (TiledSteps.cpp, Member::prefetch) with libxsmm's prefetching
+// kernels, which must multiply exactly as the others do: inference on one
+// thread (prefetching) and on two (not) gives the same bits, within 1e-5 of
+// the default schedule; a 10-row call on one thread does not prefetch.
+TEST(TiledPanels, PrefetchingPanelsGiveTheSameBits) {
+  for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    ProblemShape shape = tiledShape(128);
+    shape.B = 32;
+    shape.lengths.assign(shape.B, shape.T);
+    shape.lengths[5] = 2;
+    Problem problem(cell.getPlan(), 31, shape);
+    int threadsBefore = cellrt::getNumThreads();
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+    Results expected = run(cell, problem, false, false);
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+    std::vector<Results> results;
+    std::vector<int64_t> prefetching;
+    for (int threads : {1, 2}) {
+      cellrt::setNumThreads(threads);
+      int64_t before = cellrt::detail::tiledPrefetchingCalls();
+      results.push_back(run(cell, problem, false, false));
+      prefetching.push_back(cellrt::detail::tiledPrefetchingCalls() - before);
+    }
+    cellrt::setNumThreads(1);
+    ProblemShape fewer = tiledShape(128);
+    fewer.B = 10;
+    fewer.lengths.assign(fewer.B, fewer.T);
+    int64_t before = cellrt::detail::tiledPrefetchingCalls();
+    run(cell, Problem(cell.getPlan(), 31, fewer), false, false);
+    int64_t fewerPrefetching = cellrt::detail::tiledPrefetchingCalls() - before;
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+    cellrt::setNumThreads(threadsBefore);
+    EXPECT_EQ(prefetching, (std::vector<int64_t>{1, 0}));
+    EXPECT_EQ(fewerPrefetching, 0);
+    EXPECT_EQ(results[0].arrays, results[1].arrays);
+    expectNear(results[0], expected);
+  }
+}
+
 // cell-store-sole-gradients: backward kernels store gradients the runtime
 // no longer zeroes, so a tape's memory keeps the last call's values. After
 // a call where every sequence is T long, a call whose longest sequence is

@@ -380,7 +380,7 @@ private:
                             const std::string &hidden, TiledPhase &phase) const;
   bool describeScanProducts(TiledSteps &tiled) const;
   bool describeHiddenBlocks(TiledSteps &tiled) const;
-  void describeTeamCall(TiledSteps &tiled, bool backwardPass) const;
+  void describeCallShape(TiledSteps &tiled, bool backwardPass) const;
   bool onlyStepKernelsRead(const BoundOperation &product) const;
   void packedPanels(const BoundOperation &bound, TiledPhase &phase) const;
   bool tiledRows(const Ref &ref, const Operand &operand,

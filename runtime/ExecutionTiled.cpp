@@ -1,8 +1,10 @@
-//===- ExecutionTiled.cpp - A call's steps as tiles -------------------------===//
+//===- ExecutionTiled.cpp - A call's steps as tiles
+//-------------------------===//
 //
 // Whether a call's steps can run as the tiled steps (TiledSteps.h), and
 // their description: each product, accumulation and kernel of a step moved
-// to a block of hidden units.
+// to a block of hidden units; for a scan cell's decoding step, its
+// products of inputs alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,7 +88,7 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
       return false;
     tiled.phases.push_back(std::move(phase));
   }
-  describeTeamCall(tiled, backwardPass);
+  describeCallShape(tiled, backwardPass);
   return true;
 }
 
@@ -107,8 +109,9 @@ bool Execution::describeHiddenBlocks(TiledSteps &tiled) const {
   return tiled.block != 0;
 }
 
-/// The call's steps, rows, dims and double-buffered arrays.
-void Execution::describeTeamCall(TiledSteps &tiled, bool backwardPass) const {
+/// The call's steps, rows, dims (the hidden one a block) and
+/// double-buffered arrays.
+void Execution::describeCallShape(TiledSteps &tiled, bool backwardPass) const {
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
                                                           : dimValues[i]);
@@ -263,15 +266,17 @@ bool Execution::describeInputProduct(const BoundOperation &bound,
 /// and reads 3.1 MB of weights at H = 512; oneDNN's matmul runs one of
 /// under 16 MFLOP on the calling thread (kMinSharedPackedFlops), so the
 /// step used one core at 2 threads (bench/README.md, "Scan cells' steps").
-/// Only where every sequence operation is such a product, and every row
-/// runs every step (the scan reads every step's products).
+/// Only where every sequence operation is such a product, and the longest
+/// row runs every step: the products run maxLength steps of every row, and
+/// the scan reads all T.
 bool Execution::describeScanProducts(TiledSteps &tiled) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
-  if (!host || host->precision() != Precision::F32 || training ||
-      !tiledStepsWanted(/*training=*/false) || !usesPackedWeights() ||
-      !shared || maxLength != sizes.steps || maxLength > 2 ||
-      sequenceOperations.empty() || !shortCallTiles() ||
-      !describeHiddenBlocks(tiled))
+  bool inferenceOnHost = host && host->precision() == Precision::F32 &&
+                         !training && shared && usesPackedWeights() &&
+                         tiledStepsWanted(/*training=*/false);
+  bool decodingStep = maxLength == sizes.steps && maxLength <= 2 &&
+                      !sequenceOperations.empty() && shortCallTiles();
+  if (!inferenceOnHost || !decodingStep || !describeHiddenBlocks(tiled))
     return false;
   for (const BoundOperation &bound : sequenceOperations) {
     TiledPhase phase;
@@ -283,7 +288,7 @@ bool Execution::describeScanProducts(TiledSteps &tiled) const {
     tiled.phases.push_back(std::move(phase));
     tiled.absorbed.push_back(&bound);
   }
-  describeTeamCall(tiled, /*backwardPass=*/false);
+  describeCallShape(tiled, /*backwardPass=*/false);
   return true;
 }
 

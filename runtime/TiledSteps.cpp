@@ -48,6 +48,10 @@ libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
 /// slower (bench/README.md).
 constexpr int64_t kPanel = 32;
 
+/// The fewest rows a team of one multiplies with prefetching kernels
+/// (Member::prefetch).
+constexpr int64_t kMinPrefetchRows = 32;
+
 /// A phase's micro-kernel and its weight packed per block, in panels of
 /// `panel` columns, each [depth][panel] column-major. Product: column c of
 /// block j (c = g*block + u) is row g*H + j*block + u of W, depth H;
@@ -114,9 +118,10 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
     target.depth = phase.depth;
     target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
                            phase.in.stride, ldc, false);
-    target.prefetching =
-        dispatch(target.panel, s.batch, target.depth, target.panel,
-                 phase.in.stride, ldc, false, LIBXSMM_GEMM_PREFETCH_AL2);
+    if (s.batch >= kMinPrefetchRows)
+      target.prefetching =
+          dispatch(target.panel, s.batch, target.depth, target.panel,
+                   phase.in.stride, ldc, false, LIBXSMM_GEMM_PREFETCH_AL2);
     target.blockFloats = target.depth * phase.gates * s.block;
   } else {
     target.depth = phase.weightRows;
@@ -286,15 +291,19 @@ private:
   const TiledSteps &s;
   std::vector<PhaseGemm> &gemms;
   int64_t first, last;
-  /// Whether each product prefetches its next panel (bench/README.md,
-  /// "Prefetching panels"): each panel streams from L3 (LSTM's 4 MB and
-  /// GRU's 3.1 MB recurrent weights at H = 512 exceed a core's L2), and
-  /// a team of one multiplying 64 rows ran faster with the prefetch
-  /// (1-thread inference, T = 50 B = 64, four interleaved rounds: LSTM
-  /// 129-136 → 126-130 ms, GRU 92-97 → 92-95, LAU 146-150 → 138-146; ATR,
-  /// whose 1 MB weight about fits L2, level). A team of two ran 2-5%
-  /// slower with it (the cores share L3's bandwidth), and so did 1-row
-  /// steps (LSTM 106 → 128 µs), whose products are too short to hide it.
+  /// Whether each product prefetches the panel after the one it
+  /// multiplies: within a block the next one; after a block's last panel
+  /// the next block's first (used once the block's other phases ran) or,
+  /// for the last block, past the panels (a prefetch never faults). Each
+  /// panel streams from L3 (LSTM's 4 MB and GRU's 3.1 MB recurrent weights
+  /// at H = 512 exceed a core's L2), and a team of one multiplying 64 rows
+  /// ran faster with the prefetch (1-thread inference, T = 50 B = 64, four
+  /// interleaved rounds: LSTM 129-136 → 126-130 ms, GRU 92-97 → 92-95, LAU
+  /// 146-150 → 138-146; ATR, whose 1 MB weight about fits L2, level;
+  /// bench/README.md, "Prefetching panels"). A team of two ran 2-5% slower
+  /// with it (the cores share L3's bandwidth), and so did 1-row steps (LSTM
+  /// 106 → 128 µs), whose products are too short to hide it; hence
+  /// kMinPrefetchRows.
   bool prefetch;
   std::vector<float *> slots[4];
   std::vector<std::vector<float>> products;
@@ -400,9 +409,12 @@ static Status tryTiledSteps(const TiledSteps &s) {
       [&](int64_t size) {
         team = size;
         barrier.emplace(size);
-        // Member::prefetch.
-        constexpr int64_t kMinPrefetchRows = 32;
-        prefetch = team == 1 && s.batch >= kMinPrefetchRows;
+        // Member::prefetch; only products have prefetching kernels.
+        prefetch =
+            team == 1 &&
+            std::any_of(gemms.begin(), gemms.end(), [](const PhaseGemm &gemm) {
+              return gemm.prefetching != nullptr;
+            });
         prefetchingCalls.fetch_add(prefetch);
       },
       [&](int64_t member) {

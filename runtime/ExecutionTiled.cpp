@@ -60,10 +60,8 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
   // products are large enough (shortCallTiles).
   constexpr int64_t kMinTiledSteps = 3;
   int64_t minSteps = usesPackedWeights() && shared ? 1 : kMinTiledSteps;
-  // The tiles' micro-kernels multiply in f32 (bf16 products are left to
-  // oneDNN's matmul, the per-step schedule).
-  if (!host || host->precision() != Precision::F32 ||
-      !tiledStepsWanted(training) || maxLength < minSteps ||
+  // bf16 plans tile too, on libxsmm's bf16 kernels (TiledSteps::bf16).
+  if (!host || !tiledStepsWanted(training) || maxLength < minSteps ||
       plan.states.empty() ||
       std::none_of(stepOperations.begin(), stepOperations.end(),
                    [](const BoundOperation &bound) {
@@ -116,6 +114,7 @@ void Execution::describeCallShape(TiledSteps &tiled, bool backwardPass) const {
     tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
                                                           : dimValues[i]);
   tiled.lengths = work.lengths;
+  tiled.bf16 = device.precision() == Precision::BF16;
   tiled.steps = maxLength;
   tiled.batch = rowsPerStep;
   tiled.reverse = backwardPass;
@@ -247,7 +246,9 @@ bool Execution::describeInputProduct(const BoundOperation &bound,
   if (in.kind != Ref::Kind::Input || out.kind != Ref::Kind::Seq ||
       multipleOf(in.column, hidden) != 0 || multipleOf(out.column, hidden) != 0)
     return false;
+  // bf16 kernels read the weight in pairs of its columns (VNNI).
   if (!describeTiledWeight(bound, hidden, /*hiddenDepth=*/false, phase) ||
+      (device.precision() == Precision::BF16 && phase.depth % 2 != 0) ||
       multipleOf(plan.arrayWidth(out), hidden) != phase.gates ||
       !describeTiledArg(in, bound.operands[1], {}, phase.in))
     return false;
@@ -271,8 +272,7 @@ bool Execution::describeInputProduct(const BoundOperation &bound,
 /// the scan reads all T.
 bool Execution::describeScanProducts(TiledSteps &tiled) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
-  bool inferenceOnHost = host && host->precision() == Precision::F32 &&
-                         !training && shared && usesPackedWeights() &&
+  bool inferenceOnHost = host && !training && shared && usesPackedWeights() &&
                          tiledStepsWanted(/*training=*/false);
   bool decodingStep = maxLength == sizes.steps && maxLength <= 2 &&
                       !sequenceOperations.empty() && shortCallTiles();

@@ -2,6 +2,7 @@
 
 #include "TiledSteps.h"
 
+#include "Gemm.h"
 #include "Parallel.h"
 #include "SpinBarrier.h"
 
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -40,6 +42,36 @@ libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
                              &prefetch);
 }
 
+/// dispatch's product with A and B in bfloat16, summed in f32 (a plan in
+/// bf16 precision): A in VNNI pairs (toVnniPairs), B [n][k] column-major.
+/// On CPUs with AVX512_BF16, libxsmm's kernel multiplies at about twice
+/// the f32 kernel's rate (32x64x512: 232 against 117 GFLOP/s on the AMD
+/// EPYC of bench/README.md, "bf16 tiles").
+libxsmm_bsmmfunction dispatchBf16(int64_t m, int64_t n, int64_t k, int64_t lda,
+                                  int64_t ldb, int64_t ldc, bool accumulate) {
+  const libxsmm_blasint M = m, N = n, K = k, LDA = lda, LDB = ldb, LDC = ldc;
+  const float alpha = 1, beta = accumulate ? 1 : 0;
+  const int flags = LIBXSMM_GEMM_FLAG_VNNI_A,
+            prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+  return libxsmm_bsmmdispatch(M, N, K, &LDA, &LDB, &LDC, &alpha, &beta, &flags,
+                              &prefetch);
+}
+
+/// `panels` f32 panels of [depth][panel] (column-major panel x depth) as
+/// bfloat16 in VNNI pairs, the layout libxsmm's bf16 kernels read: element
+/// (k, n) at ((k / 2) * panel + n) * 2 + k % 2. `depth` is even.
+void toVnniPairs(const float *f32, int64_t panels, int64_t depth, int64_t panel,
+                 uint16_t *target) {
+  std::vector<uint16_t> rounded(depth * panel);
+  for (int64_t p = 0; p < panels; ++p) {
+    roundToBf16(f32 + p * depth * panel, depth, panel, panel, rounded.data());
+    uint16_t *to = target + p * depth * panel;
+    for (int64_t k = 0; k < depth; ++k)
+      for (int64_t n = 0; n < panel; ++n)
+        to[((k / 2) * panel + n) * 2 + k % 2] = rounded[k * panel + n];
+  }
+}
+
 /// The widest panel of a block: a product's micro-kernel writes `panel`
 /// columns of its tile per call, reading its part of the weight as one
 /// contiguous [K][panel] stream. oneDNN's RNN kernels use panels of 32
@@ -61,17 +93,39 @@ struct PhaseGemm {
   /// The panels: `packed`, or the caller's PackedWeights' copy.
   const float *panels = nullptr;
   std::vector<float> packed;
+  /// In bf16 (TiledSteps::bf16) instead: the kernel, the panels in VNNI
+  /// pairs, and the copy packed here.
+  libxsmm_bsmmfunction bf16Gemm = nullptr;
+  const uint16_t *bf16Panels = nullptr;
+  std::vector<uint16_t> bf16Packed;
   /// Whether the members pack `packed` (their own blocks each).
   bool packs = false;
   /// Product: the same kernel prefetching the next panel into L2 as it
   /// multiplies (LIBXSMM_GEMM_PREFETCH_AL2; Member::prefetch says when).
   libxsmm_smmfunction prefetching = nullptr;
+  /// Elements per block of the panels (floats, or bf16 values).
   int64_t blockFloats = 0, panel = 0, depth = 0;
+
+  /// c = the panel `offset` elements into the panels · `in` (whole rows,
+  /// f32 or, in bf16, Member::input's copy).
+  void multiply(int64_t offset, const void *in, float *c,
+                bool prefetchNext) const {
+    if (bf16Gemm) {
+      bf16Gemm(reinterpret_cast<const libxsmm_bfloat16 *>(bf16Panels + offset),
+               static_cast<const libxsmm_bfloat16 *>(in), c);
+      return;
+    }
+    const float *a = panels + offset, *b = static_cast<const float *>(in);
+    if (prefetchNext && prefetching)
+      prefetching(a, b, c, a + depth * panel, b, c);
+    else
+      gemm(a, b, c);
+  }
 };
 
-void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
-               PhaseGemm &target) {
-  float *a = target.packed.data() + j * target.blockFloats;
+/// Block j of a phase's weight as f32 panels into `a`.
+void packBlockF32(const TiledSteps &s, const TiledPhase &phase, int64_t j,
+                  const PhaseGemm &target, float *a) {
   int64_t panel = target.panel, depth = target.depth;
   if (phase.kind == TiledPhase::Kind::Product) {
     // A transpose in tiles of kTile weight columns: each tile's kTile
@@ -95,10 +149,54 @@ void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
                   panel * sizeof(float));
 }
 
+/// Block j of a phase's weight into the panels the call packs.
+void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
+               PhaseGemm &target) {
+  if (!s.bf16) {
+    packBlockF32(s, phase, j, target,
+                 target.packed.data() + j * target.blockFloats);
+    return;
+  }
+  std::vector<float> block(target.blockFloats);
+  packBlockF32(s, phase, j, target, block.data());
+  toVnniPairs(block.data(), target.blockFloats / (target.depth * target.panel),
+              target.depth, target.panel,
+              target.bf16Packed.data() + j * target.blockFloats);
+}
+
 std::tuple<int64_t, int64_t, int64_t> panelKey(const TiledSteps &s,
                                                const TiledPhase &phase,
                                                const PhaseGemm &target) {
   return {phase.weightIndex, s.block, target.panel};
+}
+
+/// preparePhase in bf16: the kernel reads Member::input's copy of the rows
+/// (`depth` apart), and the panels are kept apart from f32 ones.
+Status prepareBf16Phase(const TiledSteps &s, const TiledPhase &phase,
+                        PhaseGemm &target, int64_t ldc) {
+  bool accumulate = phase.kind == TiledPhase::Kind::Accumulate;
+  if (target.depth % 2 == 0)
+    target.bf16Gemm = dispatchBf16(target.panel, s.batch, target.depth,
+                                   target.panel, target.depth, ldc, accumulate);
+  if (!target.bf16Gemm)
+    return Status::error("libxsmm has no bf16 kernel for a tiled product of " +
+                         std::to_string(s.batch) + " rows and depth " +
+                         std::to_string(target.depth));
+  int64_t floats = s.hidden / s.block * target.blockFloats;
+  if (phase.panels) {
+    std::lock_guard<std::mutex> lock(phase.panels->mutex);
+    auto kept = phase.panels->packedBf16.find(panelKey(s, phase, target));
+    if (kept != phase.panels->packedBf16.end() &&
+        int64_t(kept->second.size()) == floats) {
+      target.bf16Panels = kept->second.data();
+      return Status::success();
+    }
+  }
+  target.bf16Packed.resize(floats);
+  target.bf16Panels = target.bf16Packed.data();
+  target.packs = true;
+  panelPacks.fetch_add(1);
+  return Status::success();
 }
 
 Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
@@ -113,22 +211,18 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
     return Status::error("a tiled block of " + std::to_string(s.block) +
                          " columns does not split into panels of " +
                          std::to_string(target.panel));
-  if (phase.kind == TiledPhase::Kind::Product) {
-    int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
-    target.depth = phase.depth;
-    target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
-                           phase.in.stride, ldc, false);
-    if (s.batch >= kMinPrefetchRows)
-      target.prefetching =
-          dispatch(target.panel, s.batch, target.depth, target.panel,
-                   phase.in.stride, ldc, false, LIBXSMM_GEMM_PREFETCH_AL2);
-    target.blockFloats = target.depth * phase.gates * s.block;
-  } else {
-    target.depth = phase.weightRows;
-    target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
-                           phase.in.stride, phase.out.stride, true);
-    target.blockFloats = target.depth * s.block;
-  }
+  bool accumulate = phase.kind == TiledPhase::Kind::Accumulate;
+  target.depth = accumulate ? phase.weightRows : phase.depth;
+  target.blockFloats = target.depth * (accumulate ? 1 : phase.gates) * s.block;
+  int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
+  if (s.bf16)
+    return prepareBf16Phase(s, phase, target, ldc);
+  target.gemm = dispatch(target.panel, s.batch, target.depth, target.panel,
+                         phase.in.stride, ldc, accumulate);
+  if (!accumulate && s.batch >= kMinPrefetchRows)
+    target.prefetching =
+        dispatch(target.panel, s.batch, target.depth, target.panel,
+                 phase.in.stride, ldc, false, LIBXSMM_GEMM_PREFETCH_AL2);
   if (!target.gemm)
     return Status::error("libxsmm has no kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows");
@@ -156,8 +250,12 @@ void keepPanels(const TiledSteps &s, const TiledPhase &phase,
   if (!phase.panels || !target.packs)
     return;
   std::lock_guard<std::mutex> lock(phase.panels->mutex);
-  phase.panels->packed.try_emplace(panelKey(s, phase, target),
-                                   std::move(target.packed));
+  if (s.bf16)
+    phase.panels->packedBf16.try_emplace(panelKey(s, phase, target),
+                                         std::move(target.bf16Packed));
+  else
+    phase.panels->packed.try_emplace(panelKey(s, phase, target),
+                                     std::move(target.packed));
 }
 
 /// One member's share: blocks [first, last) of every phase of every step.
@@ -181,6 +279,10 @@ public:
                                    : arg.stride);
       strides.push_back(std::move(phaseStrides));
       pointers.emplace_back(phase.args.size());
+      bool multiplies = phase.kind != TiledPhase::Kind::Kernel;
+      int64_t depth = gemms[products.size() - 1].depth;
+      roundedRows.emplace_back(s.bf16 && multiplies ? s.batch * depth : 0);
+      roundedAt.push_back(std::numeric_limits<int64_t>::min());
     }
     // A product reads whole rows: the team meets before one that may read
     // rows an earlier phase of the step wrote (a kernel, or a product into
@@ -241,32 +343,46 @@ private:
     }
     case TiledPhase::Kind::Product: {
       const PhaseGemm &gemm = gemms[p];
-      const float *a = gemm.panels + j * gemm.blockFloats;
-      const float *in = rows(phase.in, step);
-      int64_t columns = phase.gates * s.block, panelFloats = gemm.depth * gemm.panel;
-      for (int64_t c0 = 0; c0 < columns; c0 += gemm.panel, a += panelFloats) {
+      const void *in = input(p, step);
+      int64_t columns = phase.gates * s.block;
+      for (int64_t c0 = 0; c0 < columns; c0 += gemm.panel) {
         // Column c0 of the block: gate c0 / block, unit c0 % block.
         float *c = phase.intoTile ? product(p, j) + c0
                                   : rows(phase.out, step) +
                                         (c0 / s.block) * s.hidden +
                                         j * s.block + c0 % s.block;
-        if (prefetch && gemm.prefetching)
-          gemm.prefetching(a, in, c, a + panelFloats, in, c);
-        else
-          gemm.gemm(a, in, c);
+        gemm.multiply(j * gemm.blockFloats + c0 * gemm.depth, in, c, prefetch);
       }
       return;
     }
     case TiledPhase::Kind::Accumulate: {
       const PhaseGemm &gemm = gemms[p];
-      const float *a = gemm.panels + j * gemm.blockFloats;
-      const float *in = rows(phase.in, step);
+      const void *in = input(p, step);
       float *out = at(phase.out, step, j);
       for (int64_t c0 = 0; c0 < s.block; c0 += gemm.panel)
-        gemm.gemm(a + c0 * gemm.depth, in, out + c0);
+        gemm.multiply(j * gemm.blockFloats + c0 * gemm.depth, in, out + c0,
+                      false);
       return;
     }
     }
+  }
+
+  /// A product's input rows at `step`: the f32 rows, or in bf16 this
+  /// member's copy rounded to bfloat16, made at its first use in the step
+  /// (after the team met for rows written in the step, Member::meetsFirst).
+  /// Each member rounds every row itself: 64 x 512 values take a few µs,
+  /// against ~150 µs of LSTM's product per member and step at 2 threads.
+  const void *input(size_t p, int64_t step) {
+    const TiledPhase &phase = s.phases[p];
+    const float *in = rows(phase.in, step);
+    if (!s.bf16)
+      return in;
+    if (roundedAt[p] != step) {
+      roundToBf16(in, s.batch, gemms[p].depth, phase.in.stride,
+                  roundedRows[p].data());
+      roundedAt[p] = step;
+    }
+    return roundedRows[p].data();
   }
 
   /// Whole rows of an operand at `step`.
@@ -310,6 +426,10 @@ private:
   std::vector<std::vector<int64_t>> strides;
   /// Each kernel phase's arguments, bound per block (this member's only).
   std::vector<std::vector<float *>> pointers;
+  /// bf16: each product's input rows rounded (input()), and the step they
+  /// were rounded for.
+  std::vector<std::vector<uint16_t>> roundedRows;
+  std::vector<int64_t> roundedAt;
   /// Whether the team meets before phase p of each step.
   std::vector<bool> meetsFirst;
 };
@@ -401,6 +521,10 @@ static Status tryTiledSteps(const TiledSteps &s) {
     if (Status status = preparePhase(s, s.phases[p], gemms[p]); !status.ok())
       return status;
   tiledCalls.fetch_add(1);
+  if (s.bf16)
+    for (const TiledPhase &phase : s.phases)
+      if (phase.kind != TiledPhase::Kind::Kernel)
+        countBf16Product();
   int64_t blocks = s.hidden / s.block, team = 0;
   bool prefetch = false;
   std::optional<SpinBarrier> barrier;

@@ -37,6 +37,9 @@
 struct cellrt::PackedPanels {
   std::mutex mutex;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<float>> packed;
+  /// A bf16 cell's: bfloat16 in VNNI pairs (TiledSteps::bf16).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<uint16_t>>
+      packedBf16;
 };
 
 namespace cellrt::detail {
@@ -101,6 +104,10 @@ struct TiledSteps {
   int64_t steps = 0, batch = 0, hidden = 0, block = 0;
   /// Backward: from the last step down.
   bool reverse = false;
+  /// A plan in bf16 precision: the products round both operands to
+  /// bfloat16 and sum in f32, as the per-step schedule's do, on libxsmm's
+  /// bf16 kernels (weights packed in VNNI pairs).
+  bool bf16 = false;
   /// The four double-buffered arrays (TiledArg::Slot), [batch, hidden] each
   /// per state: after the call the values of the last step are in pairs 1
   /// and 3 when `steps` is odd (the caller swaps), else in 0 and 2.

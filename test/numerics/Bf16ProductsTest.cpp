@@ -13,6 +13,7 @@
 #include "cellrt/Runtime.h"
 #include "runtime/Gemm.h"
 #include "runtime/HostDevice.h"
+#include "runtime/TiledSteps.h"
 #include "test/unit/CellRunner.h"
 
 #include "gru.h"
@@ -319,7 +320,10 @@ double maxRelativeDifference(const cellrt_test::Results &x,
 // A cell compiled for f32 runs in bf16 and back: the plan says so, the
 // results move by bf16's rounding (forward, training, a step with and
 // without packed weights), and returning to f32 gives its bits again.
+// The per-step schedule's products (the tiled steps' are
+// TiledStepsRoundAsThePerStepSchedule's).
 TEST(Bf16Products, CellsSwitchPrecision) {
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
   for (cellrt_image image : {cellc_lstm_image(), cellc_gru_image()}) {
     Expected<Cell> f32 = Cell::load(image);
     ASSERT_TRUE(f32) << f32.error();
@@ -378,4 +382,58 @@ TEST(Bf16Products, CellsSwitchPrecision) {
                   cellrt_test::runStep(*bf16, problem, &*packedF32), step),
               1e-5);
   }
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+}
+
+// The tiled steps in bf16 (libxsmm's bf16 kernels, weights packed in VNNI
+// pairs, each member's input rows rounded per step) round the same
+// operands as the per-step schedule and only sum them in another order:
+// inference, training (outputs, states and every gradient) and a decoding
+// step by packed weights, on one thread and on two, agree with it to f32's
+// summation error, and differ from the f32 tiles by bf16's rounding.
+TEST(Bf16Products, TiledStepsRoundAsThePerStepSchedule) {
+  using cellrt::detail::setTiledSteps;
+  using cellrt::detail::TiledMode;
+  int threadsBefore = cellrt::getNumThreads();
+  for (cellrt_image image : {cellc_lstm_image(), cellc_gru_image()}) {
+    Expected<Cell> f32 = Cell::load(image);
+    ASSERT_TRUE(f32) << f32.error();
+    Expected<Cell> bf16 = f32->withPrecision(Precision::BF16);
+    ASSERT_TRUE(bf16) << bf16.error();
+    cellrt_test::ProblemShape shape;
+    shape.T = 8;
+    shape.B = 8;
+    shape.firstDim = 128;
+    shape.lengths = {8, 3, 1, 8, 7, 5, 8, 4};
+    cellrt_test::Problem problem(f32->getPlan(), 11, shape);
+    Expected<PackedWeights> packed = bf16->packWeights(problem.paramArrays());
+    ASSERT_TRUE(packed) << packed.error();
+    for (int threads : {1, 2})
+      for (bool train : {false, true}) {
+        SCOPED_TRACE(f32->getPlan().cellName + ", " + std::to_string(threads) +
+                     " threads, " + (train ? "training" : "inference"));
+        cellrt::setNumThreads(threads);
+        setTiledSteps(TiledMode::Off);
+        auto perStep = cellrt_test::run(*bf16, problem, false, train);
+        setTiledSteps(TiledMode::On);
+        int64_t calls = cellrt::detail::tiledStepCalls();
+        int64_t products = cellrt::detail::bf16ProductsSoFar();
+        auto tiled = cellrt_test::run(*bf16, problem, false, train);
+        EXPECT_EQ(cellrt::detail::tiledStepCalls() - calls, train ? 2 : 1);
+        EXPECT_GT(cellrt::detail::bf16ProductsSoFar(), products);
+        auto tiledF32 = cellrt_test::run(*f32, problem, false, train);
+        EXPECT_LT(maxRelativeDifference(tiled, perStep), 1e-4);
+        EXPECT_GT(maxRelativeDifference(tiled, tiledF32), 1e-4);
+        if (train)
+          continue;
+        calls = cellrt::detail::tiledStepCalls();
+        auto step = cellrt_test::runStep(*bf16, problem, &*packed);
+        EXPECT_EQ(cellrt::detail::tiledStepCalls() - calls, 1);
+        setTiledSteps(TiledMode::Off);
+        auto stepPerStep = cellrt_test::runStep(*bf16, problem, &*packed);
+        EXPECT_LT(maxRelativeDifference(step, stepPerStep), 1e-4);
+      }
+  }
+  setTiledSteps(TiledMode::Auto);
+  cellrt::setNumThreads(threadsBefore);
 }

@@ -49,8 +49,9 @@ Status gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
                 int64_t k, const float *a, int64_t aStride, const float *b,
                 int64_t bStride, float *out, int64_t outStride, float beta);
 
-/// How many products have read bfloat16 in this process (gemmBf16's and
-/// bf16 PackedProducts'): tests check which calls multiply in bf16.
+/// How many products have read bfloat16 in this process (gemmBf16's, bf16
+/// PackedProducts', and each product or accumulation of a bf16 tiled call,
+/// once per call): tests check which calls multiply in bf16.
 int64_t bf16ProductsSoFar();
 void countBf16Product();
 

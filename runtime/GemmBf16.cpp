@@ -1,9 +1,9 @@
 //===- GemmBf16.cpp - Matrix products that read bfloat16 ------------------===//
 //
 // A plan in bf16 precision (cellrt/Plan.h) multiplies operands rounded to
-// bfloat16 and sums in f32: each operand is rounded into a dense copy (on
-// the kernel pool), and oneDNN's bf16 matmul (its avx512_core_bf16 or AMX
-// kernels) multiplies the copies into the f32 output. The matmul reads a
+// bfloat16 and sums in f32: each operand is rounded into a dense copy (a
+// large one on the kernel pool), and oneDNN's bf16 matmul (its avx512_core_bf16
+// or AMX kernels) multiplies the copies into the f32 output. The matmul reads a
 // transposed operand through its strides, so every product the plan needs
 // is one primitive. Primitives are kept per shape, a bounded number.
 //
@@ -28,8 +28,10 @@ using namespace cellrt::detail;
 // 4 values per instruction, and a bf16 plan rounds every product's
 // operands (LSTM training, T=50 B=64, 2 threads: rounding took ~9% of the
 // time; bench/README.md, "bf16 tiles"). Both give the same bits.
-__attribute__((target_clones("avx512f", "default"))) void
-detail::roundToBf16(const float *source, int64_t rows, int64_t columns,
+#if defined(__x86_64__) && defined(__ELF__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+void detail::roundToBf16(const float *source, int64_t rows, int64_t columns,
                     int64_t stride, uint16_t *target) {
   for (int64_t row = 0; row < rows; ++row) {
     const float *from = source + row * stride;

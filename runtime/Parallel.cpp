@@ -20,6 +20,18 @@ namespace {
 /// a 64 x 512 step kernel is split, a B = 10 decoding step is not.
 constexpr int64_t kMinParallelWork = 16 * 1024;
 
+/// Whether this thread is running a chunk or member of a pool job: a call
+/// of the pool from inside one (a parallelFor body that multiplies in bf16,
+/// whose rounding is split across the pool) runs inline, since the pool's
+/// lock is held and its threads are busy.
+thread_local bool insideJob = false;
+
+struct InsideJob {
+  bool previous = insideJob;
+  InsideJob() { insideJob = true; }
+  ~InsideJob() { insideJob = previous; }
+};
+
 int defaultThreads() {
   for (const char *name : {"CELLRT_NUM_THREADS", "OMP_NUM_THREADS"})
     if (const char *value = std::getenv(name))
@@ -53,6 +65,7 @@ public:
         std::max<int64_t>(1, std::min<int64_t>(threads(), maxMembers));
     prepare(team);
     if (team == 1) {
+      InsideJob inside;
       body(0);
       return;
     }
@@ -87,7 +100,10 @@ private:
       ++generation;
     }
     wake.notify_all();
-    body(0, rows / chunks);
+    {
+      InsideJob inside;
+      body(0, rows / chunks);
+    }
     // The workers' chunks end about when the caller's does, unless a
     // worker had to be woken first.
     if (workersSpun.load())
@@ -161,7 +177,10 @@ private:
       quick = std::chrono::steady_clock::now() - idle <
               std::chrono::microseconds(spinBudget());
       workersSpun.store(quick);
-      (*body)(begin, end);
+      {
+        InsideJob inside;
+        (*body)(begin, end);
+      }
       if (pending.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> done(mutex);
         finished.notify_one();
@@ -190,7 +209,7 @@ void cellrt::detail::parallelRows(
     int64_t rows, int64_t work,
     const std::function<void(int64_t, int64_t)> &body) {
   Pool &pool = Pool::get();
-  if (pool.threads() < 2 || rows < 2 || work < kMinParallelWork) {
+  if (pool.threads() < 2 || rows < 2 || work < kMinParallelWork || insideJob) {
     body(0, rows);
     return;
   }
@@ -202,6 +221,11 @@ int cellrt::detail::threads() { return Pool::get().threads(); }
 void cellrt::detail::runTeam(int64_t maxMembers,
                              const std::function<void(int64_t)> &prepare,
                              const std::function<void(int64_t)> &body) {
+  if (insideJob) {
+    prepare(1);
+    body(0);
+    return;
+  }
   Pool::get().runTeam(maxMembers, prepare, body);
 }
 

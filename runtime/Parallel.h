@@ -18,7 +18,8 @@
 namespace cellrt::detail {
 
 /// Runs body(begin, end) over [0, rows) in `threads()` chunks when `work`
-/// (about rows x elements per row) is worth it, else in one call.
+/// (about rows x elements per row) is worth it, else in one call (always
+/// in one call from inside a chunk or member of the pool's).
 void parallelRows(int64_t rows, int64_t work,
                   const std::function<void(int64_t, int64_t)> &body);
 
@@ -28,6 +29,7 @@ int threads();
 /// Runs body(member) for every member of a team of min(threads(),
 /// maxMembers), each on its own thread and all at once (members may wait
 /// for each other); prepare(team) runs first, with the size decided once.
+/// From inside a chunk or member of the pool's, a team of one.
 void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
              const std::function<void(int64_t)> &body);
 

@@ -27,14 +27,18 @@ std::atomic<int64_t> tiledCalls{0}, tiledFailures{0}, panelPacks{0},
     prefetchingCalls{0};
 
 #ifdef CELLRT_HAVE_LIBXSMM
+void initializeLibxsmm() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { libxsmm_init(); });
+}
+
 /// C (m x n, column-major) = A (m x k) · B (k x n) (+ C where `accumulate`),
 /// libxsmm's JIT kernel for that shape; with `prefetch` (a
 /// libxsmm_gemm_prefetch_type) the kernel takes (a, b, c, pa, pb, pc).
 libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
                              int64_t ldb, int64_t ldc, bool accumulate,
                              int prefetch = LIBXSMM_GEMM_PREFETCH_NONE) {
-  static std::once_flag initialized;
-  std::call_once(initialized, [] { libxsmm_init(); });
+  initializeLibxsmm();
   const libxsmm_blasint M = m, N = n, K = k, LDA = lda, LDB = ldb, LDC = ldc;
   const float alpha = 1, beta = accumulate ? 1 : 0;
   const int flags = LIBXSMM_GEMM_FLAG_NONE;
@@ -49,6 +53,7 @@ libxsmm_smmfunction dispatch(int64_t m, int64_t n, int64_t k, int64_t lda,
 /// EPYC of bench/README.md, "bf16 tiles").
 libxsmm_bsmmfunction dispatchBf16(int64_t m, int64_t n, int64_t k, int64_t lda,
                                   int64_t ldb, int64_t ldc, bool accumulate) {
+  initializeLibxsmm();
   const libxsmm_blasint M = m, N = n, K = k, LDA = lda, LDB = ldb, LDC = ldc;
   const float alpha = 1, beta = accumulate ? 1 : 0;
   const int flags = LIBXSMM_GEMM_FLAG_VNNI_A,
@@ -103,8 +108,8 @@ struct PhaseGemm {
   /// Product: the same kernel prefetching the next panel into L2 as it
   /// multiplies (LIBXSMM_GEMM_PREFETCH_AL2; Member::prefetch says when).
   libxsmm_smmfunction prefetching = nullptr;
-  /// Elements per block of the panels (floats, or bf16 values).
-  int64_t blockFloats = 0, panel = 0, depth = 0;
+  /// Elements (floats, or bf16 values) per block of the panels.
+  int64_t blockElements = 0, panel = 0, depth = 0;
 
   /// c = the panel `offset` elements into the panels · `in` (whole rows,
   /// f32 or, in bf16, Member::input's copy).
@@ -154,14 +159,15 @@ void packBlock(const TiledSteps &s, const TiledPhase &phase, int64_t j,
                PhaseGemm &target) {
   if (!s.bf16) {
     packBlockF32(s, phase, j, target,
-                 target.packed.data() + j * target.blockFloats);
+                 target.packed.data() + j * target.blockElements);
     return;
   }
-  std::vector<float> block(target.blockFloats);
+  std::vector<float> block(target.blockElements);
   packBlockF32(s, phase, j, target, block.data());
-  toVnniPairs(block.data(), target.blockFloats / (target.depth * target.panel),
+  toVnniPairs(block.data(),
+              target.blockElements / (target.depth * target.panel),
               target.depth, target.panel,
-              target.bf16Packed.data() + j * target.blockFloats);
+              target.bf16Packed.data() + j * target.blockElements);
 }
 
 std::tuple<int64_t, int64_t, int64_t> panelKey(const TiledSteps &s,
@@ -182,17 +188,17 @@ Status prepareBf16Phase(const TiledSteps &s, const TiledPhase &phase,
     return Status::error("libxsmm has no bf16 kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows and depth " +
                          std::to_string(target.depth));
-  int64_t floats = s.hidden / s.block * target.blockFloats;
+  int64_t elements = s.hidden / s.block * target.blockElements;
   if (phase.panels) {
     std::lock_guard<std::mutex> lock(phase.panels->mutex);
     auto kept = phase.panels->packedBf16.find(panelKey(s, phase, target));
     if (kept != phase.panels->packedBf16.end() &&
-        int64_t(kept->second.size()) == floats) {
+        int64_t(kept->second.size()) == elements) {
       target.bf16Panels = kept->second.data();
       return Status::success();
     }
   }
-  target.bf16Packed.resize(floats);
+  target.bf16Packed.resize(elements);
   target.bf16Panels = target.bf16Packed.data();
   target.packs = true;
   panelPacks.fetch_add(1);
@@ -213,7 +219,8 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
                          std::to_string(target.panel));
   bool accumulate = phase.kind == TiledPhase::Kind::Accumulate;
   target.depth = accumulate ? phase.weightRows : phase.depth;
-  target.blockFloats = target.depth * (accumulate ? 1 : phase.gates) * s.block;
+  target.blockElements =
+      target.depth * (accumulate ? 1 : phase.gates) * s.block;
   int64_t ldc = phase.intoTile ? phase.gates * s.block : phase.out.stride;
   if (s.bf16)
     return prepareBf16Phase(s, phase, target, ldc);
@@ -231,12 +238,12 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
     auto kept = phase.panels->packed.find(panelKey(s, phase, target));
     // The size guards against a PackedWeights of another cell's plan.
     if (kept != phase.panels->packed.end() &&
-        int64_t(kept->second.size()) == blocks * target.blockFloats) {
+        int64_t(kept->second.size()) == blocks * target.blockElements) {
       target.panels = kept->second.data();
       return Status::success();
     }
   }
-  target.packed.resize(blocks * target.blockFloats);
+  target.packed.resize(blocks * target.blockElements);
   target.panels = target.packed.data();
   target.packs = true;
   panelPacks.fetch_add(1);
@@ -266,7 +273,8 @@ public:
       : s(s), gemms(gemms), first(first), last(last), prefetch(prefetch) {
     for (int pair = 0; pair < 4; ++pair)
       slots[pair] = s.slots[pair];
-    for (const TiledPhase &phase : s.phases) {
+    for (size_t p = 0; p < s.phases.size(); ++p) {
+      const TiledPhase &phase = s.phases[p];
       // Each block's product tiles live until the step ends: a later kernel
       // may read an earlier product's gates (GRU's z).
       products.emplace_back(phase.intoTile ? (last - first) * s.batch *
@@ -280,8 +288,8 @@ public:
       strides.push_back(std::move(phaseStrides));
       pointers.emplace_back(phase.args.size());
       bool multiplies = phase.kind != TiledPhase::Kind::Kernel;
-      int64_t depth = gemms[products.size() - 1].depth;
-      roundedRows.emplace_back(s.bf16 && multiplies ? s.batch * depth : 0);
+      roundedRows.emplace_back(s.bf16 && multiplies ? s.batch * gemms[p].depth
+                                                    : 0);
       roundedAt.push_back(std::numeric_limits<int64_t>::min());
     }
     // A product reads whole rows: the team meets before one that may read
@@ -351,7 +359,8 @@ private:
                                   : rows(phase.out, step) +
                                         (c0 / s.block) * s.hidden +
                                         j * s.block + c0 % s.block;
-        gemm.multiply(j * gemm.blockFloats + c0 * gemm.depth, in, c, prefetch);
+        gemm.multiply(j * gemm.blockElements + c0 * gemm.depth, in, c,
+                      prefetch);
       }
       return;
     }
@@ -360,7 +369,7 @@ private:
       const void *in = input(p, step);
       float *out = at(phase.out, step, j);
       for (int64_t c0 = 0; c0 < s.block; c0 += gemm.panel)
-        gemm.multiply(j * gemm.blockFloats + c0 * gemm.depth, in, out + c0,
+        gemm.multiply(j * gemm.blockElements + c0 * gemm.depth, in, out + c0,
                       false);
       return;
     }
@@ -370,8 +379,10 @@ private:
   /// A product's input rows at `step`: the f32 rows, or in bf16 this
   /// member's copy rounded to bfloat16, made at its first use in the step
   /// (after the team met for rows written in the step, Member::meetsFirst).
-  /// Each member rounds every row itself: 64 x 512 values take a few µs,
-  /// against ~150 µs of LSTM's product per member and step at 2 threads.
+  /// Each member rounds every row itself, once per phase that multiplies
+  /// (a product's 64 x 512 values, a backward accumulation's 64 x 4H):
+  /// a few µs against ~150 µs of LSTM's product per member and step at 2
+  /// threads.
   const void *input(size_t p, int64_t step) {
     const TiledPhase &phase = s.phases[p];
     const float *in = rows(phase.in, step);

@@ -45,6 +45,8 @@ struct ProblemShape {
   /// initialised) keeps the recurrence from turning chaotic, where rounding
   /// differences of 1e-7 would grow to O(1) within a few dozen steps.
   float paramScale = 0.5f;
+  /// Dims given their values here; the others count up from firstDim.
+  std::map<std::string, int64_t> dims;
 };
 
 /// Random values for every array of one call at small, distinct sizes
@@ -61,8 +63,10 @@ struct Problem {
       return values;
     };
     int64_t next = sizes.firstDim;
-    for (const std::string &dim : plan.dims)
-      dims[dim] = next++;
+    for (const std::string &dim : plan.dims) {
+      auto given = sizes.dims.find(dim);
+      dims[dim] = given != sizes.dims.end() ? given->second : next++;
+    }
     auto eval = [&](const DimExpr &e) { return *e.evaluate(dims); };
     for (const VectorDecl &input : plan.inputs)
       inputs.push_back(fill(T * B * eval(input.length)));

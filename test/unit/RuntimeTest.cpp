@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -1151,4 +1152,25 @@ TEST(ExecutorErrorTest, PackWeightsNeedsStackedParamsOfOneWidth) {
   ASSERT_FALSE(packed.ok());
   EXPECT_EQ(packed.error(), "packWeights: params stacked into one weight "
                             "need as many columns: 'A' has 4, 'B' has 6");
+}
+
+// A parallelFor body that itself calls parallelFor (as a driver's layer
+// whose body multiplies in bf16 does: the rounding is split across the
+// kernels' threads) runs the inner call inline instead of waiting for the
+// pool it is part of: every inner row runs exactly once, and nothing hangs.
+TEST(ParallelTest, CallsFromInsideABodyRunInline) {
+  int threadsBefore = getNumThreads();
+  setNumThreads(2);
+  constexpr int64_t kOuter = 4, kInner = 1 << 16;
+  std::vector<std::atomic<int>> visits(kOuter * kInner);
+  parallelFor(kOuter, kOuter * kInner, [&](int64_t begin, int64_t end) {
+    for (int64_t outer = begin; outer < end; ++outer)
+      parallelFor(kInner, kInner, [&](int64_t first, int64_t last) {
+        for (int64_t inner = first; inner < last; ++inner)
+          visits[outer * kInner + inner].fetch_add(1);
+      });
+  });
+  setNumThreads(threadsBefore);
+  for (const std::atomic<int> &count : visits)
+    ASSERT_EQ(count.load(), 1);
 }

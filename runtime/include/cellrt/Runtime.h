@@ -258,7 +258,9 @@ int getNumThreads();
 /// (the caller's thread takes the first chunk) when `work`, about rows x
 /// elements per row, is worth a wake-up; else in one call. Chunks are
 /// contiguous and disjoint. Drivers use it so their own element-wise layers
-/// share the kernels' threads instead of starting another pool.
+/// share the kernels' threads instead of starting another pool. A call from
+/// inside a body (or anything in a body that uses the kernels' threads,
+/// such as a bf16 product) runs in one call on that thread.
 void parallelFor(int64_t rows, int64_t work,
                  const std::function<void(int64_t, int64_t)> &body);
 

@@ -276,6 +276,229 @@ TEST(TiledPanels, ScanCellStepsMultiplyOnTheTeam) {
   cellrt::setNumThreads(threadsBefore);
 }
 
+// One PackedWeights shared by four threads, each running sequences (the
+// tiled steps, whose panels the first calls race to keep) and B=10 steps
+// (oneDNN's matmul by the packed weights, whose primitives they race to
+// make, each execution with its thread's scratchpad): every thread gets
+// exactly what a call alone gets.
+TEST(TiledPanels, PackedWeightsServeConcurrentCalls) {
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/lstm.cell", "", true}, loaded));
+  const Cell &cell = *loaded.cell;
+  ProblemShape shape = tiledShape(64);
+  shape.B = 10;
+  shape.lengths = {6, 3, 1, 5, 6, 2, 4, 6, 5, 3};
+  Problem problem(cell.getPlan(), 17, shape);
+  Expected<PackedWeights> alone = cell.packWeights(problem.paramArrays());
+  Expected<PackedWeights> shared = cell.packWeights(problem.paramArrays());
+  ASSERT_TRUE(alone.ok() && shared.ok()) << alone.error();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+  Results sequence = run(cell, problem, false, false, nullptr, &*alone);
+  Results step = runStep(cell, problem, &*alone);
+  constexpr int kThreads = 4;
+  std::vector<Results> sequences(kThreads), steps(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        sequences[t] = run(cell, problem, false, false, nullptr, &*shared);
+        steps[t] = runStep(cell, problem, &*shared);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(sequences[t].arrays, sequence.arrays) << "thread " << t;
+    EXPECT_EQ(steps[t].arrays, step.arrays) << "thread " << t;
+  }
+}
+
+/// h' = h/2 + v1 + v0 and out = h' on active rows; h' = h and out = 0 past
+/// a row's length. Arguments: state:h step:v1 seq:v0 next:h out.
+void projectionStep(int64_t rowBegin, int64_t rowEnd, int64_t step,
+                    const int32_t *lengths, const int64_t *dims,
+                    float *const *ptrs, const int64_t *strides) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    auto row = [&](int i) { return ptrs[i] + r * strides[i]; };
+    bool active = step < lengths[r];
+    for (int64_t j = 0; j < dims[0]; ++j) {
+      row(3)[j] = active ? 0.5f * row(0)[j] + row(1)[j] + row(2)[j] : row(0)[j];
+      row(4)[j] = active ? row(3)[j] : 0.0f;
+    }
+  }
+}
+
+/// A cell whose hoisted input product v0 = A x the step kernel reads, and
+/// whose recurrent product reads `recurrentInput`: the state (h), or v0
+/// itself.
+std::string projectionPlan(const std::string &recurrentInput) {
+  return "cellc-plan 1\n"
+         "cell proj\n"
+         "dims H\n"
+         "input x H\n"
+         "state h H\n"
+         "param A H H\n"
+         "param U H H\n"
+         "output H\n"
+         "buffer seq v0 H\n"
+         "buffer step v1 H\n"
+         "weight W0 A\n"
+         "weight W1 U\n"
+         "pre gemm seq:v0 W0 input:x\n"
+         "step gemm step:v1 W1 " +
+         recurrentInput +
+         "\n"
+         "step kernel 0 state:h step:v1 seq:v0 next:h out\n";
+}
+
+// Tiled inference computes a hoisted input product per step and block
+// only where step kernels alone read its buffer: here, where the recurrent
+// product reads v0 too, the hoisted product runs over all steps first
+// (one weight packed per call, not two), and both cells give the default
+// schedule's results.
+TEST(TiledPanels, InputProductsStayHoistedWhereAProductReadsThem) {
+  const int64_t T = 4, B = 3, H = 32;
+  const cellrt_kernel_fn kernels[] = {projectionStep};
+  const char *const names[] = {"proj_step"};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-0.2f, 0.2f);
+  auto fill = [&](int64_t count) {
+    std::vector<float> values(count);
+    for (float &value : values)
+      value = uniform(rng);
+    return values;
+  };
+  std::vector<float> x = fill(T * B * H), a = fill(H * H), u = fill(H * H);
+  std::vector<int32_t> lengths = {4, 2, 3};
+  for (auto [input, packs] :
+       {std::pair<std::string, int64_t>{"state:h", 2}, {"seq:v0", 1}}) {
+    SCOPED_TRACE(input);
+    std::string plan = projectionPlan(input);
+    Expected<Cell> cell = Cell::load({plan.c_str(), kernels, names, 1});
+    ASSERT_TRUE(cell.ok()) << cell.error();
+    auto forward = [&](cellrt::detail::TiledMode mode) {
+      std::vector<float> out(T * B * H, -1.0f);
+      ForwardArgs args;
+      args.inputs = {{x.data(), {T, B, H}}};
+      args.lengths = lengths.data();
+      args.params = {{"A", {a.data(), {H, H}}}, {"U", {u.data(), {H, H}}}};
+      args.output = {out.data(), {T, B, H}};
+      cellrt::detail::setTiledSteps(mode);
+      Status status = cell->forward(args);
+      EXPECT_TRUE(status.ok()) << status.message();
+      return out;
+    };
+    std::vector<float> expected = forward(cellrt::detail::TiledMode::Off);
+    int64_t calls = cellrt::detail::tiledStepCalls();
+    int64_t packed = cellrt::detail::tiledPanelPacks();
+    std::vector<float> actual = forward(cellrt::detail::TiledMode::On);
+    cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+    EXPECT_EQ(cellrt::detail::tiledStepCalls() - calls, 1);
+    EXPECT_EQ(cellrt::detail::tiledPanelPacks() - packed, packs);
+    for (size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(actual[i], expected[i], 1e-5f) << "element " << i;
+  }
+}
+
+// The per-step schedule packs each recurrent weight for oneDNN's matmul
+// once per call where a call has 16 steps or more and 4-256 rows, and
+// multiplies by those copies (backward's state-gradient products stay on
+// sgemm in f32; Bf16ProductsTest counts bf16's): LSTM's and GRU's results,
+// inference and training, stay within rounding of the tiled steps', which
+// never pack that way.
+TEST(PackedPerCall, PerStepProductsMatchTheTiledSteps) {
+  for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    ProblemShape shape = tiledShape();
+    shape.T = 20;
+    shape.B = 5;
+    shape.lengths = {20, 7, 16, 1, 19};
+    Problem problem(cell.getPlan(), 23, shape);
+    for (bool train : {false, true}) {
+      SCOPED_TRACE(train ? "training" : "inference");
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+      int64_t tiledCalls = cellrt::detail::tiledStepCalls();
+      Results tiled = run(cell, problem, false, train);
+      EXPECT_GT(cellrt::detail::tiledStepCalls(), tiledCalls);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+      int64_t packs = PackedProduct::packedSoFar();
+      int64_t multiplies = PackedProduct::multipliedSoFar();
+      Results perStep = run(cell, problem, false, train);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+      EXPECT_GT(PackedProduct::packedSoFar(), packs);
+      // At least one packed product per step of the longest sequence.
+      EXPECT_GE(PackedProduct::multipliedSoFar() - multiplies, 20);
+      expectNear(perStep, tiled);
+    }
+  }
+}
+
+// The tiled steps fail only before their first step; the call then runs
+// the default schedule, inference with the input products the tiles
+// would have computed per step (Execution::forward runs them first), and
+// backward per step. Its results are the default schedule's, bit for bit.
+TEST(TiledFallback, AFailedStartRunsTheDefaultSchedule) {
+  for (const char *file : {"cells/lstm.cell", "cells/gru.cell"}) {
+    SCOPED_TRACE(file);
+    LoadedCase loaded;
+    ASSERT_NO_FATAL_FAILURE(loadCase(Case{file, "", true}, loaded));
+    const Cell &cell = *loaded.cell;
+    Problem problem(cell.getPlan(), 31, tiledShape());
+    for (bool train : {false, true}) {
+      SCOPED_TRACE(train ? "training" : "inference");
+      // The fallback first: inference reuses the cell's buffers, which a
+      // default-schedule call before it would have filled already.
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+      cellrt::detail::failTiledStepsForTesting(true);
+      int64_t tiled = cellrt::detail::tiledStepCalls();
+      int64_t failures = cellrt::detail::tiledStepFailures();
+      Results fallback = run(cell, problem, false, train);
+      cellrt::detail::failTiledStepsForTesting(false);
+      EXPECT_EQ(cellrt::detail::tiledStepCalls(), tiled);
+      // Forward, and in training backward too, tried and fell back.
+      EXPECT_EQ(cellrt::detail::tiledStepFailures() - failures, train ? 2 : 1);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+      Results reference = run(cell, problem, false, train);
+      cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+      ASSERT_EQ(fallback.arrays.size(), reference.arrays.size());
+      for (size_t a = 0; a < reference.arrays.size(); ++a)
+        EXPECT_EQ(fallback.arrays[a], reference.arrays[a]) << "array " << a;
+    }
+  }
+}
+
+// README: each schedule gives the same bits at any thread count. The
+// per-step schedule's products by weights packed per call are shared by
+// two threads from 16 MFLOP on (here [64, 256] by [1024, 256]ᵀ, 34 MFLOP):
+// 1 and 2 threads give the same outputs, states and gradients.
+TEST(PackedPerCall, OneAndTwoThreadsGiveTheSameBits) {
+  LoadedCase loaded;
+  ASSERT_NO_FATAL_FAILURE(loadCase(Case{"cells/lstm.cell", "", true}, loaded));
+  const Cell &cell = *loaded.cell;
+  ProblemShape shape = tiledShape(256);
+  shape.T = 16;
+  shape.B = 64;
+  shape.lengths.assign(64, 16);
+  shape.lengths[3] = 5;
+  Problem problem(cell.getPlan(), 29, shape);
+  int threadsBefore = cellrt::getNumThreads();
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Off);
+  std::vector<Results> results;
+  for (int threads : {1, 2}) {
+    cellrt::setNumThreads(threads);
+    int64_t multiplies = PackedProduct::multipliedSoFar();
+    results.push_back(run(cell, problem, false, /*train=*/true));
+    EXPECT_GE(PackedProduct::multipliedSoFar() - multiplies, 16);
+  }
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+  cellrt::setNumThreads(threadsBefore);
+  EXPECT_EQ(results[0].arrays, results[1].arrays);
+}
+
 // A team of one multiplying 32 rows or more prefetches each product's
 // next panel (TiledSteps.cpp, Member::prefetch) with libxsmm's prefetching
 // kernels, which must multiply exactly as the others do: inference on one

@@ -1,5 +1,4 @@
-//===- ExecutionTiled.cpp - A call's steps as tiles
-//-------------------------===//
+//===- ExecutionTiled.cpp - A call's steps as tiles -----------------------===//
 //
 // Whether a call's steps can run as the tiled steps (TiledSteps.h), and
 // their description: each product, accumulation and kernel of a step moved

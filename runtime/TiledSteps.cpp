@@ -176,6 +176,30 @@ std::tuple<int64_t, int64_t, int64_t> panelKey(const TiledSteps &s,
   return {phase.weightIndex, s.block, target.panel};
 }
 
+/// The panels of a phase (f32 or bf16: `kept` names the PackedPanels map
+/// of that precision): the caller's PackedWeights' copy where it holds one
+/// of this size, else `own`, sized for the members to pack.
+template <typename Element>
+const Element *keptOrPacked(
+    const TiledSteps &s, const TiledPhase &phase, PhaseGemm &target,
+    std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<Element>>
+        PackedPanels::*kept,
+    std::vector<Element> &own) {
+  int64_t elements = s.hidden / s.block * target.blockElements;
+  if (phase.panels) {
+    std::lock_guard<std::mutex> lock(phase.panels->mutex);
+    auto &map = phase.panels->*kept;
+    auto found = map.find(panelKey(s, phase, target));
+    // The size guards against a PackedWeights of another cell's plan.
+    if (found != map.end() && int64_t(found->second.size()) == elements)
+      return found->second.data();
+  }
+  own.resize(elements);
+  target.packs = true;
+  panelPacks.fetch_add(1);
+  return own.data();
+}
+
 /// preparePhase in bf16: the kernel reads Member::input's copy of the rows
 /// (`depth` apart), and the panels are kept apart from f32 ones.
 Status prepareBf16Phase(const TiledSteps &s, const TiledPhase &phase,
@@ -188,20 +212,8 @@ Status prepareBf16Phase(const TiledSteps &s, const TiledPhase &phase,
     return Status::error("libxsmm has no bf16 kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows and depth " +
                          std::to_string(target.depth));
-  int64_t elements = s.hidden / s.block * target.blockElements;
-  if (phase.panels) {
-    std::lock_guard<std::mutex> lock(phase.panels->mutex);
-    auto kept = phase.panels->packedBf16.find(panelKey(s, phase, target));
-    if (kept != phase.panels->packedBf16.end() &&
-        int64_t(kept->second.size()) == elements) {
-      target.bf16Panels = kept->second.data();
-      return Status::success();
-    }
-  }
-  target.bf16Packed.resize(elements);
-  target.bf16Panels = target.bf16Packed.data();
-  target.packs = true;
-  panelPacks.fetch_add(1);
+  target.bf16Panels = keptOrPacked(s, phase, target, &PackedPanels::packedBf16,
+                                   target.bf16Packed);
   return Status::success();
 }
 
@@ -209,7 +221,6 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
                     PhaseGemm &target) {
   if (phase.kind == TiledPhase::Kind::Kernel)
     return Status::success();
-  int64_t blocks = s.hidden / s.block;
   target.panel = std::min(kPanel, s.block);
   // A panel must not straddle two gates (tiledBlock's blocks are 64, 32,
   // 16 or 8 wide).
@@ -233,20 +244,8 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   if (!target.gemm)
     return Status::error("libxsmm has no kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows");
-  if (phase.panels) {
-    std::lock_guard<std::mutex> lock(phase.panels->mutex);
-    auto kept = phase.panels->packed.find(panelKey(s, phase, target));
-    // The size guards against a PackedWeights of another cell's plan.
-    if (kept != phase.panels->packed.end() &&
-        int64_t(kept->second.size()) == blocks * target.blockElements) {
-      target.panels = kept->second.data();
-      return Status::success();
-    }
-  }
-  target.packed.resize(blocks * target.blockElements);
-  target.panels = target.packed.data();
-  target.packs = true;
-  panelPacks.fetch_add(1);
+  target.panels =
+      keptOrPacked(s, phase, target, &PackedPanels::packed, target.packed);
   return Status::success();
 }
 

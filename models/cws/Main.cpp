@@ -13,6 +13,7 @@
 #include "models/common/CommandLine.h"
 #include "models/common/Data.h"
 #include "models/common/Math.h"
+#include "models/common/OpenMpWaits.h"
 #include "models/cws/Baseline.h"
 #include "models/cws/CommandLine.h"
 #include "models/cws/Score.h"
@@ -97,6 +98,7 @@ int run(const CommandLine &cli) {
 } // namespace
 
 int main(int argc, char **argv) {
+  models::preferSleepingOpenMpThreads(argv);
   CommandLine cli;
   if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
     return *exit;

@@ -11,6 +11,7 @@
 
 #include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
+#include "models/common/OpenMpWaits.h"
 #include "models/common/Team.h"
 #include "models/nli/Training.h"
 
@@ -145,6 +146,7 @@ int predict(const std::string &modelPath, const std::string &input,
 } // namespace
 
 int main(int argc, char **argv) {
+  models::preferSleepingOpenMpThreads(argv);
   CLI::App app{"nli: natural language inference on cellc-compiled cells "
                "(word-by-word attention, Rocktaeschel et al. 2016)"};
   app.set_version_flag("--version", "nli (cellc) " CELLC_VERSION);

@@ -14,6 +14,7 @@
 
 #include "models/common/Bleu.h"
 #include "models/common/CommandLine.h"
+#include "models/common/OpenMpWaits.h"
 #include "models/nmt/CommandLine.h"
 #include "models/nmt/Resume.h"
 
@@ -104,6 +105,7 @@ int run(const CommandLine &cli) {
 } // namespace
 
 int main(int argc, char **argv) {
+  models::preferSleepingOpenMpThreads(argv);
   CommandLine cli;
   if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
     return *exit;

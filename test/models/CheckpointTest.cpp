@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace nmt;
@@ -73,6 +75,20 @@ TEST(Checkpoint, FlippedTruncatedEmptyOrForeignFilesAreNamedErrors) {
   EXPECT_CONTAINS(loadError(path), path + ": not an nmt checkpoint");
   writeBytes(path, saved.bytes);
   EXPECT_EQ(loadError(path), "");
+}
+
+// Checkpoints are read in one piece of their size; a pipe (`--model
+// <(zcat run.ckpt.gz)`) has none, and is read as a stream.
+TEST(Checkpoint, LoadsThroughAPipe) {
+  Saved saved("pipe");
+  std::string fifo = saved.options.out + ".fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { writeBytes(fifo, saved.bytes); });
+  std::string error = loadError(fifo);
+  writer.join();
+  std::remove(fifo.c_str());
+  EXPECT_EQ(error, "");
 }
 
 // NaN parameters (or Adam moments) used to load, then give empty output

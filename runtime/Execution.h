@@ -365,6 +365,9 @@ private:
                  int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
   Status runBackwardSteps();
+  /// Whether backward's operations after the steps are products and sums
+  /// alone (no kernel writes memory between them).
+  bool onlyProductsAfterTheSteps() const;
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
   bool shortCallTiles() const;
   bool eachSegmentIsAnArgument(const std::string &hidden) const;

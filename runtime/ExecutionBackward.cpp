@@ -206,6 +206,11 @@ Status Execution::backward(const BackwardArgs &gradients,
   }
   int64_t allRows = sizes.steps * sizes.batch;
 
+  // In bf16 the products below round the same gradients and inputs for the
+  // input gradient and for each stacked part of each weight gradient: they
+  // round each once, where no kernel writes between them.
+  KeepRoundedOperands keep(device.precision() == Precision::BF16 &&
+                           onlyProductsAfterTheSteps());
   for (const BoundOperation &bound : sequenceOperations)
     if (!(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;
@@ -213,6 +218,14 @@ Status Execution::backward(const BackwardArgs &gradients,
     if (!(status = runOperation(bound, 0, 0, allRows)).ok())
       return status;
   return finishBackward(gradients);
+}
+
+bool Execution::onlyProductsAfterTheSteps() const {
+  for (const BoundList *list : {&sequenceOperations, &endOperations})
+    for (const BoundOperation &bound : *list)
+      if (bound.op->kind == Operation::Kind::Kernel)
+        return false;
+  return true;
 }
 
 } // namespace cellrt::detail

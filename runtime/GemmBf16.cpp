@@ -5,7 +5,10 @@
 // large one on the kernel pool), and oneDNN's bf16 matmul (its avx512_core_bf16
 // or AMX kernels) multiplies the copies into the f32 output. The matmul reads a
 // transposed operand through its strides, so every product the plan needs
-// is one primitive. Primitives are kept per shape, a bounded number.
+// is one primitive. Primitives are kept per shape, a bounded number. Under
+// a KeepRoundedOperands (backward's products after the steps) the rounded
+// copies are kept and an operand within one is read from it, through the
+// matmul's strides, instead of being rounded again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,28 +56,35 @@ namespace {
 using dnnl::memory;
 
 /// A product's shape, (transposeA, transposeB, m, n, k, out stride, beta),
-/// and the team it runs on.
-using ProductKey =
-    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, float, int>;
+/// the row lengths of its rounded operands, and the team it runs on.
+using ProductKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
+                              float, int64_t, int64_t, int>;
 
 struct Bf16Matmul {
   dnnl::matmul primitive;
   memory::desc a, b, out, scratchpad;
 };
 
-/// The [rows, columns] bf16 matrix of a dense copy of a stored operand,
-/// read transposed when the operand is stored [columns, rows].
-memory::desc denseOperand(int64_t rows, int64_t columns, bool transposed) {
+/// The [rows, columns] bf16 matrix of a rounded copy of a stored operand
+/// whose rows are `copyRow` apart, read transposed when the operand is
+/// stored [columns, rows].
+memory::desc roundedOperand(int64_t rows, int64_t columns, bool transposed,
+                            int64_t copyRow) {
   return memory::desc({rows, columns}, memory::data_type::bf16,
-                      transposed ? memory::dims{1, rows}
-                                 : memory::dims{columns, 1});
+                      transposed ? memory::dims{1, copyRow}
+                                 : memory::dims{copyRow, 1});
+}
+
+memory::desc denseOperand(int64_t rows, int64_t columns, bool transposed) {
+  return roundedOperand(rows, columns, transposed, transposed ? rows : columns);
 }
 
 Bf16Matmul makeMatmul(const ProductKey &key) {
-  auto [transposeA, transposeB, m, n, k, outStride, beta, threads] = key;
+  auto [transposeA, transposeB, m, n, k, outStride, beta, rowA, rowB, threads] =
+      key;
   Bf16Matmul made;
-  made.a = denseOperand(m, k, transposeA);
-  made.b = denseOperand(k, n, transposeB);
+  made.a = roundedOperand(m, k, transposeA, rowA);
+  made.b = roundedOperand(k, n, transposeB, rowB);
   made.out = rowMajor(m, n, outStride);
   dnnl::primitive_attr attributes;
   // Executions share a primitive across threads, each with its own
@@ -122,7 +132,99 @@ uint16_t *roundedCopy(std::vector<uint16_t> &copy, const float *source,
   return target;
 }
 
+/// A rounded copy of `rows` x `columns` floats at `source`, `stride` apart:
+/// where it is and how far apart its rows are.
+struct Rounded {
+  const uint16_t *data;
+  int64_t row;
+};
+
+/// The copies a KeepRoundedOperands keeps on this thread. Their buffers
+/// outlive it, so that the next call's copies fault no pages in.
+struct KeptCopy {
+  const float *source = nullptr;
+  int64_t rows = 0, columns = 0, stride = 0;
+  std::vector<uint16_t> copy;
+};
+struct KeptCopies {
+  int depth = 0;
+  std::vector<KeptCopy> copies;
+  size_t used = 0;
+};
+thread_local KeptCopies kept;
+std::atomic<int64_t> reusedOperands{0};
+
+/// `source` lies within `copy`'s operand: its rows and columns inside.
+const uint16_t *within(const KeptCopy &copy, const float *source, int64_t rows,
+                       int64_t columns, int64_t stride) {
+  if (copy.stride != stride)
+    return nullptr;
+  auto first = reinterpret_cast<uintptr_t>(copy.source);
+  auto at = reinterpret_cast<uintptr_t>(source);
+  if (at < first || (at - first) % sizeof(float))
+    return nullptr;
+  uintptr_t offset = (at - first) / sizeof(float);
+  uintptr_t row = offset / uintptr_t(stride),
+            column = offset % uintptr_t(stride);
+  if (row + rows > uintptr_t(copy.rows) ||
+      column + columns > uintptr_t(copy.columns))
+    return nullptr;
+  return copy.copy.data() + row * copy.columns + column;
+}
+
+/// The operand rounded: from a kept copy that holds it, else into a new
+/// kept copy (while a KeepRoundedOperands lives), else into `scratch`.
+Rounded rounded(std::vector<uint16_t> &scratch, const float *source,
+                int64_t rows, int64_t columns, int64_t stride) {
+  if (kept.depth == 0)
+    return {roundedCopy(scratch, source, rows, columns, stride), columns};
+  for (size_t i = 0; i < kept.used; ++i) {
+    const KeptCopy &copy = kept.copies[i];
+    if (const uint16_t *data = within(copy, source, rows, columns, stride)) {
+      reusedOperands.fetch_add(1);
+      return {data, copy.columns};
+    }
+  }
+  if (kept.used == kept.copies.size())
+    kept.copies.emplace_back();
+  KeptCopy &copy = kept.copies[kept.used++];
+  copy.source = source;
+  copy.rows = rows;
+  copy.columns = columns;
+  copy.stride = stride;
+  return {roundedCopy(copy.copy, source, rows, columns, stride), columns};
+}
+
+/// A product wrote [rows, ...] at `out`: the kept copies of what it
+/// overlaps are stale.
+void forgetOverwritten(const float *out, int64_t rows, int64_t outStride) {
+  auto begin = reinterpret_cast<uintptr_t>(out);
+  auto end = reinterpret_cast<uintptr_t>(out + rows * outStride);
+  size_t live = 0;
+  for (size_t i = 0; i < kept.used; ++i) {
+    KeptCopy &copy = kept.copies[i];
+    auto first = reinterpret_cast<uintptr_t>(copy.source);
+    auto last =
+        reinterpret_cast<uintptr_t>(copy.source + copy.rows * copy.stride);
+    if (last <= begin || end <= first)
+      std::swap(kept.copies[live++], copy);
+  }
+  kept.used = live;
+}
+
 } // namespace
+
+KeepRoundedOperands::KeepRoundedOperands(bool keep) : keep(keep) {
+  if (keep)
+    ++kept.depth;
+}
+
+KeepRoundedOperands::~KeepRoundedOperands() {
+  if (keep && --kept.depth == 0)
+    kept.used = 0;
+}
+
+int64_t detail::bf16OperandsReused() { return reusedOperands.load(); }
 
 static std::atomic<int64_t> bf16Products{0};
 
@@ -166,22 +268,28 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
   try {
     // The primitive is made for the product's team.
     OpenMPThreads threads(flopsOf(m, n, k));
-    Bf16Matmul matmul = matmulOf(
-        {transposeA, transposeB, m, n, k, outStride, beta, currentThreads()});
-    uint16_t *roundedA = transposeA ? roundedCopy(copyA, a, k, m, aStride)
-                                    : roundedCopy(copyA, a, m, k, aStride);
-    uint16_t *roundedB = transposeB ? roundedCopy(copyB, b, n, k, bStride)
-                                    : roundedCopy(copyB, b, k, n, bStride);
+    Rounded roundedA = transposeA ? rounded(copyA, a, k, m, aStride)
+                                  : rounded(copyA, a, m, k, aStride);
+    Rounded roundedB = transposeB ? rounded(copyB, b, n, k, bStride)
+                                  : rounded(copyB, b, k, n, bStride);
+    Bf16Matmul matmul =
+        matmulOf({transposeA, transposeB, m, n, k, outStride, beta,
+                  roundedA.row, roundedB.row, currentThreads()});
     scratch.resize(
         std::max<size_t>(scratch.size(), matmul.scratchpad.get_size()));
     dnnl::stream stream(cpuEngine());
     matmul.primitive.execute(
-        stream, {{DNNL_ARG_SRC, memory(matmul.a, cpuEngine(), roundedA)},
-                 {DNNL_ARG_WEIGHTS, memory(matmul.b, cpuEngine(), roundedB)},
-                 {DNNL_ARG_DST, memory(matmul.out, cpuEngine(), out)},
-                 {DNNL_ARG_SCRATCHPAD,
-                  memory(matmul.scratchpad, cpuEngine(), scratch.data())}});
+        stream,
+        {{DNNL_ARG_SRC,
+          memory(matmul.a, cpuEngine(), const_cast<uint16_t *>(roundedA.data))},
+         {DNNL_ARG_WEIGHTS,
+          memory(matmul.b, cpuEngine(), const_cast<uint16_t *>(roundedB.data))},
+         {DNNL_ARG_DST, memory(matmul.out, cpuEngine(), out)},
+         {DNNL_ARG_SCRATCHPAD,
+          memory(matmul.scratchpad, cpuEngine(), scratch.data())}});
     stream.wait();
+    if (kept.depth > 0)
+      forgetOverwritten(out, m, outStride);
     countBf16Product();
     return Status::success();
   } catch (const dnnl::error &failure) {

@@ -457,3 +457,96 @@ TEST(Bf16Products, TiledStepsRoundAsThePerStepSchedule) {
       }
   }
 }
+
+namespace {
+
+/// The products of a backward pass after its steps, on small operands:
+/// G [96, 64] is a stacked gradient of 4 parts, X [96, 32] the inputs.
+/// dX = G · W, then each part's weight gradient += G[:, part]ᵀ · X; then X
+/// is overwritten by a product and read again.
+std::vector<std::vector<float>> backwardProducts() {
+  using cellrt::detail::gemmBf16;
+  constexpr int64_t rows = 96, stacked = 64, part = 16, width = 32;
+  std::vector<float> g = randomValues(rows * stacked, 11),
+                     x = randomValues(rows * width, 12),
+                     w = randomValues(stacked * width, 13);
+  std::vector<std::vector<float>> results;
+  std::vector<float> dx(rows * width, 0.0f);
+  EXPECT_TRUE(gemmBf16(false, false, rows, width, stacked, g.data(), stacked,
+                       w.data(), width, dx.data(), width, 0.0f)
+                  .ok());
+  results.push_back(dx);
+  for (int64_t first = 0; first < stacked; first += part) {
+    std::vector<float> gradient = randomValues(part * width, 14);
+    EXPECT_TRUE(gemmBf16(true, false, part, width, rows, g.data() + first,
+                         stacked, x.data(), width, gradient.data(), width, 1.0f)
+                    .ok());
+    results.push_back(gradient);
+  }
+  // X = G[:, :32] · W[:32, :]: the copy of X kept above is stale now.
+  EXPECT_TRUE(gemmBf16(false, false, rows, width, width, g.data(), stacked,
+                       w.data(), width, x.data(), width, 0.0f)
+                  .ok());
+  std::vector<float> again(part * width, 0.0f);
+  EXPECT_TRUE(gemmBf16(true, false, part, width, rows, g.data(), stacked,
+                       x.data(), width, again.data(), width, 0.0f)
+                  .ok());
+  results.push_back(again);
+  return results;
+}
+
+} // namespace
+
+// KeepRoundedOperands rounds an operand once for a run of products: the
+// parts of the stacked gradient are read from its copy made for dX, and X
+// from the first part's copy, with the same bits as rounding each again;
+// a product that overwrites X drops its copy.
+TEST(Bf16Products, KeptOperandsGiveTheSameBits) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  auto rounding = backwardProducts();
+  int64_t before = cellrt::detail::bf16OperandsReused();
+  std::vector<std::vector<float>> kept;
+  {
+    cellrt::detail::KeepRoundedOperands keep(true);
+    kept = backwardProducts();
+  }
+  // 4 parts of G, X for parts 2-4; then G[:, :32], W's first 32 rows and
+  // G[:, :16], but not the overwritten X.
+  EXPECT_EQ(cellrt::detail::bf16OperandsReused() - before, 10);
+  ASSERT_EQ(kept.size(), rounding.size());
+  for (size_t i = 0; i < kept.size(); ++i)
+    EXPECT_EQ(kept[i], rounding[i]) << "product " << i;
+  before = cellrt::detail::bf16OperandsReused();
+  backwardProducts();
+  EXPECT_EQ(cellrt::detail::bf16OperandsReused(), before);
+}
+
+// A bf16 backward keeps its operands' copies for the products after the
+// steps (LSTM: the input gradient and 8 weight gradients' parts read 3
+// operands), and an f32 one rounds nothing.
+TEST(Bf16Products, BackwardRoundsEachOperandOnce) {
+  ScheduleGuard guard;
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  Expected<Cell> f32 = Cell::load(cellc_lstm_image());
+  ASSERT_TRUE(f32) << f32.error();
+  Expected<Cell> bf16 = f32->withPrecision(Precision::BF16);
+  ASSERT_TRUE(bf16) << bf16.error();
+  cellrt_test::ProblemShape shape;
+  shape.T = 12;
+  shape.B = 4;
+  shape.firstDim = 32;
+  shape.lengths = {12, 5, 1, 9};
+  cellrt_test::Problem problem(f32->getPlan(), 5, shape);
+  using cellrt::detail::TiledMode;
+  for (TiledMode mode : {TiledMode::Off, TiledMode::On}) {
+    cellrt::detail::setTiledSteps(mode);
+    int64_t before = cellrt::detail::bf16OperandsReused();
+    cellrt_test::run(*f32, problem, false, /*train=*/true);
+    EXPECT_EQ(cellrt::detail::bf16OperandsReused(), before);
+    cellrt_test::run(*bf16, problem, false, /*train=*/true);
+    // dv0's 4 parts from dX's copy, x and h for 3 parts each.
+    EXPECT_GE(cellrt::detail::bf16OperandsReused() - before, 10);
+  }
+}

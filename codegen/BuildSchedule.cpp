@@ -24,6 +24,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -79,6 +80,9 @@ private:
   void buildBackward(Block &block, Phase phase, Extent extent);
   void buildBackwardProduct(Operation &product, Phase phase, Extent extent);
   void buildBackwardKernel(FusedOp fused, Phase phase, Extent extent);
+  void shareDuplicateGradients(FusedOp fused, Extent extent);
+  void shareBufferGradients(FusedOp fused, Extent extent,
+                            ArrayRef<std::optional<unsigned>> sameAs);
   /// One buffer holding `values` side by side (a stacked product's results,
   /// or a single value); each value's reference carries its column offset.
   void allocate(ValueRange values, Extent extent);
@@ -119,8 +123,9 @@ private:
   llvm::StringMap<sched::BufferOp> buffers;
   unsigned numBuffers = 0, numWeights = 0;
   /// Per buffer, how many values' ranges it holds and (gradient buffers)
-  /// how many of them a kernel stores (cell-store-sole-gradients).
-  llvm::StringMap<unsigned> rangesOf, storedRangesOf;
+  /// which of them a kernel stores (cell-store-sole-gradients).
+  llvm::StringMap<unsigned> rangesOf;
+  llvm::StringMap<DenseSet<Attribute>> storedRangesOf;
 };
 
 /// The attribute setProductPrecision puts on a cell.
@@ -297,8 +302,87 @@ void ScheduleBuilder::buildBackwardProduct(Operation &product, Phase phase,
   builder.create<sched::WgradOp>(loc, weight, resultGradient, refOf(vector));
 }
 
+/// A backward kernel often yields one value for several operands: a sum's
+/// gradient flows to each addend, so LSTM's gate gradient is the gradient
+/// of its input projection, of its recurrent product and of its bias. Where
+/// this kernel is the sole writer of each (it stores them), the later
+/// operands' gradients are the first one's range: the kernel then writes
+/// the value into fewer buffers (LSTM: 2 x [T*B, 4H] floats per call, not
+/// 3; the input projection's gradient keeps its own), and the products and
+/// sums after it read them.
+void ScheduleBuilder::shareDuplicateGradients(FusedOp fused, Extent extent) {
+  int64_t numForward = *fused.getNumForwardOperands();
+  Operation *yield = fused.getBody().front().getTerminator();
+  DenseMap<Value, unsigned> firstStored;
+  SmallVector<std::optional<unsigned>> sameAs(numForward);
+  for (unsigned index = 0; index < numForward; ++index) {
+    Value operand = fused.getOperand(index);
+    // A product of inputs' gradient stays its own: Cell::withInputProducts
+    // hands that buffer to the caller, which nothing else may read.
+    auto slot = slots.find(operand);
+    bool ofInputs =
+        slot != slots.end() && slot->second.extent == Extent::Sequence;
+    if (!fused.isStoredResult(index) || gradientRefs.count(operand) || ofInputs)
+      continue;
+    auto [first, isFirst] =
+        firstStored.try_emplace(yield->getOperand(index), index);
+    if (!isFirst)
+      sameAs[index] = first->second;
+  }
+  // A vector param's per-row gradient: pgrad sums the first range.
+  for (unsigned index = 0; index < numForward; ++index) {
+    Value operand = fused.getOperand(index);
+    if (!sameAs[index] || refOf(operand).getKind() != RefKind::Param)
+      continue;
+    std::optional<RefAttr> first =
+        gradientRefOf(fused.getOperand(*sameAs[index]), extent);
+    if (!first ||
+        (first->getKind() != RefKind::Seq && first->getKind() != RefKind::Step))
+      continue;
+    gradientRefs[operand] = *first;
+    builder.create<sched::PgradOp>(loc, refOf(operand).getTarget(), *first);
+  }
+  shareBufferGradients(fused, extent, sameAs);
+}
+
+/// A buffer's values (a stacked product's results) share the gradient
+/// buffer of the values they duplicate where every one of them does, each
+/// at its own column: the product's data gradient reads them as one block.
+void ScheduleBuilder::shareBufferGradients(
+    FusedOp fused, Extent extent, ArrayRef<std::optional<unsigned>> sameAs) {
+  llvm::StringMap<SmallVector<unsigned>> byBuffer;
+  for (auto [index, first] : llvm::enumerate(sameAs))
+    if (first && slots.count(fused.getOperand(index)) &&
+        !gradientRefs.count(fused.getOperand(index)))
+      byBuffer[slots.lookup(fused.getOperand(index)).buffer].push_back(index);
+  for (auto &[buffer, indices] : byBuffer) {
+    if (indices.size() != rangesOf.lookup(buffer))
+      continue;
+    std::optional<std::string> shared;
+    bool aligned = true;
+    for (unsigned index : indices) {
+      auto original = slots.find(fused.getOperand(*sameAs[index]));
+      const Slot &own = slots.find(fused.getOperand(index))->second;
+      aligned = aligned && original != slots.end() &&
+                original->second.buffer != buffer &&
+                original->second.offset == own.offset &&
+                (!shared || *shared == original->second.buffer);
+      if (!aligned)
+        break;
+      shared = original->second.buffer;
+    }
+    if (!aligned)
+      continue;
+    for (unsigned index : indices)
+      if (std::optional<RefAttr> first =
+              gradientRefOf(fused.getOperand(*sameAs[index]), extent))
+        gradientRefs[fused.getOperand(index)] = *first;
+  }
+}
+
 void ScheduleBuilder::buildBackwardKernel(FusedOp fused, Phase phase,
                                           Extent extent) {
+  shareDuplicateGradients(fused, extent);
   int64_t numForward = *fused.getNumForwardOperands();
   int64_t numSaved = fused.getNumSaved().value_or(0);
   int64_t kernel = *fused.getKernel();
@@ -323,7 +407,7 @@ void ScheduleBuilder::buildBackwardKernel(FusedOp fused, Phase phase,
     bool inBuffer = gradient->getKind() == RefKind::Seq ||
                     gradient->getKind() == RefKind::Step;
     if (inBuffer && fused.isStoredResult(index))
-      ++storedRangesOf[targetName(*gradient)];
+      storedRangesOf[targetName(*gradient)].insert(*gradient);
   }
   builder.create<sched::KernelOp>(loc, phase, kernel, refArray(args));
 }
@@ -406,8 +490,8 @@ FailureOr<sched::ProgramOp> ScheduleBuilder::build() {
   }
   // A gradient buffer whose every range a kernel stores needs no zeroing.
   for (auto &[name, buffer] : buffers)
-    if (storedRangesOf.lookup(name) > 0 &&
-        storedRangesOf.lookup(name) == rangesOf.lookup(name))
+    if (storedRangesOf.count(name) &&
+        storedRangesOf[name].size() == rangesOf.lookup(name))
       buffer.setWritten(true);
   arrange();
   return program;

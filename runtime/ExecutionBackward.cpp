@@ -220,6 +220,8 @@ Status Execution::backward(const BackwardArgs &gradients,
   return finishBackward(gradients);
 }
 
+/// `pgrad`'s sums write only the caller's bias gradients, which no product
+/// reads, so they keep the rounded copies valid too.
 bool Execution::onlyProductsAfterTheSteps() const {
   for (const BoundList *list : {&sequenceOperations, &endOperations})
     for (const BoundOperation &bound : *list)

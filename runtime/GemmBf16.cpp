@@ -107,14 +107,14 @@ Bf16Matmul makeMatmul(const ProductKey &key) {
 Bf16Matmul matmulOf(const ProductKey &key) {
   constexpr size_t kMaxKept = 512;
   static std::mutex mutex;
-  static std::map<ProductKey, Bf16Matmul> kept;
+  static std::map<ProductKey, Bf16Matmul> made;
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = kept.find(key);
-  if (found != kept.end())
+  auto found = made.find(key);
+  if (found != made.end())
     return found->second;
-  if (kept.size() >= kMaxKept)
-    kept.clear();
-  return kept.emplace(key, makeMatmul(key)).first->second;
+  if (made.size() >= kMaxKept)
+    made.clear();
+  return made.emplace(key, makeMatmul(key)).first->second;
 }
 
 /// This thread's dense copy of an operand, stored as given (rows x
@@ -140,7 +140,8 @@ struct Rounded {
 };
 
 /// The copies a KeepRoundedOperands keeps on this thread. Their buffers
-/// outlive it, so that the next call's copies fault no pages in.
+/// outlive it, so that the next call's copies fault no pages in (LSTM at
+/// T=50 B=64 H=512: ~35 MB per thread that runs backward in bf16).
 struct KeptCopy {
   const float *source = nullptr;
   int64_t rows = 0, columns = 0, stride = 0;
@@ -157,7 +158,7 @@ std::atomic<int64_t> reusedOperands{0};
 /// `source` lies within `copy`'s operand: its rows and columns inside.
 const uint16_t *within(const KeptCopy &copy, const float *source, int64_t rows,
                        int64_t columns, int64_t stride) {
-  if (copy.stride != stride)
+  if (copy.stride != stride || stride <= 0)
     return nullptr;
   auto first = reinterpret_cast<uintptr_t>(copy.source);
   auto at = reinterpret_cast<uintptr_t>(source);
@@ -187,25 +188,33 @@ Rounded rounded(std::vector<uint16_t> &scratch, const float *source,
   }
   if (kept.used == kept.copies.size())
     kept.copies.emplace_back();
-  KeptCopy &copy = kept.copies[kept.used++];
+  KeptCopy &copy = kept.copies[kept.used];
+  const uint16_t *data = roundedCopy(copy.copy, source, rows, columns, stride);
+  // Kept only once complete: a failed allocation above keeps nothing.
   copy.source = source;
   copy.rows = rows;
   copy.columns = columns;
   copy.stride = stride;
-  return {roundedCopy(copy.copy, source, rows, columns, stride), columns};
+  ++kept.used;
+  return {data, columns};
+}
+
+/// Where [rows, stride] floats from `at` end, as an address.
+uintptr_t endOf(const float *at, int64_t rows, int64_t stride) {
+  return reinterpret_cast<uintptr_t>(at) +
+         uintptr_t(rows) * uintptr_t(stride) * sizeof(float);
 }
 
 /// A product wrote [rows, ...] at `out`: the kept copies of what it
 /// overlaps are stale.
 void forgetOverwritten(const float *out, int64_t rows, int64_t outStride) {
   auto begin = reinterpret_cast<uintptr_t>(out);
-  auto end = reinterpret_cast<uintptr_t>(out + rows * outStride);
+  uintptr_t end = endOf(out, rows, outStride);
   size_t live = 0;
   for (size_t i = 0; i < kept.used; ++i) {
     KeptCopy &copy = kept.copies[i];
     auto first = reinterpret_cast<uintptr_t>(copy.source);
-    auto last =
-        reinterpret_cast<uintptr_t>(copy.source + copy.rows * copy.stride);
+    uintptr_t last = endOf(copy.source, copy.rows, copy.stride);
     if (last <= begin || end <= first)
       std::swap(kept.copies[live++], copy);
   }
@@ -258,9 +267,12 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
   if (m == 0 || n == 0)
     return Status::success();
   if (k == 0) {
-    if (beta == 0.0f)
+    if (beta == 0.0f) {
       for (int64_t row = 0; row < m; ++row)
         std::memset(out + row * outStride, 0, n * sizeof(float));
+      if (kept.depth > 0)
+        forgetOverwritten(out, m, outStride);
+    }
     return Status::success();
   }
   thread_local std::vector<uint16_t> copyA, copyB;

@@ -30,7 +30,11 @@ extern "C" {
 /// stride in floats (0 broadcasts a vector parameter to every row).
 /// The arguments of one call must not overlap in memory (beyond a vector
 /// parameter's rows sharing storage): kernels are compiled assuming so, which
-/// lets every element loop vectorise without run-time alias checks.
+/// lets every element loop vectorise without run-time alias checks. One
+/// exception: a backward kernel's stored gradient results that are the same
+/// value may be the same array (the schedule shares one buffer between
+/// them); the kernel stores that value to each in the same element
+/// iteration and never reads them back.
 /// A kernel with `scratch` lines in the plan finds its scratch buffers in
 /// `ptrs` after its arguments and their row strides after the argument
 /// strides (docs/plan-format.md); it allocates nothing itself.

@@ -325,7 +325,7 @@ def unreachable_lines(ratios):
                 floor = ratios.get((name, "flopfloor"))
                 if (p == peer and floor and name.endswith(f"-{threads}t")
                         and r < bound and r / floor < bound):
-                    rows.append(f"{name} vs {LABEL[peer]} {r / floor:.2f}")
+                    rows.append(f"{name} vs {LABEL[peer]} {r / floor:.3f}")
         if rows:
             out += [f"Out of reach on this machine at {threads} thread"
                     f"{'s' if threads > 1 else ''}: cellc at the flop floor "

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 
 namespace cws {
 
@@ -18,19 +20,103 @@ double ratio(int64_t a, int64_t b) {
   return b ? double(a) / double(b) : std::numeric_limits<double>::quiet_NaN();
 }
 
-/// lcs[i * (m + 1) + j]: the longest common subsequence of gold[i..] and
-/// test[j..].
-std::vector<int32_t> suffixLcs(const std::vector<std::string> &gold,
-                               const std::vector<std::string> &test) {
-  size_t n = gold.size(), m = test.size();
+using Matches = std::vector<std::pair<size_t, size_t>>;
+using Ids = std::vector<int32_t>;
+
+/// A table of (n + 1) x (m + 1) lengths above this many cells (64 MB) is
+/// replaced by Hirschberg's linear-space recursion: a 30,000-character line
+/// once took 3.6 GB.
+constexpr size_t kDenseCells = size_t(1) << 24;
+
+/// The words of both lines as ids: equal words, equal ids.
+std::pair<Ids, Ids> wordIds(const std::vector<std::string> &gold,
+                            const std::vector<std::string> &test) {
+  std::unordered_map<std::string, int32_t> ids;
+  auto encode = [&](const std::vector<std::string> &words) {
+    Ids out;
+    for (const std::string &word : words)
+      out.push_back(ids.emplace(word, int32_t(ids.size())).first->second);
+    return out;
+  };
+  Ids a = encode(gold);
+  return {a, encode(test)};
+}
+
+/// The matches of one longest common subsequence of a and b, from the full
+/// table of suffix lengths (the alignment the scores always had).
+Matches denseMatches(const Ids &a, const Ids &b) {
+  size_t n = a.size(), m = b.size();
   std::vector<int32_t> lcs((n + 1) * (m + 1), 0);
   for (size_t i = n; i-- > 0;)
     for (size_t j = m; j-- > 0;)
       lcs[i * (m + 1) + j] =
-          gold[i] == test[j]
+          a[i] == b[j]
               ? lcs[(i + 1) * (m + 1) + j + 1] + 1
               : std::max(lcs[(i + 1) * (m + 1) + j], lcs[i * (m + 1) + j + 1]);
-  return lcs;
+  Matches matches;
+  for (size_t i = 0, j = 0; i < n && j < m;) {
+    // Equal words can always be kept by some longest alignment.
+    if (a[i] == b[j])
+      matches.push_back({i++, j++});
+    else if (lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1])
+      ++i;
+    else
+      ++j;
+  }
+  return matches;
+}
+
+/// row[k]: the LCS length of a[lo, hi) and b[blo, blo + k) (forward), or of
+/// a[lo, hi) and b[bhi - k, bhi) (backward), for k in 0..bhi - blo.
+std::vector<int32_t> lcsRow(const Ids &a, size_t lo, size_t hi, const Ids &b,
+                            size_t blo, size_t bhi, bool backward) {
+  size_t m = bhi - blo;
+  std::vector<int32_t> row(m + 1, 0), next(m + 1, 0);
+  for (size_t r = 0; r < hi - lo; ++r) {
+    int32_t word = a[backward ? hi - 1 - r : lo + r];
+    for (size_t k = 1; k <= m; ++k) {
+      int32_t other = b[backward ? bhi - k : blo + k - 1];
+      next[k] = word == other ? row[k - 1] + 1 : std::max(row[k], next[k - 1]);
+    }
+    std::swap(row, next);
+  }
+  return row;
+}
+
+/// Hirschberg: the matches of an LCS of a[lo, hi) and b[blo, bhi), in
+/// memory linear in the lines' lengths.
+void linearMatches(const Ids &a, size_t lo, size_t hi, const Ids &b,
+                   size_t blo, size_t bhi, Matches &matches) {
+  if (lo == hi || blo == bhi)
+    return;
+  if (hi - lo == 1) {
+    for (size_t j = blo; j < bhi; ++j)
+      if (b[j] == a[lo]) {
+        matches.push_back({lo, j});
+        return;
+      }
+    return;
+  }
+  size_t mid = lo + (hi - lo) / 2, m = bhi - blo, split = 0;
+  std::vector<int32_t> front = lcsRow(a, lo, mid, b, blo, bhi, false);
+  std::vector<int32_t> back = lcsRow(a, mid, hi, b, blo, bhi, true);
+  for (size_t k = 0, best = 0; k <= m; ++k)
+    if (size_t(front[k] + back[m - k]) > best || k == 0)
+      best = size_t(front[k] + back[m - k]), split = k;
+  linearMatches(a, lo, mid, b, blo, blo + split, matches);
+  linearMatches(a, mid, hi, b, blo + split, bhi, matches);
+}
+
+/// The matched (gold, test) word positions of a longest common
+/// subsequence of the two lines.
+Matches commonWords(const std::vector<std::string> &gold,
+                    const std::vector<std::string> &test, size_t denseCells) {
+  auto [a, b] = wordIds(gold, test);
+  if ((a.size() + 1) * (b.size() + 1) <= denseCells)
+    return denseMatches(a, b);
+  Matches matches;
+  linearMatches(a, 0, a.size(), b, 0, b.size(), matches);
+  return matches;
 }
 
 void addGap(ScoreCounts &counts, int64_t goldGap, int64_t testGap) {
@@ -83,34 +169,27 @@ void ScoreCounts::add(const ScoreCounts &o) {
 
 ScoreCounts scoreLine(const std::vector<std::string> &gold,
                       const std::vector<std::string> &test,
-                      const WordSet &vocabulary) {
+                      const WordSet &vocabulary, size_t denseCells) {
   ScoreCounts counts;
   counts.goldWords = int64_t(gold.size());
   counts.testWords = int64_t(test.size());
-  std::vector<int32_t> lcs = suffixLcs(gold, test);
-  size_t m = test.size(), i = 0, j = 0;
-  int64_t goldGap = 0, testGap = 0;
-  while (i < gold.size() || j < m) {
-    bool known = i < gold.size() && vocabulary.count(gold[i]);
-    if (i < gold.size() && j < m && gold[i] == test[j]) {
-      // Equal words can always be kept by some longest alignment.
-      addGap(counts, goldGap, testGap);
-      goldGap = testGap = 0;
-      ++counts.correct;
-      (known ? counts.ivRecalled : counts.oovRecalled) += 1;
-      counts.oov += !known;
-      ++i, ++j;
-    } else if (j == m ||
-               (i < gold.size() &&
-                lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1])) {
-      counts.oov += !known;
-      ++goldGap, ++i;
-    } else {
-      ++testGap, ++j;
-    }
+  for (const std::string &word : gold)
+    counts.oov += !vocabulary.count(word);
+  size_t i = 0, j = 0;
+  for (auto [gi, tj] : commonWords(gold, test, denseCells)) {
+    addGap(counts, int64_t(gi - i), int64_t(tj - j));
+    ++counts.correct;
+    (vocabulary.count(gold[gi]) ? counts.ivRecalled : counts.oovRecalled) += 1;
+    i = gi + 1, j = tj + 1;
   }
-  addGap(counts, goldGap, testGap);
+  addGap(counts, int64_t(gold.size() - i), int64_t(test.size() - j));
   return counts;
+}
+
+ScoreCounts scoreLine(const std::vector<std::string> &gold,
+                      const std::vector<std::string> &test,
+                      const WordSet &vocabulary) {
+  return scoreLine(gold, test, vocabulary, kDenseCells);
 }
 
 ScoreCounts scoreLines(const std::vector<std::string> &gold,

@@ -13,6 +13,7 @@
 #ifndef CELLC_MODELS_CWS_SCORE_H
 #define CELLC_MODELS_CWS_SCORE_H
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -39,10 +40,16 @@ struct ScoreCounts {
 
 using WordSet = std::unordered_set<std::string>;
 
-/// The counts of one line's words.
+/// The counts of one line's words. Memory is linear in the line's length
+/// (a long line is aligned by Hirschberg's recursion).
 ScoreCounts scoreLine(const std::vector<std::string> &gold,
                       const std::vector<std::string> &test,
                       const WordSet &vocabulary);
+/// The same, aligning with a full table only up to `denseCells` cells
+/// ((gold words + 1) x (test words + 1)); tests compare both ways.
+ScoreCounts scoreLine(const std::vector<std::string> &gold,
+                      const std::vector<std::string> &test,
+                      const WordSet &vocabulary, size_t denseCells);
 
 /// The counts of whole files, line by line. DataError naming the line when
 /// the files have different numbers of lines (blank lines at the end do not

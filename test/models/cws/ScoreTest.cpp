@@ -6,6 +6,7 @@
 #include "TestFiles.h"
 
 #include <cmath>
+#include <random>
 
 using namespace cws;
 using namespace cws::test;
@@ -47,6 +48,38 @@ TEST(Score, AlignsWordsAsDiffDoes) {
   EXPECT_EQ(c.insertions, 2);
   EXPECT_DOUBLE_EQ(c.oovRecall(), 0.0);
   EXPECT_DOUBLE_EQ(c.ivRecall(), 1.0);
+}
+
+// A long line is aligned in linear memory (a 30,000-character line once
+// took 3.6 GB); any longest alignment keeps as many words as the full
+// table's, and its edits add up.
+TEST(Score, LinearMemoryAlignmentKeepsAsManyWords) {
+  std::mt19937 rng(7);
+  Strings words = {"a", "b", "ab", "ba", "c"};
+  for (int round = 0; round < 300; ++round) {
+    Strings gold, test;
+    for (size_t k = rng() % 40; k-- > 0;)
+      gold.push_back(words[rng() % words.size()]);
+    for (size_t k = rng() % 40; k-- > 0;)
+      test.push_back(words[rng() % words.size()]);
+    WordSet vocabulary = {"a", "ab"};
+    ScoreCounts dense = scoreLine(gold, test, vocabulary, size_t(-1));
+    ScoreCounts linear = scoreLine(gold, test, vocabulary, 0);
+    ASSERT_EQ(linear.correct, dense.correct) << "round " << round;
+    EXPECT_EQ(linear.oov, dense.oov);
+    EXPECT_EQ(linear.ivRecalled + linear.oovRecalled, linear.correct);
+    EXPECT_EQ(linear.deletions + linear.substitutions,
+              linear.goldWords - linear.correct);
+    EXPECT_EQ(linear.insertions + linear.substitutions,
+              linear.testWords - linear.correct);
+  }
+  // The by-hand line, both ways.
+  Strings gold = {"共同", "创造", "美好", "的", "新", "世纪"};
+  Strings test = {"共同", "创造", "美好", "的", "新世纪"};
+  ScoreCounts c = scoreLine(gold, test, {}, 0);
+  EXPECT_EQ(c.correct, 4);
+  EXPECT_EQ(c.substitutions, 1);
+  EXPECT_EQ(c.deletions, 1);
 }
 
 TEST(Score, FilesSkipEmptyGoldLinesAndCheckAlignment) {

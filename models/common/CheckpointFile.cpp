@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace models {
@@ -52,6 +53,11 @@ int versionOf(const std::string &path, const std::string &bytes,
 
 /// The first `limit` bytes of `path` (0: all of them).
 std::string readBytes(const std::string &path, size_t limit) {
+  // A folder opens, and then claims a size that no string can hold.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    throw DataError(path + " is a folder, not a checkpoint: name the "
+                           "checkpoint file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(path +

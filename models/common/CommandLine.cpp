@@ -4,6 +4,7 @@
 #include "models/common/Team.h"
 
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,41 @@ const CLI::Validator wholeNumber(
       return x >= 0 ? "" : "must not be negative, not " + text;
     },
     "N");
+
+namespace {
+
+/// Numbers from `low` to `high` (above `low` when `openLow`), named in the
+/// message as `what` ("a learning rate") that must be `rule`; --help shows
+/// `shown`. CLI11's own ranges print their bounds with 300 digits.
+CLI::Validator numberIn(double low, double high, bool openLow,
+                        const std::string &what, const std::string &rule,
+                        const std::string &shown) {
+  return CLI::Validator(
+      [=](std::string &text) -> std::string {
+        char *end = nullptr;
+        double x = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0')
+          return "not a number: '" + text + "'";
+        bool in = (openLow ? x > low : x >= low) && x <= high;
+        return in ? "" : what + " must be " + rule + ", not " + text;
+      },
+      shown);
+}
+
+} // namespace
+
+const CLI::Validator learningRate =
+    numberIn(0, DBL_MAX, true, "a learning rate", "> 0", "POSITIVE");
+const CLI::Validator dropoutRate =
+    numberIn(0, 0.99, false, "a dropout probability", "in [0, 0.99]",
+             "[0 - 0.99]");
+const CLI::Validator clipNorm =
+    numberIn(0, DBL_MAX, false, "a gradient-norm clip", ">= 0 (0: none)",
+             "NONNEGATIVE");
+const CLI::Validator positiveCount =
+    numberIn(1, 1e9, false, "a count", "a whole number >= 1", "POSITIVE");
+const CLI::Validator layerWidth =
+    numberIn(1, 65536, false, "a width", "from 1 to 65536", "[1 - 65536]");
 
 std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
   const std::string &name = app.get_name();

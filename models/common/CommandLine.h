@@ -26,6 +26,20 @@ extern const CLI::Validator finiteNumber;
 /// Whole numbers >= 0 (CLI11's own range check prints a 300-digit bound).
 extern const CLI::Validator wholeNumber;
 
+/// The options every driver shares are checked by one rule each, so a
+/// value means the same in nmt, nli and cws and is refused the same way.
+/// A learning rate: > 0.
+extern const CLI::Validator learningRate;
+/// A dropout probability: in [0, 0.99] (1 would drop everything).
+extern const CLI::Validator dropoutRate;
+/// A gradient-norm clip: >= 0 (0: none).
+extern const CLI::Validator clipNorm;
+/// A count that must be at least 1 (a batch, an epoch count).
+extern const CLI::Validator positiveCount;
+/// A layer's width: 1 to 65536 (wider would not fit in memory anyway and
+/// would only fail later as an allocation error naming nothing).
+extern const CLI::Validator layerWidth;
+
 /// `--NAME` bound to `field`, its default shown in --help; numbers are
 /// checked with finiteNumber or wholeNumber.
 template <typename T>

@@ -21,6 +21,10 @@ bool exists(const std::string &path) {
 
 } // namespace
 
+std::vector<std::string> runFilesOf(const std::string &out) {
+  return {out, out + ".best", out + ".tmp", out + ".best.tmp", out + ".lock"};
+}
+
 uint64_t newRunId() {
   std::random_device device;
   uint64_t id = 0;

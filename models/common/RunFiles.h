@@ -19,8 +19,13 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace models {
+
+/// The files a run writing `out` owns: OUT, OUT.best, their save
+/// temporaries and the lock (RunLock.h). Its logs must be none of them.
+std::vector<std::string> runFilesOf(const std::string &out);
 
 /// A random, nonzero run id (0 marks a format-1 checkpoint).
 uint64_t newRunId();

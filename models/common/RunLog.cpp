@@ -4,10 +4,17 @@
 
 #include "models/common/Data.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <functional>
 #include <iomanip>
+#include <regex>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace models {
 
@@ -22,10 +29,12 @@ std::string localTimestamp() {
 
 namespace {
 
-/// Writes through to `target`, with the local time before every line.
+/// Writes through to `target`, with the local time before every line;
+/// `failed` hears of a write that did not go through.
 class TimestampBuffer : public std::streambuf {
 public:
-  explicit TimestampBuffer(std::streambuf *target) : target(target) {}
+  TimestampBuffer(std::streambuf *target, std::function<void()> failed)
+      : target(target), failed(std::move(failed)) {}
 
 protected:
   int overflow(int c) override {
@@ -33,31 +42,115 @@ protected:
       return traits_type::not_eof(c);
     if (atLineStart) {
       std::string stamp = localTimestamp() + " ";
-      target->sputn(stamp.data(), std::streamsize(stamp.size()));
+      if (target->sputn(stamp.data(), std::streamsize(stamp.size())) !=
+          std::streamsize(stamp.size()))
+        failed();
       atLineStart = false;
     }
     if (c == '\n')
       atLineStart = true;
-    return target->sputc(char(c));
+    // The log's failures are warned about, never the caller's: a lost log
+    // line must not stop training.
+    if (target->sputc(char(c)) == traits_type::eof())
+      failed();
+    return c;
   }
-  int sync() override { return target->pubsync(); }
+  int sync() override {
+    if (target->pubsync() != 0)
+      failed();
+    return 0;
+  }
 
 private:
   std::streambuf *target;
+  std::function<void()> failed;
   bool atLineStart = true;
 };
 
+/// Whether `a` and `b` name one file (existing or to be made).
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code errorA, errorB;
+  auto canonicalA = std::filesystem::weakly_canonical(a, errorA);
+  auto canonicalB = std::filesystem::weakly_canonical(b, errorB);
+  return !errorA && !errorB && canonicalA == canonicalB;
+}
+
+/// The first bytes of `path` (at most 4 KiB).
+std::string firstBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(4096, '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  bytes.resize(size_t(in.gcount()));
+  return bytes;
+}
+
+/// Why the non-empty regular file starting with `bytes` is no log of the
+/// kind `event` picks ("" when it is one).
+std::string notALog(const std::string &bytes, bool event) {
+  if (bytes.size() >= 30 &&
+      bytes.compare(8, 21, "CELLC-NMT-CHECKPOINT-") == 0)
+    return "a checkpoint";
+  static const std::regex textLine("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:"
+                                   "[0-9]{2}:[0-9]{2} ");
+  bool isLog = event ? bytes.rfind("{\"time\": \"", 0) == 0
+                     : std::regex_search(bytes.substr(0, 20), textLine);
+  return isLog ? "" : "not a run's log (its first line is not one)";
+}
+
 } // namespace
 
-RunLog::RunLog(const std::string &textPath, const std::string &eventPath)
-    : textFile(textPath, std::ios::app), eventFile(eventPath, std::ios::app),
+void checkLogTarget(const std::string &path,
+                    const std::vector<std::string> &runFiles, bool event) {
+  for (const std::string &file : runFiles)
+    if (!file.empty() && sameFile(path, file))
+      throw DataError("the log " + path + " is " + file +
+                      ", a file of this run: a log must be a file of its "
+                      "own (choose another --log)");
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return;
+  if (S_ISDIR(info.st_mode))
+    throw DataError("the log " + path + " is a folder: name a file");
+  if (!S_ISREG(info.st_mode) || info.st_size == 0)
+    return;
+  std::string why = notALog(firstBytes(path), event);
+  if (!why.empty())
+    throw DataError("the log " + path + " is " + why +
+                    "; a run appends only to its logs: choose another --log");
+}
+
+RunLog::RunLog(const std::string &program, const std::string &textPath,
+               const std::string &eventPath,
+               const std::vector<std::string> &runFiles)
+    : program(program), textPath(textPath), eventPath(eventPath),
       start(std::chrono::steady_clock::now()) {
+  checkLogTarget(textPath, runFiles, false);
+  checkLogTarget(eventPath, runFiles, true);
+  textFile.open(textPath, std::ios::app);
   if (!textFile)
-    throw DataError(textPath + ": cannot open the log file");
+    throw DataError(textPath + ": cannot open the log file: " +
+                    std::strerror(errno));
+  eventFile.open(eventPath, std::ios::app);
   if (!eventFile)
-    throw DataError(eventPath + ": cannot open the event log");
-  timestamper = std::make_unique<TimestampBuffer>(textFile.rdbuf());
+    throw DataError(eventPath + ": cannot open the event log: " +
+                    std::strerror(errno));
+  timestamper = std::make_unique<TimestampBuffer>(
+      textFile.rdbuf(), [this] { warnLost(this->textPath, errno); });
   timestamped = std::make_unique<std::ostream>(timestamper.get());
+}
+
+void RunLog::warnLost(const std::string &path, int error) {
+  if (lostWrites)
+    return;
+  lostWrites = true;
+  std::fprintf(stderr,
+               "%s: warning: cannot write the log %s (%s); training goes "
+               "on, but log lines are lost\n",
+               program.c_str(), path.c_str(),
+               error ? std::strerror(error) : "write failed");
 }
 
 RunLog::~RunLog() { timestamped->flush(); }
@@ -81,6 +174,10 @@ void RunLog::event(const std::string &name,
   }
   eventFile << line.str() << "}\n";
   eventFile.flush();
+  if (!eventFile) {
+    warnLost(eventPath, errno);
+    eventFile.clear(); // a disk that frees up takes the next lines
+  }
 }
 
 } // namespace models

@@ -7,6 +7,13 @@
 //    "epoch": 1, "update": 100, "loss": 2.31, ...}
 // `seconds` counts from the RunLog's creation (this process).
 //
+// A log only ever appends to a log: a new or empty file, a device or pipe
+// (/dev/null, /dev/stderr), or a file whose first line is a run log's. It
+// is never one of the run's own files (checkpoints, their temporaries, the
+// lock, the data), nor any other file: naming one is an error before
+// training starts. A log that cannot be written (/dev/full, a full disk) is
+// warned about once on stderr; training goes on.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_COMMON_RUNLOG_H
@@ -24,8 +31,12 @@ namespace models {
 
 class RunLog {
 public:
-  /// Opens both files for appending; DataError when either cannot be.
-  RunLog(const std::string &textPath, const std::string &eventPath);
+  /// Opens both files for appending, for `program` (which starts its
+  /// warnings). DataError when either cannot be, or is not a log (above),
+  /// or is one of `runFiles`, the files of the run that a log must not be.
+  RunLog(const std::string &program, const std::string &textPath,
+         const std::string &eventPath,
+         const std::vector<std::string> &runFiles = {});
   ~RunLog();
 
   /// The text log: each line it is given starts with the time.
@@ -34,7 +45,14 @@ public:
   void event(const std::string &name,
              const std::vector<std::pair<std::string, double>> &fields);
 
+  /// Whether a write to either file failed (and was warned about).
+  bool lost() const { return lostWrites; }
+
 private:
+  void warnLost(const std::string &path, int error);
+
+  std::string program, textPath, eventPath;
+  bool lostWrites = false;
   std::ofstream textFile, eventFile;
   std::unique_ptr<std::streambuf> timestamper;
   std::unique_ptr<std::ostream> timestamped;
@@ -43,6 +61,11 @@ private:
 
 /// Local time as "2026-11-23T06:20:01".
 std::string localTimestamp();
+
+/// Throws DataError unless `path` may be a log (RunLog above): `runFiles`
+/// are the run's files; `event` picks the JSON-lines log's first line.
+void checkLogTarget(const std::string &path,
+                    const std::vector<std::string> &runFiles, bool event);
 
 } // namespace models
 

@@ -133,6 +133,9 @@ void checkFinite(const std::string &path, const Param &p) {
 void writeParams(ByteWriter &w, const std::vector<Param *> &params) {
   w.u64(params.size());
   for (const Param *p : params) {
+    // A checkpoint that readParams would refuse must never replace one it
+    // accepts.
+    checkFinite("not saved", *p);
     w.str(p->name);
     w.floats(p->value);
     w.floats(p->m);

@@ -47,7 +47,8 @@ struct ByteReader {
   std::map<std::string, std::string> map();
 };
 
-/// Every parameter's name, value and optimiser moments (m, v).
+/// Every parameter's name, value and optimiser moments (m, v). DataError
+/// ("not saved: parameter W holds NaN") when any of them is not finite.
 void writeParams(ByteWriter &w, const std::vector<Param *> &params);
 /// Reads what writeParams wrote into parameters of the same names, order
 /// and sizes. DataError naming the file: another count, a missing name, a

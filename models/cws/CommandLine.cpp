@@ -53,17 +53,17 @@ void addTrainModel(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "cell", o.cell, cellOptionHelp())
       ->group(group);
   option(cmd, "emb", o.emb, "character embedding width")
-      ->check(CLI::PositiveNumber)
+      ->check(models::layerWidth)
       ->group(group);
   option(cmd, "hidden", o.hidden, "state width of each direction")
-      ->check(CLI::PositiveNumber)
+      ->check(models::layerWidth)
       ->group(group);
   option(cmd, "layers", o.layers, "stacked bidirectional layers")
       ->check(CLI::Range(1, 8))
       ->group(group);
   option(cmd, "dropout", o.dropout,
          "on the embeddings and before the emission scores")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(models::dropoutRate)
       ->group(group);
   option(cmd, "loss", o.loss, "max-margin (the paper's) or nll")
       ->check(CLI::IsMember({"max-margin", "nll"}))
@@ -79,18 +79,20 @@ void addTrainModel(CLI::App &cmd, TrainOptions &o) {
 void addTrainOptimizer(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Training";
   option(cmd, "lr", o.lr, "Adam's learning rate")
-      ->check(CLI::PositiveNumber)
+      ->check(models::learningRate)
       ->group(group);
   option(cmd, "lr-decay", o.lrDecay, "learning rate factor per epoch")
       ->check(CLI::Range(0.0, 1.0))
       ->group(group);
   option(cmd, "clip", o.clip, "gradient norm clip (0: none)")
-      ->check(CLI::Range(0.0, 1e9))
+      ->check(models::clipNorm)
       ->group(group);
   option(cmd, "batch", o.batch, "sentences per update")
       ->check(CLI::Range(1, 100000))
       ->group(group);
-  option(cmd, "epochs", o.epochs, "epochs")->group(group);
+  option(cmd, "epochs", o.epochs, "epochs")
+      ->check(models::positiveCount)
+      ->group(group);
   option(cmd, "seed", o.seed, "initialisation, batch order and dropout")
       ->group(group);
 }

@@ -14,6 +14,8 @@
 #include "models/common/Data.h"
 #include "models/common/Math.h"
 #include "models/common/OpenMpWaits.h"
+#include "models/common/RunLock.h"
+#include "models/common/Team.h"
 #include "models/cws/Baseline.h"
 #include "models/cws/CommandLine.h"
 #include "models/cws/Score.h"
@@ -21,12 +23,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 using namespace cws;
 
 namespace {
 
 int train(const TrainRequest &request) {
+  // One writer per run (models/common/RunLock.h): rank 0 writes its files.
+  std::optional<models::RunLock> lock;
+  if (models::Team::world().leader())
+    lock.emplace("cws", request.options.out);
   TrainData data;
   auto session = prepareTraining(request, data);
   if (session)

@@ -10,6 +10,7 @@
 #include "models/common/Progress.h"
 #include "models/common/RunFiles.h"
 #include "models/common/Team.h"
+#include "models/common/UpdateGuard.h"
 #include "models/cws/Session.h"
 
 #include <cmath>
@@ -64,14 +65,13 @@ double Session::runEpoch(const std::vector<Encoded> &train,
     std::vector<double> totals = lossAndGradients(train, order[bi]);
     double loss = totals[0];
     double norm = models::gradientNorm(params);
-    if (!std::isfinite(loss) || !std::isfinite(norm))
-      throw models::DataError(format(
-          "update %lld (epoch %lld, batch %lld of %lld): the %s is not "
-          "finite; stopped before applying it (the last checkpoint is "
-          "intact)",
-          (long long)state.updates + 1, (long long)state.epoch + 1,
-          (long long)bi + 1, (long long)batches,
-          std::isfinite(loss) ? "gradient" : "loss"));
+    std::string what = models::nonfiniteUpdate(loss, norm, params);
+    if (!what.empty())
+      throw models::DataError(models::stoppedBeforeUpdate(
+          format("update %lld (epoch %lld, batch %lld of %lld)",
+                 (long long)state.updates + 1, (long long)state.epoch + 1,
+                 (long long)bi + 1, (long long)batches),
+          what));
     adam.update(params, norm);
     ++state.updates;
     state.batchInEpoch = bi + 1;
@@ -167,8 +167,11 @@ void Session::train(const TrainData &data) {
   team.broadcastValues(model->params());
   team.separateStreams(state.dropoutRng);
   // Rank 0 alone writes the run's files.
-  models::RunLog runLog(team.leader() ? options.logPath() : "/dev/null",
-                        team.leader() ? options.eventLogPath() : "/dev/null");
+  std::vector<std::string> runFiles = models::runFilesOf(options.out);
+  runFiles.insert(runFiles.end(), {options.train, options.valid, options.dict});
+  models::RunLog runLog(
+      "cws", team.leader() ? options.logPath() : "/dev/null",
+      team.leader() ? options.eventLogPath() : "/dev/null", runFiles);
   std::ostream &log = runLog.text();
   report(log,
          format("cell %s: %lld parameters (%lld in the recurrent layers), "

@@ -12,11 +12,14 @@
 #include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
 #include "models/common/OpenMpWaits.h"
+#include "models/common/RunFiles.h"
+#include "models/common/RunLock.h"
 #include "models/common/Team.h"
 #include "models/nli/Training.h"
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sys/stat.h>
 
 using namespace nli;
@@ -37,20 +40,25 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(CLI::IsMember({"attention", "bow"}));
   option(cmd, "cell", o.model.cell,
          models::cellOptionHelp());
-  option(cmd, "emb", o.model.emb, "embedding width");
-  option(cmd, "hidden", o.model.hidden, "state width (bow: MLP width)");
+  option(cmd, "emb", o.model.emb, "embedding width")
+      ->check(models::layerWidth);
+  option(cmd, "hidden", o.model.hidden, "state width (bow: MLP width)")
+      ->check(models::layerWidth);
   option(cmd, "dropout", o.model.dropout,
-         "on embeddings and before the classifier");
+         "on embeddings and before the classifier")
+      ->check(models::dropoutRate);
   option(cmd, "embeddings", o.embeddings,
          "pretrained vectors (GloVe or word2vec text)");
   cmd.add_flag("--freeze-embeddings", o.freezeEmbeddings,
                "keep the embedding table fixed");
   option(cmd, "vocab-max", o.vocabMax, "largest vocabulary (0: all)");
   option(cmd, "min-count", o.minCount, "drop rarer words");
-  option(cmd, "lr", o.lr, "Adam learning rate");
-  option(cmd, "clip", o.clip, "gradient-norm clipping (0: none)");
-  option(cmd, "batch", o.batch, "pairs per update");
-  option(cmd, "epochs", o.epochs, "epochs");
+  option(cmd, "lr", o.lr, "Adam learning rate")->check(models::learningRate);
+  option(cmd, "clip", o.clip, "gradient-norm clipping (0: none)")
+      ->check(models::clipNorm);
+  option(cmd, "batch", o.batch, "pairs per update")
+      ->check(models::positiveCount);
+  option(cmd, "epochs", o.epochs, "epochs")->check(models::positiveCount);
   option(cmd, "max-updates", o.maxUpdates, "stop after N updates (0: no)");
   option(cmd, "seed", o.seed, "random seed");
   option(cmd, "out", o.out, "checkpoint (best one: OUT.best)");
@@ -58,6 +66,10 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
 
 int train(TrainOptions options, bool resume, int threads) {
   models::setThreads(threads);
+  // One writer per run (models/common/RunLock.h): rank 0 writes its files.
+  std::optional<models::RunLock> lock;
+  if (models::Team::world().leader())
+    lock.emplace("nli", options.out);
   if (fileExists(options.out) && !resume && !options.force)
     throw DataError(options.out + " exists; continue it with --resume, or "
                                   "--force to start over");
@@ -74,8 +86,10 @@ int train(TrainOptions options, bool resume, int threads) {
   // OUT.log (timestamped lines) and OUT.jsonl (one object per epoch), by
   // rank 0 alone under mpirun.
   bool writes = models::Team::world().leader();
-  models::RunLog runLog(writes ? used.out + ".log" : "/dev/null",
-                        writes ? used.out + ".jsonl" : "/dev/null");
+  std::vector<std::string> runFiles = models::runFilesOf(used.out);
+  runFiles.push_back(used.embeddings);
+  models::RunLog runLog("nli", writes ? used.out + ".log" : "/dev/null",
+                        writes ? used.out + ".jsonl" : "/dev/null", runFiles);
   std::ostream &logFile = runLog.text();
   if (!session)
     session = std::make_unique<Session>(options, trainPairs, logFile);
@@ -170,7 +184,9 @@ int main(int argc, char **argv) {
   option(*predictCmd, "model", modelPath, "checkpoint")->required();
   option(*predictCmd, "input", input, "pairs file")->required();
   option(*predictCmd, "output", output, "labels file (default: stdout)");
-  CLI11_PARSE(app, argc, argv);
+  // Errors as every driver gives them: `nli: error: ...`, exit code 2.
+  if (std::optional<int> exit = models::parseCommands(app, argc, argv))
+    return *exit;
   return models::runCommand("nli", [&] {
     if (trainCmd->parsed()) {
       options.progress = !noProgress;

@@ -7,6 +7,7 @@
 #include "models/common/Progress.h"
 #include "models/common/Serialize.h"
 #include "models/common/Team.h"
+#include "models/common/UpdateGuard.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -184,8 +185,17 @@ Session::runEpoch(const std::vector<Example> &examples) {
     if (!mine.empty())
       totals[0] = model->loss(makeBatch(examples, mine), true, &dropoutRng);
     team.combineBatch(trainable, totals);
+    double norm = gradientNorm(trainable);
+    // totals[0] sums the loss over the batch's pairs.
+    std::string what = nonfiniteUpdate(totals[0], norm, trainable);
+    if (!what.empty())
+      throw DataError(stoppedBeforeUpdate(
+          "update " + std::to_string(updates + 1) + " (epoch " +
+              std::to_string(epoch + 1) + ", batch " + std::to_string(i + 1) +
+              " of " + std::to_string(batches.size()) + ")",
+          what));
     lossSum += totals[0];
-    adam.update(trainable);
+    adam.update(trainable, norm);
     ++updates;
     pairs += int64_t(totals[1]);
     char extra[64];

@@ -108,10 +108,10 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
                              {"att", &o.model.att},
                              {"readout", &o.model.readout}})
     option(cmd, name, *field, "width")
-        ->check(CLI::PositiveNumber)
+        ->check(models::layerWidth)
         ->group(group);
   option(cmd, "dropout", o.model.dropout, "dropout probability")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(models::dropoutRate)
       ->group(group);
   option(cmd, "init-scale", o.initScale, "uniform init range")->group(group);
 }
@@ -119,9 +119,11 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
 void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
   const char *group = "Training";
   option(cmd, "lr", o.lr, "learning rate")
-      ->check(CLI::PositiveNumber)
+      ->check(models::learningRate)
       ->group(group);
-  option(cmd, "clip", o.clip, "gradient norm clip (0: none)")->group(group);
+  option(cmd, "clip", o.clip, "gradient norm clip (0: none)")
+      ->check(models::clipNorm)
+      ->group(group);
   option(cmd, "precision", o.precision,
          "what every product reads: f32, or bf16 (weights and activations "
          "rounded to bfloat16, f32 sums, gate math and master weights; "
@@ -131,7 +133,9 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "max-tokens", o.maxTokens, "target tokens per batch")
       ->check(CLI::PositiveNumber)
       ->group(group);
-  option(cmd, "epochs", o.epochs, "epochs")->group(group);
+  option(cmd, "epochs", o.epochs, "epochs")
+      ->check(models::positiveCount)
+      ->group(group);
   option(cmd, "max-updates", o.maxUpdates, "stop after N updates (0: no)")
       ->group(group);
   option(cmd, "patience", o.patience, "early stopping (0: off)")->group(group);

@@ -15,6 +15,8 @@
 #include "models/common/Bleu.h"
 #include "models/common/CommandLine.h"
 #include "models/common/OpenMpWaits.h"
+#include "models/common/RunLock.h"
+#include "models/common/Team.h"
 #include "models/nmt/CommandLine.h"
 #include "models/nmt/Resume.h"
 
@@ -22,12 +24,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 using namespace nmt;
 
 namespace {
 
 int train(const TrainRequest &request) {
+  // One writer per run (models/common/RunLock.h): rank 0 writes its files.
+  std::optional<models::RunLock> lock;
+  if (models::Team::world().leader())
+    lock.emplace("nmt", request.options.out);
   TrainData data;
   auto session = prepareTraining(request, data);
   if (session)

@@ -9,7 +9,9 @@
 
 #include "models/nmt/Trainer.h"
 
+#include "models/common/RunFiles.h"
 #include "models/common/Team.h"
+#include "models/common/UpdateGuard.h"
 
 #include <algorithm>
 #include <chrono>
@@ -70,41 +72,28 @@ std::string architectureText(const ModelConfig &model) {
          (text == "rnnsearch" ? "" : " (" + text + ")");
 }
 
-const Param *firstNonfiniteGradient(const std::vector<Param *> &params) {
-  for (Param *p : params)
-    if (!std::isfinite(gradientNorm({p})))
-      return p;
-  return nullptr;
-}
 } // namespace
 
 bool Session::updateIsFinite(const BatchTotals &batch, double gradNorm,
                              int64_t batchIndex, int64_t batches,
                              std::ostream &log) {
-  double loss = batch.loss;
-  std::string what;
-  if (!std::isfinite(loss)) {
-    what = "the loss is " + std::string(std::isnan(loss) ? "NaN" : "Inf");
-  } else if (!std::isfinite(gradNorm)) {
-    const Param *p = firstNonfiniteGradient(model->params());
-    what = "the gradient of parameter " + (p ? p->name : "?") +
-           " is not finite";
-  } else {
+  std::string what =
+      models::nonfiniteUpdate(batch.loss, gradNorm, model->params());
+  if (what.empty())
     return true;
-  }
   std::string where = "update " + std::to_string(state.updates + 1) +
                       " (epoch " + std::to_string(state.epoch + 1) +
                       ", batch " + std::to_string(batchIndex + 1) + " of " +
                       std::to_string(batches) + ", " +
-                      std::to_string(batch.sentences) + " sentences): " + what;
+                      std::to_string(batch.sentences) + " sentences)";
   if (!options.skipNonfinite)
-    throw DataError(where + "; stopped before applying it (the last "
-                            "checkpoint is intact; --skip-nonfinite skips "
-                            "such updates)");
+    throw DataError(models::stoppedBeforeUpdate(
+        where, what, "--skip-nonfinite skips such updates"));
   ++state.skippedUpdates;
-  log << "skipped " << where << std::endl;
+  log << "skipped " << where << ": " << what << std::endl;
   if (Team::world().leader())
-    std::fprintf(stderr, "nmt: warning: skipped %s\n", where.c_str());
+    std::fprintf(stderr, "nmt: warning: skipped %s: %s\n", where.c_str(),
+                 what.c_str());
   return false;
 }
 
@@ -328,8 +317,12 @@ void Session::train(const TrainData &data) {
       (options.log.empty() ? options.out : options.log) + ".jsonl";
   Team &team = Team::world();
   // Rank 0 alone writes the run's files.
-  RunLog runLog(team.leader() ? logPath : "/dev/null",
-                team.leader() ? eventPath : "/dev/null");
+  std::vector<std::string> runFiles = models::runFilesOf(options.out);
+  runFiles.insert(runFiles.end(),
+                  {options.trainSrc, options.trainTgt, options.validSrc,
+                   options.validTgt, options.spmSrc, options.spmTgt});
+  RunLog runLog("nmt", team.leader() ? logPath : "/dev/null",
+                team.leader() ? eventPath : "/dev/null", runFiles);
   std::ostream &log = runLog.text();
   team.requireSame(model->parameterCount(), "the parameter count");
   team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),

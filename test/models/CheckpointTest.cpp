@@ -2,6 +2,7 @@
 
 #include "models/nmt/Trainer.h"
 
+#include "models/common/CheckpointFile.h"
 #include "test/models/TinyRun.h"
 
 #include <gtest/gtest.h>
@@ -91,18 +92,45 @@ TEST(Checkpoint, LoadsThroughAPipe) {
   EXPECT_EQ(error, "");
 }
 
+/// Saves `session` to `path` with the float `marker` (once in the file)
+/// replaced by `value` and the checksum mended: a checkpoint that
+/// writeParams would refuse to write.
+void saveWithValue(Session &session, const std::string &path, float marker,
+                   float value) {
+  session.save(path);
+  std::string bytes = bytesOf(path);
+  std::string from(reinterpret_cast<const char *>(&marker), 4);
+  size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(from, at + 1), std::string::npos);
+  bytes.replace(at, 4, reinterpret_cast<const char *>(&value), 4);
+  const size_t header = 8 + 22 + 16; // magic, payload size, checksum
+  uint64_t sum = models::fnv1a64(bytes.substr(header));
+  bytes.replace(header - 8, 8, reinterpret_cast<const char *>(&sum), 8);
+  writeBytes(path, bytes);
+}
+
 // NaN parameters (or Adam moments) used to load, then give empty output
-// or a NaN loss after --resume.
+// or a NaN loss after --resume; and a session holding them was saved.
 TEST(Checkpoint, NonFiniteParametersAreRejectedByName) {
   Saved saved("nan");
   Param *p = saved.session->model->params()[2];
   p->value[5] = std::nanf("");
-  saved.session->save(saved.options.out);
+  try {
+    saved.session->save(saved.options.out);
+    FAIL() << "saved a NaN parameter";
+  } catch (const DataError &error) {
+    EXPECT_CONTAINS(error.what(), "parameter " + p->name + " holds NaN");
+  }
+  EXPECT_EQ(bytesOf(saved.options.out), saved.bytes);
+  p->value[5] = 1234.5678f;
+  saveWithValue(*saved.session, saved.options.out, 1234.5678f, std::nanf(""));
   EXPECT_CONTAINS(loadError(saved.options.out), "parameter " + p->name);
   p->value[5] = 0;
   p->m.assign(p->value.size(), 0.f);
-  p->v.assign(p->value.size(), INFINITY);
-  saved.session->save(saved.options.out);
+  p->v.assign(p->value.size(), 0.f);
+  p->v[3] = 8765.4321f;
+  saveWithValue(*saved.session, saved.options.out, 8765.4321f, INFINITY);
   EXPECT_CONTAINS(loadError(saved.options.out),
                   "parameter " + p->name + " (optimiser slot) holds Inf");
 }

@@ -64,9 +64,17 @@ struct Expr {
 /// A numeric literal: a scalar that broadcasts.
 struct NumberExpr : Expr {
   static bool classof(const Expr *e) { return e->kind == Kind::Number; }
-  NumberExpr(Location loc, double value)
-      : Expr(Kind::Number, loc), value(value) {}
+  NumberExpr(Location loc, double value, std::string spelling)
+      : Expr(Kind::Number, loc), value(value), spelling(std::move(spelling)) {}
+  /// The literal as a double: inf when it overflows one (Sema reports it).
   double value;
+  /// As written (`3`, `3.0`, `1e400`), for messages and for counts that
+  /// must be integer literals.
+  std::string spelling;
+  /// Written without a decimal point or an exponent.
+  bool isInteger() const {
+    return spelling.find_first_not_of("0123456789") == std::string::npos;
+  }
 };
 
 /// A reference to a named value; `primed` for a state's next value (`h'`).

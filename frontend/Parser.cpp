@@ -339,9 +339,11 @@ ASTBuilder::buildExpr(CellParser::ExprContext *expr) {
     return std::make_unique<ast::NameExpr>(loc, text.substr(0, text.size() - 1),
                                            true);
   }
-  if (dynamic_cast<CellParser::NumberExprContext *>(expr))
+  if (dynamic_cast<CellParser::NumberExprContext *>(expr)) {
+    std::string text = expr->getText();
     return std::make_unique<ast::NumberExpr>(
-        loc, std::strtod(expr->getText().c_str(), nullptr));
+        loc, std::strtod(text.c_str(), nullptr), text);
+  }
   if (auto *matVec = dynamic_cast<CellParser::MatVecExprContext *>(expr)) {
     auto *at = dynamic_cast<antlr4::tree::TerminalNode *>(matVec->children[1]);
     return std::make_unique<ast::MatVecExpr>(

@@ -17,11 +17,14 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Casting.h"
 
+#include <cfloat>
 #include <cmath>
+#include <optional>
 #include <set>
 
 using namespace cellc;
@@ -48,6 +51,8 @@ struct NamedValue {
   bool used = false;
   /// Computed from params and numbers alone: the same at every step.
   bool stepInvariant = false;
+  /// A scalar's value: every scalar is a number, folded at compile time.
+  std::optional<double> number;
 };
 
 const char *describeKind(NamedValue::Kind kind) {
@@ -84,7 +89,8 @@ private:
   bool checkDeclaredDim(const Decl &decl, const DimExpr &dim);
   void checkStmt(Stmt &stmt);
   void checkSplit(Stmt &stmt, CallExpr &call);
-  void define(Target &target, const Shape &shape, bool stepInvariant);
+  void define(Target &target, const Shape &shape, bool stepInvariant,
+              std::optional<double> number = std::nullopt);
   void checkOutputs();
   void checkStatesAndParams();
 
@@ -98,6 +104,14 @@ private:
   Shape checkConcat(CallExpr &call);
   /// Whether `expr` reads only params and numbers (no input or state).
   bool isStepInvariant(const Expr &expr) const;
+  // Numbers: scalar expressions fold at compile time (MLIRGen folds them the
+  // same way), so a constant that float32 cannot hold is reported here, at
+  // its text, rather than compiled into kernels that compute with inf.
+  void foldNumber(const Expr &expr);
+  std::optional<double> evaluateNumber(const Expr &expr) const;
+  std::optional<double> numberOf(const Expr &expr) const;
+  /// `exp(1000)`, `1e+30 * 1e+30`: a folded operation on its operands.
+  std::string describeFolding(const Expr &expr) const;
   /// Checks that `expr` names a vector param of length `length`.
   void checkVectorParam(Expr &expr, const DimExpr &length, const char *role);
 
@@ -137,6 +151,9 @@ private:
   bool reportedTooLarge = false;
   /// `--dim` symbols whose value was reported out of range.
   std::set<std::string> reportedFixedDims;
+  /// The value of every scalar expression that folded to a finite float32;
+  /// one that did not is reported once, and its users are not.
+  llvm::DenseMap<const Expr *, double> numbers;
 };
 
 bool CellChecker::check() {
@@ -291,7 +308,7 @@ void CellChecker::checkStmt(Stmt &stmt) {
     }
     bool invariant = isStepInvariant(*stmt.value);
     for (Target &target : stmt.targets)
-      define(target, shape, invariant);
+      define(target, shape, invariant, numberOf(*stmt.value));
   }
 }
 
@@ -342,8 +359,8 @@ void CellChecker::checkSplit(Stmt &stmt, CallExpr &call) {
     define(target, part, invariant);
 }
 
-void CellChecker::define(Target &target, const Shape &shape,
-                         bool stepInvariant) {
+void CellChecker::define(Target &target, const Shape &shape, bool stepInvariant,
+                         std::optional<double> number) {
   target.shape = shape;
   if (!target.primed) {
     laterDefinitions.erase(target.name);
@@ -354,6 +371,7 @@ void CellChecker::define(Target &target, const Shape &shape,
     }
     values[target.name] = {NamedValue::Kind::Local, shape, target.loc};
     values[target.name].stepInvariant = stepInvariant;
+    values[target.name].number = number;
     return;
   }
 
@@ -456,6 +474,8 @@ Shape CellChecker::checkExpr(Expr &expr) {
     break;
   }
   expr.shape = shape;
+  if (shape.isScalar())
+    foldNumber(expr);
   return shape;
 }
 
@@ -480,6 +500,94 @@ bool CellChecker::isStepInvariant(const Expr &expr) const {
                         [&](const auto &arg) { return isStepInvariant(*arg); });
   }
   return false;
+}
+
+std::optional<double> CellChecker::numberOf(const Expr &expr) const {
+  auto it = numbers.find(&expr);
+  if (it == numbers.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void CellChecker::foldNumber(const Expr &expr) {
+  std::optional<double> value = evaluateNumber(expr);
+  if (!value)
+    return;
+  if (mlir::cell::isFiniteFloat32(*value)) {
+    numbers[&expr] = *value;
+    return;
+  }
+  if (const auto *number = dyn_cast<NumberExpr>(&expr)) {
+    error(expr.loc) << "number '" << number->spelling
+                    << "' is too large for float32 (at most "
+                    << mlir::cell::formatNumber(FLT_MAX) << ")";
+    return;
+  }
+  error(expr.loc) << "the constant " << describeFolding(expr) << " is "
+                  << mlir::cell::formatNumber(
+                         std::isnan(*value) ? *value
+                                            : std::copysign(INFINITY, *value))
+                  << " in float32; a constant must be finite";
+}
+
+/// The value of a scalar expression from its operands' folded values;
+/// std::nullopt when an operand did not fold (it was reported).
+std::optional<double> CellChecker::evaluateNumber(const Expr &expr) const {
+  switch (expr.kind) {
+  case Expr::Kind::Number:
+    return llvm::cast<NumberExpr>(expr).value;
+  case Expr::Kind::Name: {
+    auto it = values.find(llvm::cast<NameExpr>(expr).spelling());
+    return it == values.end() ? std::nullopt : it->second.number;
+  }
+  case Expr::Kind::Unary:
+    if (auto operand = numberOf(*llvm::cast<UnaryExpr>(expr).operand))
+      return -*operand;
+    return std::nullopt;
+  case Expr::Kind::Binary: {
+    const auto &binary = llvm::cast<BinaryExpr>(expr);
+    std::optional<double> lhs = numberOf(*binary.lhs);
+    std::optional<double> rhs = numberOf(*binary.rhs);
+    // Division by zero was reported by checkBinary.
+    if (!lhs || !rhs || (binary.op == '/' && *rhs == 0))
+      return std::nullopt;
+    switch (binary.op) {
+    case '+':
+      return *lhs + *rhs;
+    case '-':
+      return *lhs - *rhs;
+    case '*':
+      return *lhs * *rhs;
+    default:
+      return *lhs / *rhs;
+    }
+  }
+  case Expr::Kind::Call: {
+    const auto &call = llvm::cast<CallExpr>(expr);
+    auto function = mlir::cell::lookupLanguageFunction(context, call.callee);
+    std::optional<double> operand =
+        call.args.size() == 1 ? numberOf(*call.args[0]) : std::nullopt;
+    if (!function || !operand)
+      return std::nullopt;
+    return function->getInterface<mlir::cell::ElementwiseMath>()->evaluate(
+        {*operand});
+  }
+  case Expr::Kind::MatVec:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string CellChecker::describeFolding(const Expr &expr) const {
+  auto operand = [&](const Expr &e) {
+    return mlir::cell::formatNumber(numberOf(e).value_or(NAN));
+  };
+  if (const auto *binary = dyn_cast<BinaryExpr>(&expr))
+    return operand(*binary->lhs) + " " + binary->op + " " +
+           operand(*binary->rhs);
+  if (const auto *call = dyn_cast<CallExpr>(&expr))
+    return call->callee + "(" + operand(*call->args[0]) + ")";
+  return "expression";
 }
 
 Shape CellChecker::checkName(NameExpr &name) {
@@ -521,6 +629,10 @@ Shape CellChecker::checkBinary(BinaryExpr &binary) {
   Shape rhs = checkExpr(*binary.rhs);
   if (lhs.isInvalid() || rhs.isInvalid())
     return Shape::invalid();
+  // Every element of the quotient would be inf or NaN; reported here for a
+  // vector or a number alike (evaluateNumber leaves it unfolded).
+  if (binary.op == '/' && numberOf(*binary.rhs) == 0.0)
+    error(binary.loc) << "division by zero: the divisor is the constant 0";
   if (lhs.isScalar())
     return rhs;
   if (rhs.isScalar())

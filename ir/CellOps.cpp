@@ -5,6 +5,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 using namespace mlir::cell;
 
@@ -235,6 +238,37 @@ LogicalResult FusedOp::verify() {
   if (failed(verifyBackwardMarks(*this)) || failed(verifyStoredMark(*this)))
     return failure();
   return verifyScanMarks(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+bool mlir::cell::isFiniteFloat32(double value) {
+  // Halfway between the largest float32 and 2^128 rounds (to even) to inf;
+  // everything below rounds to a finite float32. NaN compares false.
+  return std::fabs(value) < 0x1.ffffffp+127;
+}
+
+std::string mlir::cell::formatNumber(double value) {
+  if (std::isnan(value))
+    return "NaN";
+  if (std::isinf(value))
+    return value > 0 ? "+inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return text;
+}
+
+/// The front end folds numbers into finite float32 constants; IR read from
+/// text (`cellc -x=mlir`) must hold to that too, or the kernels would
+/// compute with inf or NaN that no source text shows.
+LogicalResult ConstantOp::verify() {
+  double value = getValue().convertToDouble();
+  if (!isFiniteFloat32(value))
+    return emitOpError("value must be a finite float32, got ")
+           << formatNumber(value);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -40,6 +40,13 @@ lookupLanguageFunction(MLIRContext &context, llvm::StringRef name);
 
 /// Every function of the language that ops implement, sorted.
 std::vector<std::string> languageFunctionNames(MLIRContext &context);
+
+/// Whether `value` rounds to a finite float32: the kernels compute in
+/// float32, so a constant beyond 3.40282347e+38 is inf there.
+bool isFiniteFloat32(double value);
+
+/// `value` for messages: `1000`, `1e+30`, `+inf`, `NaN`.
+std::string formatNumber(double value);
 } // namespace mlir::cell
 
 #endif // CELLC_IR_CELLOPS_H

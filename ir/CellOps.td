@@ -247,6 +247,8 @@ def Cell_ConstantOp : Cell_Op<"constant", [Pure]> {
   let arguments = (ins F64Attr:$value);
   let results = (outs Cell_AnyVec:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
+  // The value must be a finite float32: the kernels compute in float32.
+  let hasVerifier = 1;
 }
 
 class Cell_BinaryOp<string mnemonic, string what>

@@ -322,10 +322,15 @@ void CellChecker::checkSplit(Stmt &stmt, CallExpr &call) {
   if (call.args.size() != 2) {
     error(call.loc) << "'split' takes 2 arguments (a vector and a count), got "
                     << call.args.size();
-  } else if (!count || count->value != std::floor(count->value) ||
-             count->value < 1 || count->value > 1e6) {
-    error(call.args[1]->loc) << "the count of 'split' must be a positive "
-                                "integer literal";
+  } else if (!count || !count->isInteger() || count->value < 1 ||
+             count->value > 1e6) {
+    mlir::InFlightDiagnostic diag = error(call.args[1]->loc);
+    diag << "the count of 'split' must be a positive integer literal";
+    // `3.0` reads as a count but is a float literal: say what to write.
+    if (count && count->value == std::floor(count->value) &&
+        count->value >= 1 && count->value <= 1e6)
+      diag << ", as in 'split(e, " << static_cast<int64_t>(count->value)
+           << ")', not '" << count->spelling << "'";
   } else if (static_cast<size_t>(count->value) != parts) {
     error(call.loc) << "'split' into " << static_cast<int64_t>(count->value)
                     << " parts needs " << static_cast<int64_t>(count->value)

@@ -227,14 +227,9 @@ Shape CellChecker::checkDeclaredShape(const Decl &decl) {
   return valid ? Shape::vector(declared[0]) : Shape::invalid();
 }
 
-/// The value of `dim` when every symbol is 1: its smallest when no
-/// coefficient is negative.
-int64_t valueAtOnes(const DimExpr &dim) {
-  std::map<std::string, int64_t> ones;
-  for (const DimExpr::Term &term : dim.getTerms())
-    ones[term.first] = 1;
-  return *dim.evaluate(ones);
-}
+using mlir::cell::valueAtOnes;
+static_assert(limits::kMaxDimension == mlir::cell::kMaxDimension,
+              "the front end and the dialect accept the same dimensions");
 
 bool hasNegativeTerm(const DimExpr &dim) {
   return llvm::any_of(dim.getTerms(),
@@ -247,19 +242,25 @@ bool CellChecker::checkDeclaredDim(const Decl &decl, const DimExpr &dim) {
     diag << "dimension '" << dim.str() << "' of '" << decl.name << "' ";
     return diag;
   };
-  // Every symbol is at least 1, so a dimension with a negative term is not
-  // positive for every size (`1 - H` at H = 1).
-  if (isNeverPositive(dim)) {
+  const char *symbols =
+      dim.getTerms().size() == 1 ? "its symbol" : "its symbols";
+  // The rules the dialect's types verify; said here in the cell's terms.
+  switch (mlir::cell::findDimensionProblem(dim)) {
+  case mlir::cell::DimensionProblem::None:
+    break;
+  case mlir::cell::DimensionProblem::NeverPositive:
     report() << "is not positive";
     return false;
-  }
-  if (hasNegativeTerm(dim)) {
-    report() << "is not positive for every size of "
-             << (dim.getTerms().size() == 1 ? "its symbol" : "its symbols")
-             << "; write it as a sum of positive terms";
+  case mlir::cell::DimensionProblem::NotPositiveForAllSizes:
+    // Every symbol is at least 1: `1 - H` is 0 at H = 1, `H - 1` too.
+    if (hasNegativeTerm(dim))
+      report() << "is not positive for every size of " << symbols
+               << "; write it as a sum of positive terms";
+    else
+      report() << "is not positive for every size of " << symbols << ": it is "
+               << valueAtOnes(dim) << " when every symbol is 1";
     return false;
-  }
-  if (valueAtOnes(dim) > limits::kMaxDimension) {
+  case mlir::cell::DimensionProblem::TooLarge:
     report() << "is too large: a dimension has at most "
              << limits::kMaxDimension << " elements";
     return false;

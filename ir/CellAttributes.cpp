@@ -4,7 +4,10 @@
 #include "ir/CellDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::cell;
@@ -26,6 +29,49 @@ FailureOr<cellc::DimExpr> mlir::cell::parseDimExpr(AsmParser &parser) {
     return failure();
   }
   return *expr;
+}
+
+int64_t mlir::cell::valueAtOnes(const cellc::DimExpr &dim) {
+  std::map<std::string, int64_t> ones;
+  for (const cellc::DimExpr::Term &term : dim.getTerms())
+    ones[term.first] = 1;
+  return *dim.evaluate(ones);
+}
+
+DimensionProblem mlir::cell::findDimensionProblem(const cellc::DimExpr &dim) {
+  auto isNegative = [](const cellc::DimExpr::Term &t) { return t.second < 0; };
+  auto isPositive = [](const cellc::DimExpr::Term &t) { return t.second > 0; };
+  if (dim.getConstant() <= 0 && llvm::none_of(dim.getTerms(), isPositive))
+    return DimensionProblem::NeverPositive;
+  bool negativeTerm = llvm::any_of(dim.getTerms(), isNegative);
+  // With no negative coefficient the value is smallest when every symbol
+  // is 1.
+  if (negativeTerm || valueAtOnes(dim) < 1)
+    return DimensionProblem::NotPositiveForAllSizes;
+  if (valueAtOnes(dim) > kMaxDimension)
+    return DimensionProblem::TooLarge;
+  return DimensionProblem::None;
+}
+
+LogicalResult
+mlir::cell::verifyDimension(function_ref<InFlightDiagnostic()> emitError,
+                            const cellc::DimExpr &dim) {
+  switch (findDimensionProblem(dim)) {
+  case DimensionProblem::None:
+    return success();
+  case DimensionProblem::NeverPositive:
+    return emitError() << "dimension '" << dim.str() << "' is not positive";
+  case DimensionProblem::NotPositiveForAllSizes:
+    return emitError() << "dimension '" << dim.str()
+                       << "' is not positive for every size of "
+                       << (dim.getTerms().size() == 1 ? "its symbol"
+                                                      : "its symbols");
+  case DimensionProblem::TooLarge:
+    return emitError() << "dimension '" << dim.str()
+                       << "' is too large: a dimension has at most "
+                       << kMaxDimension << " elements";
+  }
+  return success();
 }
 
 void mlir::cell::printDimExpr(AsmPrinter &printer, const cellc::DimExpr &expr) {

@@ -16,6 +16,18 @@ using namespace mlir::cell;
 #define GET_TYPEDEF_CLASSES
 #include "ir/CellTypes.cpp.inc"
 
+LogicalResult VecType::verify(function_ref<InFlightDiagnostic()> emitError,
+                              cellc::DimExpr length) {
+  return verifyDimension(emitError, length);
+}
+
+LogicalResult MatType::verify(function_ref<InFlightDiagnostic()> emitError,
+                              cellc::DimExpr rows, cellc::DimExpr cols) {
+  if (failed(verifyDimension(emitError, rows)))
+    return failure();
+  return verifyDimension(emitError, cols);
+}
+
 void CellDialect::initialize() {
   addOperations<
 #define GET_OP_LIST

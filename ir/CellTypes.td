@@ -15,6 +15,10 @@ def Cell_VecType : Cell_Type<"Vec", "vec"> {
   }];
   let parameters = (ins DimExprParameter:$length);
   let assemblyFormat = "`<` $length `>`";
+  // At least one element for every size of the symbols, and at most
+  // 2^31 - 1 when each is 1, as the front end requires (IR read as text is
+  // checked by it too).
+  let genVerifyDecl = 1;
 }
 
 def Cell_MatType : Cell_Type<"Mat", "mat"> {
@@ -25,6 +29,8 @@ def Cell_MatType : Cell_Type<"Mat", "mat"> {
   }];
   let parameters = (ins DimExprParameter:$rows, DimExprParameter:$cols);
   let assemblyFormat = "`<` $rows `,` $cols `>`";
+  // Each dimension as a vector's length.
+  let genVerifyDecl = 1;
 }
 
 def Cell_AnyVec : Type<CPred<"$_self.isa<::mlir::cell::VecType>()">,

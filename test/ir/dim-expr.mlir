@@ -4,8 +4,8 @@
 // Dimension text is canonicalised when it is parsed: types and attributes
 // hold the expression, not the spelling, so they print canonically and
 // equal lengths are equal types.
-// CHECK-LABEL: func.func private @canonical(!cell.vec<"2*H">, !cell.mat<"3*H+I", "4">, !cell.vec<"0">)
-func.func private @canonical(!cell.vec<"H+H">, !cell.mat<"I+3*H", "2+2">, !cell.vec<"H-H">)
+// CHECK-LABEL: func.func private @canonical(!cell.vec<"2*H">, !cell.mat<"3*H+I", "4">, !cell.vec<"I">)
+func.func private @canonical(!cell.vec<"H+H">, !cell.mat<"I+3*H", "2+2">, !cell.vec<"2*I-I+H-H">)
 
 // Spellings of one length verify as the same type (the concat's result and
 // the state), and a slice's offset is an expression too.

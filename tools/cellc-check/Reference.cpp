@@ -225,6 +225,25 @@ torch::Tensor stackWithZeros(const std::vector<std::vector<torch::Tensor>> &rows
       {int64_t(rows.size()), int64_t(rows.at(0).size()), width});
 }
 
+/// d loss / d leaf for each leaf: zeros for a leaf the loss does not depend
+/// on, and for every leaf when it depends on none (`h' = 0.5`), where the
+/// loss has no autograd graph for LibTorch to walk.
+std::vector<std::vector<double>>
+gradients(const torch::Tensor &loss, const std::vector<torch::Tensor> &leaves) {
+  std::vector<torch::Tensor> grads(leaves.size());
+  if (loss.requires_grad())
+    grads = torch::autograd::grad({loss}, leaves, /*grad_outputs=*/{},
+                                  /*retain_graph=*/false,
+                                  /*create_graph=*/false,
+                                  /*allow_unused=*/true);
+  std::vector<std::vector<double>> result;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    result.push_back(grads[i].defined()
+                         ? toVector(grads[i])
+                         : std::vector<double>(leaves[i].numel(), 0.0));
+  return result;
+}
+
 void evaluateBatch(const ast::Cell &cell,
                    const std::map<std::string, int64_t> &sizes,
                    const Batch &batch, bool withGradients, Evaluation &result,
@@ -343,14 +362,9 @@ void evaluateBatch(const ast::Cell &cell,
   add(inputs, result.inputGradients);
   add(initialStates, result.initialStateGradients);
   add(params, result.paramGradients);
-  std::vector<torch::Tensor> grads =
-      torch::autograd::grad({loss}, leaves, /*grad_outputs=*/{},
-                            /*retain_graph=*/false, /*create_graph=*/false,
-                            /*allow_unused=*/true);
+  std::vector<std::vector<double>> grads = gradients(loss, leaves);
   for (size_t i = 0; i < leaves.size(); ++i)
-    (*targets[i].first)[targets[i].second] =
-        grads[i].defined() ? toVector(grads[i])
-                           : std::vector<double>(leaves[i].numel(), 0.0);
+    (*targets[i].first)[targets[i].second] = std::move(grads[i]);
 }
 
 } // namespace

@@ -33,8 +33,10 @@ struct Array {
 /// `[2, 3, 4]`, `[]` for a scalar.
 std::string shapeString(const std::vector<int64_t> &shape);
 
-/// The whole file at `path` in `bytes`. Returns "" or an error starting
-/// with the path.
+/// The whole regular file at `path` in `bytes`, as many bytes as its size
+/// says. Anything else (a FIFO, /dev/zero, a directory) is an error:
+/// nothing bounds what it would give. Returns "" or an error starting with
+/// the path.
 std::string readBytes(const std::string &path, std::string &bytes);
 
 /// Writes `bytes` to `path` through a temporary file renamed into place, so
@@ -43,10 +45,19 @@ std::string readBytes(const std::string &path, std::string &bytes);
 std::string writeBytes(const std::string &path, const std::string &bytes);
 
 /// Reads `path`. Returns "" on success, else an error starting with the
-/// path.
+/// path. Reads no more than the header declares: a regular file whose size
+/// differs from what its header needs is an error before its data is read;
+/// a FIFO or device is read up to the declared size, and is an error if it
+/// has more (or less) to give.
 std::string readFile(const std::string &path, Array &array);
 
-/// Parses the bytes of a .npy file; `name` prefixes errors.
+/// Reads a .npy from the open descriptor `fd` (left open), as readFile
+/// reads a path; `name` prefixes errors.
+std::string readFile(int fd, const std::string &name, Array &array);
+
+/// Parses the bytes of a .npy file; `name` prefixes errors. The header must
+/// be numpy's dict (exactly 'descr', 'fortran_order' and 'shape', then
+/// spaces and a newline) and the data exactly what its shape needs.
 std::string parse(const std::string &bytes, const std::string &name,
                   Array &array);
 

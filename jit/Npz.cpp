@@ -197,25 +197,33 @@ std::string cellc::npy::readArchive(const std::string &path,
   std::string bytes;
   if (std::string e = readBytes(path, bytes); !e.empty())
     return e;
+  return parseArchive(bytes, path, arrays);
+}
+
+std::string cellc::npy::parseArchive(const std::string &bytes,
+                                     const std::string &name,
+                                     std::map<std::string, Array> &arrays) {
+  arrays.clear();
   std::vector<EntryInfo> entries;
   if (std::string e = readDirectory(bytes, entries); !e.empty())
-    return path + ": " + e;
+    return name + ": " + e;
   // Entries may share data: bound what they may inflate to in all.
   uint64_t total = 0, budget = bytes.size() * kMaxDeflateRatio + 1024;
   for (const EntryInfo &entry : entries) {
-    std::string name = entry.name;
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
-      name.resize(name.size() - 4);
-    if (arrays.count(name))
-      return path + ": two entries name the array " + name;
+    std::string arrayName = entry.name;
+    if (arrayName.size() > 4 &&
+        arrayName.compare(arrayName.size() - 4, 4, ".npy") == 0)
+      arrayName.resize(arrayName.size() - 4);
+    if (arrays.count(arrayName))
+      return name + ": two entries name the array " + arrayName;
     total += std::min<uint64_t>(entry.size, budget);
     if (total > budget)
-      return path + ": its entries declare more data than it can hold";
+      return name + ": its entries declare more data than it can hold";
     std::string data;
     if (std::string e = entryBytes(bytes, entry, data); !e.empty())
-      return path + ": entry " + entry.name + " " + e;
-    if (std::string e = parse(data, path + ": entry " + entry.name,
-                              arrays[name]);
+      return name + ": entry " + entry.name + " " + e;
+    if (std::string e =
+            parse(data, name + ": entry " + entry.name, arrays[arrayName]);
         !e.empty())
       return e;
   }

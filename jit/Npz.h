@@ -22,9 +22,15 @@ namespace cellc::npy {
 /// Every array of the archive at `path` (replacing what `arrays` held),
 /// keyed by its name without `.npy`. Returns "" on success; a damaged or
 /// hostile archive is an error, never a read out of bounds or an
-/// allocation its bytes cannot justify.
+/// allocation its bytes cannot justify. `path` must be a regular file (the
+/// ZIP directory is at its end): a FIFO or a device is an error.
 std::string readArchive(const std::string &path,
                         std::map<std::string, Array> &arrays);
+
+/// readArchive on the bytes of an archive already in memory; `name`
+/// prefixes errors.
+std::string parseArchive(const std::string &bytes, const std::string &name,
+                         std::map<std::string, Array> &arrays);
 
 /// One float32 array to write: its shape and `product(shape)` values.
 struct ArchiveEntry {

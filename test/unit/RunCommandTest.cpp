@@ -8,6 +8,7 @@
 
 #include "jit/Npy.h"
 #include "jit/Npz.h"
+#include "test/unit/BoundedChild.h"
 #include "tools/cellc/Subcommands.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <unistd.h>
 
 using namespace cellc;
 
@@ -261,6 +263,29 @@ TEST_F(RunCommand, TruncatedArrayIsNamed) {
   }
 }
 
+// `x_x.npy -> /dev/zero` used to read gigabytes and never end; a params
+// archive that is a device likewise. Each is now an error naming the file,
+// at once. The run is bounded (a child process with 60 s and 4 GiB) so that
+// a reader that never stops fails here instead of hanging the suite.
+TEST_F(RunCommand, DeviceFilesEndInAnErrorNamingThem) {
+  ASSERT_EQ(run(), ""); // compile (and cache) the cell outside the child
+  std::string input = dir.file("x_x.npy");
+  llvm::sys::fs::remove(input);
+  ASSERT_EQ(symlink("/dev/zero", input.c_str()), 0);
+  std::optional<std::string> error =
+      test::runBounded([&] { return run(); }, 60, 4ul << 30);
+  ASSERT_TRUE(error) << "cellc run did not end within 60 s and 4 GiB";
+  EXPECT_EQ(error->rfind(input + ": ", 0), 0u) << *error;
+
+  write(dir, "x_x.npy", {T, B, I}, arrays.x); // renamed over the symlink
+  options.paramsFile = "/dev/zero";
+  llvm::sys::fs::remove(dir.file("param_Wx.npy"));
+  llvm::sys::fs::remove(dir.file("param_Wh.npy"));
+  error = test::runBounded([&] { return run(); }, 60, 4ul << 30);
+  ASSERT_TRUE(error) << "cellc run did not end within 60 s and 4 GiB";
+  EXPECT_EQ(error->rfind("/dev/zero: not a regular file", 0), 0u) << *error;
+}
+
 TEST_F(RunCommand, MisspeltArrayIsAnError) {
   write(dir, "init_hh.npy", {B, H}, arrays.h0);
   std::string error = run();
@@ -288,170 +313,6 @@ TEST(RunArguments, Parse) {
   const char *noDir[] = {"run", "atr.cell"};
   RunOptions other;
   EXPECT_NE(parseRunArguments(2, const_cast<char **>(noDir), other), "");
-}
-
-TEST(Npy, RoundTripsFloatAndInt) {
-  std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -1.0f};
-  std::string bytes = npy::serialize("<f4", {2, 3}, values.data(), 4);
-  EXPECT_EQ(bytes.find("{'descr': '<f4', 'fortran_order': False, 'shape': "
-                       "(2, 3), }"),
-            10u);
-  EXPECT_EQ((bytes.size() - values.size() * 4) % 64, 0u);
-  npy::Array array;
-  ASSERT_EQ(npy::parse(bytes, "a.npy", array), "");
-  EXPECT_EQ(array.shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(array.floats, values);
-
-  std::vector<int64_t> longs = {3, 1, 2};
-  bytes = npy::serialize("<i8", {3}, longs.data(), 8);
-  EXPECT_NE(bytes.find("(3,)"), std::string::npos);
-  ASSERT_EQ(npy::parse(bytes, "l.npy", array), "");
-  EXPECT_EQ(array.dtype, npy::DType::Int64);
-  EXPECT_EQ(array.ints, longs);
-}
-
-TEST(Npy, ReadsVersion2Headers) {
-  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': "
-                       "(2,), }";
-  header.append(64 - (12 + header.size() + 1) % 64, ' ');
-  header += '\n';
-  std::string bytes = "\x93NUMPY\x02";
-  bytes += '\0';
-  uint32_t length = header.size();
-  bytes.append(reinterpret_cast<const char *>(&length), 4);
-  bytes += header;
-  int32_t data[2] = {4, 9};
-  bytes.append(reinterpret_cast<const char *>(data), 8);
-  npy::Array array;
-  ASSERT_EQ(npy::parse(bytes, "v2.npy", array), "");
-  EXPECT_EQ(array.ints, (std::vector<int64_t>{4, 9}));
-}
-
-TEST(Npy, RejectsFortranOrderAndOtherTypes) {
-  float values[4] = {};
-  std::string bytes = npy::serialize("<f4", {2, 2}, values, 4);
-  std::string fortran = bytes;
-  fortran.replace(fortran.find("False"), 5, "True ");
-  npy::Array array;
-  EXPECT_NE(npy::parse(fortran, "f.npy", array).find("fortran_order"),
-            std::string::npos);
-  std::string doubles = npy::serialize("<f8", {1}, values, 8);
-  EXPECT_NE(npy::parse(doubles, "d.npy", array).find("'<f8'"),
-            std::string::npos);
-  EXPECT_NE(npy::parse("garbage", "g.npy", array).find("not a .npy"),
-            std::string::npos);
-  EXPECT_NE(npy::parse(bytes.substr(0, bytes.size() - 4), "t.npy", array)
-                .find("holds 3 elements"),
-            std::string::npos);
-}
-
-// Declared shapes that overflow or claim terabytes used to throw
-// std::out_of_range / std::length_error, or wrap to 0 elements and load.
-TEST(Npy, ImpossibleOrHugeShapesAreErrorsNamingTheFile) {
-  float values[4] = {};
-  std::string bytes = npy::serialize("<f4", {4}, values, 4);
-  auto withShape = [&](const std::string &shape) {
-    std::string lying = bytes;
-    size_t at = lying.find("(4,)");
-    lying.replace(at, 4, shape);
-    return lying;
-  };
-  npy::Array array;
-  for (const char *shape :
-       {"(99999999999999999999, 3, 4)", "(4611686018427387904,)",
-        "(4611686018427387904, 4, 4)", "(1000000, 1000000)"}) {
-    std::string error;
-    EXPECT_NO_THROW(error = npy::parse(withShape(shape), "big.npy", array))
-        << shape;
-    EXPECT_EQ(error.rfind("big.npy: ", 0), 0u) << shape << ": " << error;
-    EXPECT_TRUE(array.floats.empty()) << shape;
-  }
-  EXPECT_NE(npy::parse(withShape("(4611686018427387904, 4, 4)"), "w.npy", array)
-                .find("more than 2^63"),
-            std::string::npos);
-  EXPECT_NE(
-      npy::parse(withShape("(99999999999999999999, 3, 4)"), "o.npy", array)
-          .find("impossible extent"),
-      std::string::npos);
-}
-
-// A header longer than the file, and big-endian data, are named errors.
-TEST(Npy, LyingHeaderLengthAndByteOrder) {
-  float values[4] = {};
-  std::string bytes = npy::serialize("<f4", {4}, values, 4);
-  std::string lying = bytes;
-  lying[8] = '\xff';
-  lying[9] = '\xff';
-  npy::Array array;
-  EXPECT_EQ(npy::parse(lying, "h.npy", array), "h.npy: truncated .npy header");
-  std::string big = bytes;
-  big.replace(big.find("<f4"), 3, ">f4");
-  EXPECT_NE(npy::parse(big, "b.npy", array).find("b.npy: unsupported dtype"),
-            std::string::npos);
-}
-
-std::string readBytes(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
-
-void writeBytes(const std::string &path, const std::string &bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// np.load reads what writeArchive writes (python/tests/test_params.py); here
-// the round trip, and damaged archives as errors naming the path.
-TEST(Npz, RoundTripsAndRejectsDamagedArchives) {
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("npz", dir));
-  std::string path = (dir + "/p.npz").str();
-  std::vector<float> w = {1, 2, 3, 4, 5, 6}, b = {-1, 0.5f};
-  ASSERT_EQ(npy::writeArchive(path, {{"W", {{2, 3}, w.data()}},
-                                     {"b", {{2}, b.data()}}}),
-            "");
-  std::map<std::string, npy::Array> arrays;
-  ASSERT_EQ(npy::readArchive(path, arrays), "");
-  ASSERT_EQ(arrays.size(), 2u);
-  EXPECT_EQ(arrays["W"].shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(arrays["W"].floats, w);
-  EXPECT_EQ(arrays["b"].floats, b);
-
-  std::string bytes = readBytes(path);
-  std::string flipped = bytes;
-  flipped[bytes.find("NUMPY") + 127 + 4] ^= 1; // W's second value
-  writeBytes(path, flipped);
-  EXPECT_NE(npy::readArchive(path, arrays).find("entry W.npy fails its "
-                                                 "CRC-32 check"),
-            std::string::npos);
-  // Forged central-directory fields (offsets from the APPNOTE): a local
-  // header offset past the end, and sizes the data cannot have.
-  size_t central = bytes.find("PK\x01\x02");
-  ASSERT_NE(central, std::string::npos);
-  auto forged = [&](size_t field, uint32_t value) {
-    std::string copy = bytes;
-    for (int i = 0; i < 4; ++i)
-      copy[central + field + i] = static_cast<char>(value >> (8 * i));
-    writeBytes(path, copy);
-    return npy::readArchive(path, arrays);
-  };
-  EXPECT_NE(forged(42, 0xfffffff0u).find("damaged local header"),
-            std::string::npos);
-  EXPECT_NE(forged(24, 0x7fffffffu).find("cannot have"), std::string::npos);
-  // 0xffffffff without a zip64 extra field to hold the real value.
-  EXPECT_NE(forged(42, 0xffffffffu).find("damaged ZIP directory"),
-            std::string::npos);
-  // Every truncation is an error that names the file, never a crash.
-  for (size_t length = 0; length < bytes.size(); length += 7) {
-    writeBytes(path, bytes.substr(0, length));
-    EXPECT_EQ(npy::readArchive(path, arrays).rfind(path + ": ", 0), 0u)
-        << length;
-  }
-  writeBytes(path, std::string(100, 'x'));
-  EXPECT_NE(npy::readArchive(path, arrays).find("not a .npz archive"),
-            std::string::npos);
-  EXPECT_NE(npy::readArchive(path + ".missing", arrays).find("cannot open"),
-            std::string::npos);
-  llvm::sys::fs::remove_directories(dir);
 }
 
 } // namespace

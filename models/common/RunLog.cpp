@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace models {
 
@@ -120,6 +122,57 @@ void checkLogTarget(const std::string &path,
   if (!why.empty())
     throw DataError("the log " + path + " is " + why +
                     "; a run appends only to its logs: choose another --log");
+}
+
+namespace {
+
+/// The number after `"key": ` in a JSON line, or -1.
+int64_t field(const std::string &line, const std::string &key) {
+  size_t at = line.find("\"" + key + "\": ");
+  return at == std::string::npos
+             ? -1
+             : std::strtoll(line.c_str() + at + key.size() + 4, nullptr, 10);
+}
+
+/// Whether the event `line` came after a checkpoint of `epochsDone` epochs
+/// and `updates` updates.
+bool afterCheckpoint(const std::string &line, int64_t epochsDone,
+                     int64_t updates) {
+  if (field(line, "update") > updates)
+    return true;
+  return line.find("\"event\": \"epoch\"") != std::string::npos &&
+         field(line, "epoch") > epochsDone;
+}
+
+} // namespace
+
+void dropEventsAfter(const std::string &program, const std::string &eventPath,
+                     int64_t epochsDone, int64_t updates) {
+  checkLogTarget(eventPath, {}, true);
+  struct stat info;
+  if (::stat(eventPath.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+    return;
+  std::ifstream in(eventPath, std::ios::binary);
+  std::vector<std::pair<std::string, std::streamoff>> lines;
+  std::string line;
+  for (std::streamoff at = 0; std::getline(in, line);
+       at += std::streamoff(line.size() + 1))
+    lines.push_back({line, at});
+  size_t keep = lines.size();
+  while (keep > 0 && afterCheckpoint(lines[keep - 1].first, epochsDone,
+                                     updates))
+    --keep;
+  if (keep == lines.size())
+    return;
+  std::streamoff end = keep < lines.size() ? lines[keep].second : 0;
+  if (::truncate(eventPath.c_str(), off_t(end)) != 0)
+    throw DataError(eventPath + ": cannot drop the events logged after the "
+                                "checkpoint: " +
+                    std::strerror(errno));
+  std::fprintf(stderr,
+               "%s: dropped %zu events at the end of %s that came after the "
+               "checkpoint (this run logs them again)\n",
+               program.c_str(), lines.size() - keep, eventPath.c_str());
 }
 
 RunLog::RunLog(const std::string &program, const std::string &textPath,

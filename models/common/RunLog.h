@@ -20,6 +20,7 @@
 #define CELLC_MODELS_COMMON_RUNLOG_H
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <memory>
 #include <ostream>
@@ -61,6 +62,16 @@ private:
 
 /// Local time as "2026-11-23T06:20:01".
 std::string localTimestamp();
+
+/// A resumed run redoes, bit for bit, what its killed predecessor did after
+/// the checkpoint's save (updates, validations, an epoch's end), and logs
+/// it again. So that OUT.jsonl has each event once, this drops the events
+/// at the end of `eventPath` that came after a checkpoint of `epochsDone`
+/// epochs and `updates` updates (an "epoch" event of a later epoch, any
+/// event of a later update), saying so on stderr. Only for the run's own
+/// log, resumed: the file must be a log (checkLogTarget).
+void dropEventsAfter(const std::string &program, const std::string &eventPath,
+                     int64_t epochsDone, int64_t updates);
 
 /// Throws DataError unless `path` may be a log (RunLog above): `runFiles`
 /// are the run's files; `event` picks the JSON-lines log's first line.

@@ -8,7 +8,8 @@
 // trains on; and refuse to write over another run's checkpoint.
 //
 // A driver's Session provides `static load(path)`, `options` (with toMap,
-// static fromMap and `out`), `runId`, `state.epoch` and `state.updates`,
+// static fromMap and `out`), `runId`, `continuesLog`, `state.epoch` and
+// `state.updates`,
 // and a constructor from (options, data).
 //
 //===----------------------------------------------------------------------===//
@@ -68,6 +69,8 @@ resumeSession(const RunRules<Session, Options, Data> &rules,
                      request.given, rules.changeable, rules.fromCommandLine));
   if (!request.resumeFrom.empty() && request.resumeFrom != request.options.out)
     session->runId = newRunId(); // a branch of the run: a run of its own
+  else
+    session->continuesLog = true;
   if (!rules.continues(*session, request, path))
     return nullptr;
   std::fprintf(stderr, "resuming %s at epoch %lld, update %lld; writing %s\n",

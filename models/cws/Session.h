@@ -86,6 +86,10 @@ public:
   /// Identifies the run across its checkpoints, so that one run never
   /// overwrites another's.
   uint64_t runId = 0;
+  /// Set by --resume of OUT itself: the run's event log goes on, less the
+  /// events its killed predecessor logged after this checkpoint
+  /// (models::dropEventsAfter).
+  bool continuesLog = false;
   /// Called after every update with the update count and the batch's mean
   /// loss (tests stop a run with it).
   std::function<void(int64_t, double)> onUpdate;

@@ -169,6 +169,9 @@ void Session::train(const TrainData &data) {
   // Rank 0 alone writes the run's files.
   std::vector<std::string> runFiles = models::runFilesOf(options.out);
   runFiles.insert(runFiles.end(), {options.train, options.valid, options.dict});
+  if (continuesLog && team.leader())
+    models::dropEventsAfter("cws", options.eventLogPath(), state.epoch,
+                            state.updates);
   models::RunLog runLog(
       "cws", team.leader() ? options.logPath() : "/dev/null",
       team.leader() ? options.eventLogPath() : "/dev/null", runFiles);

@@ -88,6 +88,9 @@ int train(TrainOptions options, bool resume, int threads) {
   bool writes = models::Team::world().leader();
   std::vector<std::string> runFiles = models::runFilesOf(used.out);
   runFiles.push_back(used.embeddings);
+  if (session && writes)
+    models::dropEventsAfter("nli", used.out + ".jsonl", session->epochsDone(),
+                            session->updatesDone());
   models::RunLog runLog("nli", writes ? used.out + ".log" : "/dev/null",
                         writes ? used.out + ".jsonl" : "/dev/null", runFiles);
   std::ostream &logFile = runLog.text();

@@ -138,6 +138,10 @@ public:
   /// Identifies the run across its checkpoints (0: a format-1 checkpoint),
   /// so one run never overwrites another's.
   uint64_t runId = 0;
+  /// Set by --resume of OUT itself: the run's event log goes on, less the
+  /// events its killed predecessor logged after this checkpoint
+  /// (models::dropEventsAfter).
+  bool continuesLog = false;
   /// Called after every backward pass, before the update is checked and
   /// applied (tests poison gradients with it).
   std::function<void(int64_t)> beforeUpdate;

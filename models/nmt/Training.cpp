@@ -321,6 +321,8 @@ void Session::train(const TrainData &data) {
   runFiles.insert(runFiles.end(),
                   {options.trainSrc, options.trainTgt, options.validSrc,
                    options.validTgt, options.spmSrc, options.spmTgt});
+  if (continuesLog && team.leader())
+    models::dropEventsAfter("nmt", eventPath, state.epoch, state.updates);
   RunLog runLog("nmt", team.leader() ? logPath : "/dev/null",
                 team.leader() ? eventPath : "/dev/null", runFiles);
   std::ostream &log = runLog.text();

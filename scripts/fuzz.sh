@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the compiler: builds the libFuzzer target cellc-fuzz (ASan + UBSan,
-# tools/cellc-fuzz) into ${FUZZ_BUILD_DIR:-build-fuzz}, replays the
+# tools/cellc-fuzz; and npy-fuzz, tools/npy-fuzz, for the array readers
+# `cellc run` uses) into ${FUZZ_BUILD_DIR:-build-fuzz}, replays the
 # pathological inputs it writes there, then fuzzes for SECONDS (default 60)
 # from a seed corpus of every .cell file in the tree.
 #
@@ -9,6 +10,11 @@
 #   CELLC_FUZZ_STAGE=passes scripts/fuzz.sh 600 # stop before LLVM: ~40x
 #                                               # more inputs per second
 #   CELLC_FUZZ_STAGE=ptx scripts/fuzz.sh 600    # GPU lowering and PTX
+#   CELLC_FUZZ_STAGE=npy scripts/fuzz.sh 600    # the .npy/.npz readers only
+#
+# Every run of the default stage first puts the .npy/.npz readers
+# (tools/npy-fuzz) through ${CELLC_FUZZ_NPY_RUNS:-50000} inputs from a fresh
+# corpus with a fixed seed: the same inputs each time, a few seconds.
 #
 # New inputs go to $FUZZ_CORPUS (default build-fuzz/corpus-STAGE, kept
 # between runs); a crash, a leak, a sanitizer report, an internal compiler
@@ -35,14 +41,93 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
     -DLLVM_USE_LINKER=lld >/dev/null
 fi
-ninja -C "$BUILD_DIR" -j "$(nproc)" cellc-fuzz
+stage=${CELLC_FUZZ_STAGE:-object}
+if [ "$stage" = npy ]; then
+  ninja -C "$BUILD_DIR" -j "$(nproc)" npy-fuzz
+else
+  ninja -C "$BUILD_DIR" -j "$(nproc)" cellc-fuzz npy-fuzz
+fi
 echo "fuzz build: $(( $(date +%s) - start )) s"
 fuzzer=$BUILD_DIR/bin/cellc-fuzz
+
+# The .npy/.npz readers: seeds written here (numpy's forms of the header,
+# np.savez's stored and deflated archives, without numpy itself), the inputs
+# that once failed replayed, then the given libFuzzer flags on CORPUS.
+#   fuzz_readers CORPUS [libFuzzer flags...]
+fuzz_readers() {
+  local corpus=$1 seeds=$BUILD_DIR/npy-seeds
+  shift
+  rm -rf "$seeds" && mkdir -p "$seeds" "$corpus" "$BUILD_DIR/artifacts"
+  python3 - "$seeds" <<'PY'
+import io, os, struct, sys, zipfile
+out = sys.argv[1]
+def npy(shape, descr="<f4", version=1, quote="'"):
+    q = quote
+    dims = "".join(f"{d}, " for d in shape) if len(shape) == 1 else \
+        ", ".join(str(d) for d in shape)
+    header = (f"{{{q}descr{q}: {q}{descr}{q}, {q}fortran_order{q}: False, "
+              f"{q}shape{q}: ({dims}), }}")
+    start = 10 if version == 1 else 12
+    header += " " * ((64 - (start + len(header) + 1) % 64) % 64) + "\n"
+    count = 1
+    for d in shape:
+        count *= d
+    data = bytes(range(256)) * 4
+    length = struct.pack("<H" if version == 1 else "<I", len(header))
+    size = 8 if descr == "<i8" else 4
+    return (b"\x93NUMPY" + bytes([version, 0]) + length + header.encode()
+            + data[:count * size])
+seeds = {"f4-2x3.npy": npy((2, 3)), "f4-scalar.npy": npy(()),
+         "f4-empty.npy": npy((0, 4)), "i4-5.npy": npy((5,), "<i4"),
+         "i8-3.npy": npy((3,), "<i8"), "v2.npy": npy((4,), version=2),
+         "v3.npy": npy((2, 2), version=3),
+         "double-quotes.npy": npy((3,), quote='"')}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+for name, method in (("stored.npz", zipfile.ZIP_STORED),
+                     ("deflated.npz", zipfile.ZIP_DEFLATED)):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        archive.writestr("W.npy", seeds["f4-2x3.npy"])
+        with archive.open("b.npy", "w", force_zip64=True) as entry:
+            entry.write(seeds["i4-5.npy"])
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(buffer.getvalue())
+PY
+  # Explicit failures: callers test this function, which turns off set -e.
+  "$BUILD_DIR/bin/npy-fuzz" -timeout=10 -rss_limit_mb=2048 \
+    tools/npy-fuzz/regressions/* >"$BUILD_DIR/npy-regressions.log" 2>&1 ||
+    { cat "$BUILD_DIR/npy-regressions.log"; return 1; }
+  "$BUILD_DIR/bin/npy-fuzz" "$corpus" "$seeds" \
+    -dict=tools/npy-fuzz/npy.dict -max_len=8192 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/artifacts/" \
+    -print_final_stats=1 "$@"
+}
+
+if [ "$stage" = npy ]; then
+  fuzz_readers "${FUZZ_CORPUS:-$BUILD_DIR/corpus-npy}" \
+    -max_total_time="$seconds" "$@"
+  exit
+fi
+if [ "$stage" = object ]; then
+  npy_corpus=$(mktemp -d)
+  npy_log=$BUILD_DIR/npy-fuzz.log
+  if ! fuzz_readers "$npy_corpus" -runs="${CELLC_FUZZ_NPY_RUNS:-50000}" \
+      -seed=1 >"$npy_log" 2>&1; then
+    rm -rf "$npy_corpus"
+    tail -n 30 "$npy_log"
+    echo "npy-fuzz found something (the input is in $BUILD_DIR/artifacts)"
+    exit 1
+  fi
+  rm -rf "$npy_corpus"
+  grep -E '^Done|^stat::new_units_added' "$npy_log"
+fi
 
 # Inputs that once crashed or hung cellc, bigger than -max_len below: each
 # must end quickly in an error.
 pathological=$BUILD_DIR/pathological
-corpus=${FUZZ_CORPUS:-$BUILD_DIR/corpus-${CELLC_FUZZ_STAGE:-object}}
+corpus=${FUZZ_CORPUS:-$BUILD_DIR/corpus-$stage}
 mkdir -p "$pathological" "$corpus" "$BUILD_DIR/artifacts"
 python3 - "$pathological" <<'PY'
 import os, sys

@@ -103,6 +103,20 @@ size_t indexOf(const std::vector<std::string> &names, const std::string &name) {
   return size_t(std::find(names.begin(), names.end(), name) - names.begin());
 }
 
+/// The values of the gate `name` (a probe, or `1-` and a probe) over
+/// sentence `b`'s `length` steps, `width` units a step.
+std::vector<float> gateSequence(const Recorded &recorded,
+                                const std::vector<std::string> &probes,
+                                const std::string &name, size_t b,
+                                int64_t length, int64_t &width) {
+  std::vector<float> values = recorded.sequence(
+      indexOf(probes, probedName(name)), int64_t(b), length, width);
+  if (isComplement(name))
+    for (float &value : values)
+      value = 1.0f - value;
+  return values;
+}
+
 /// Adds one batch's probes of a side: the gates' unit means by position,
 /// and the Eq. 10 weights of sentences while fewer than `wanted` are kept.
 void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
@@ -127,13 +141,10 @@ void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
     if (r.additive.size() != 2 || int64_t(stats.sentences.size()) >= r.sentences)
       continue;
     int64_t width;
-    std::vector<float> i = recorded.sequence(indexOf(probes, r.additive[0]),
-                                             int64_t(b), length, width);
-    std::vector<float> f = recorded.sequence(
-        indexOf(probes, probedName(r.additive[1])), int64_t(b), length, width);
-    if (isComplement(r.additive[1]))
-      for (float &value : f)
-        value = 1.0f - value;
+    std::vector<float> i =
+        gateSequence(recorded, probes, r.additive[0], b, length, width);
+    std::vector<float> f =
+        gateSequence(recorded, probes, r.additive[1], b, length, width);
     models::AdditiveWeights weights(i.data(), f.data(), length, width);
     std::vector<std::vector<double>> means = weights.meanWeights();
     stats.sentences.push_back(
@@ -171,7 +182,7 @@ template <typename T> std::string jsonArray(const std::vector<T> &values) {
 std::string pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
   std::vector<std::string> pair = r.additive;
   // A complement (GRU's 1-z) would give r = -1 by construction.
-  if (pair.size() != 2 || isComplement(pair[1]))
+  if (pair.size() != 2 || isComplement(pair[0]) || isComplement(pair[1]))
     pair.assign(stats.gates.begin(),
                 stats.gates.begin() + std::min<size_t>(2, stats.gates.size()));
   size_t a = indexOf(stats.gates, pair.size() == 2 ? pair[0] : "");
@@ -243,7 +254,7 @@ void chooseGates(const std::string &cell, AnalyzeRequest &r) {
                                   cell == "lstm"))
     r.additive = {"i", "f"};
   else if (r.additive.empty() && cell == "gru")
-    r.additive = {"z", "1-z"}; // h' = z * c + (1 - z) * h
+    r.additive = {"1-z", "z"}; // h' = z * h + (1 - z) * c: z forgets
   if (!r.additive.empty() && r.additive.size() != 2)
     throw DataError("analyze: --additive takes the input and forget gates "
                     "(two names), or none");

@@ -56,6 +56,10 @@ class CellFunction(torch.autograd.Function):
         out, finals = cell.forward(inputs, params, init=init,
                                    lengths=lengths, reverse=reverse,
                                    tape=tape)
+        # cellrt's backward reads the inputs, initial states and params
+        # again (not the outputs): saved, a change to one of them in place
+        # before backward raises instead of giving wrong gradients.
+        ctx.save_for_backward(*tensors)
         ctx.cell, ctx.tape = cell, tape
         ctx.n_inputs, ctx.n_states = n_inputs, n_states
         return (torch.from_numpy(out),
@@ -63,6 +67,7 @@ class CellFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out, *grad_finals):
+        ctx.saved_tensors  # raises if one was changed in place since forward
         finals = [None if g is None else _array(g, "final state gradient")
                   for g in grad_finals]
         grads = ctx.cell.backward(

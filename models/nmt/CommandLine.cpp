@@ -143,9 +143,9 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(CLI::IsMember({"plateau", "epoch", "none"}))
       ->group(group);
   option(cmd, "plateau-metric", o.plateauMetric,
-         "progress for the plateau decay and --patience: bleu, ppl, or "
-         "either (greedy BLEU is noise while it is near 0; OUT.best stays "
-         "the best BLEU)")
+         "progress for the plateau decay and --patience: ppl (validation "
+         "perplexity), bleu, or either (greedy BLEU is noise while it is "
+         "near 0; OUT.best is the best BLEU of any validation)")
       ->check(CLI::IsMember({"bleu", "ppl", "either"}))
       ->group(group);
   option(cmd, "seed", o.seed, "random seed")->group(group);

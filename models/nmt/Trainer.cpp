@@ -155,6 +155,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("max-updates", o.maxUpdates);
   number("patience", o.patience);
   text("lr-decay", o.lrDecay);
+  // A checkpoint from before the option was trained by BLEU.
+  o.plateauMetric = "bleu";
   text("plateau-metric", o.plateauMetric);
   number("seed", o.seed);
   text("out", o.out);

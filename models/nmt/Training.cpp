@@ -232,6 +232,11 @@ void Session::validateNow(const TrainData &data, RunLog &runLog) {
                               {"update", double(state.updates)},
                               {"valid_ppl", ppl},
                               {"valid_bleu", bleu}});
+  // OUT.best is the best of every validation, not only the epochs' ends.
+  if (bleu > state.bestBleu) {
+    state.bestBleu = bleu;
+    saveOrWarn(options.out + ".best", runLog.text(), false);
+  }
 }
 
 bool madeProgress(const std::string &metric, bool bleuImproved,

@@ -8,10 +8,10 @@
 # FLAGS (more train options, e.g. "--share-cell --tie-output"), WIDTH (the
 # embedding, state, attention and readout width, default 256; another
 # width adds -wWIDTH to the name); runs are named CELL, CELL-ARCH or
-# CELL-ARCH-LAYERS, and RUN_SUFFIX is appended. PLATEAU (default bleu) is
-# --plateau-metric: either suits runs whose greedy BLEU stays near 0 for
-# the first epochs (narrow models). It cannot change on --resume: a run
-# started with another value is refused.
+# CELL-ARCH-LAYERS, and RUN_SUFFIX is appended. PLATEAU (default ppl, as
+# nmt's) is --plateau-metric: greedy BLEU stays near 0 for a narrow
+# model's first epochs. It cannot change on --resume: a run started with
+# another value is refused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/multi30k/tok}
@@ -43,7 +43,7 @@ for cell in ${CELLS:-atr gru lstm}; do
     --cell "$cell" --emb "$width" --hidden "$width" --att "$width" \
     --readout "$width" \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
-    --lr-decay plateau --plateau-metric "${PLATEAU:-bleu}" --patience 3 \
+    --lr-decay plateau --plateau-metric "${PLATEAU:-ppl}" --patience 3 \
     --resume "${layers[@]}" ${FLAGS:-}
   trained=$(date +%s)
   "$BIN/nmt" translate --model "$OUT/$run.ckpt.best" --threads "${THREADS:-2}" \

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <tuple>
 
 using namespace nmt;
 
@@ -136,6 +138,56 @@ TEST(Train, PlateauMetricDecidesWhatCountsAsProgress) {
   EXPECT_TRUE(madeProgress("ppl", false, {140.2, NAN}, 90.0));
   EXPECT_TRUE(madeProgress("ppl", false, {NAN}, 90.0));
   EXPECT_FALSE(madeProgress("ppl", false, {140.2}, NAN));
+}
+
+/// (update, valid_bleu, event) of every validation in the JSON-lines log.
+std::vector<std::tuple<int64_t, double, std::string>>
+validations(const std::string &path) {
+  std::vector<std::tuple<int64_t, double, std::string>> found;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    size_t bleu = line.find("\"valid_bleu\": ");
+    if (bleu == std::string::npos)
+      continue;
+    size_t update = line.find("\"update\": ");
+    std::string event = line.find("\"event\": \"epoch\"") !=
+                                std::string::npos
+                            ? "epoch"
+                            : "validation";
+    found.push_back({std::stoll(line.substr(update + 10)),
+                     std::stod(line.substr(bleu + 14)), event});
+  }
+  return found;
+}
+
+// OUT.best is the best BLEU of every validation: a run once scored 78.49 at
+// a --valid-every validation and OUT.best kept its epoch end's 74.63.
+TEST(Train, BestCheckpointIsTheBestOfEveryValidation) {
+  TrainOptions o = tinyOptions("best-of-all");
+  o.taskTrain = 1000;
+  o.taskValid = 30;
+  // 11 updates an epoch, so no validation falls on an epoch's end; the
+  // best (BLEU 7.57) is update 87's, epoch 8 ends at 6.89.
+  o.epochs = 8;
+  o.validEvery = 3;
+  for (const std::string &suffix : {"", ".best", ".jsonl", ".log"})
+    std::remove((o.out + suffix).c_str());
+  TrainData data = loadTrainData(o);
+  Session session(o, data);
+  session.train(data);
+  auto found = validations(o.out + ".jsonl");
+  ASSERT_FALSE(found.empty());
+  auto best = found.front();
+  for (const auto &validation : found)
+    if (std::get<1>(validation) > std::get<1>(best))
+      best = validation;
+  // A set-up whose best is a mid-epoch validation, or the test proves
+  // nothing.
+  ASSERT_EQ(std::get<2>(best), "validation");
+  ASSERT_GT(std::get<1>(best), 1.0);
+  auto saved = Session::load(o.out + ".best");
+  EXPECT_EQ(saved->state.updates, std::get<0>(best));
+  EXPECT_NEAR(saved->state.bestBleu, std::get<1>(best), 1e-4);
 }
 
 // The option goes through the checkpoint's options map, and a bad value is

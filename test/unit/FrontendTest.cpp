@@ -445,7 +445,10 @@ TEST(FrontendTest, OddInputsGetTheirDiagnostics) {
        {"1:37: error: 'h'' is read before it is assigned"}},
       {"cell c(x: [H]) { state h: [H]; h'' = x }",
        {"1:34: error: unexpected character '''"}},
-      {"cell c(x: [H]) { state h: [H]; h' = 1 / 0 + log(-1) }", {}},
+      {"cell c(x: [H]) { state h: [H]; h' = 1 / 0 + log(-1) }",
+       {"1:39: error: division by zero: the divisor is the constant 0",
+        "1:45: error: the constant log(-1) is NaN in float32; a constant "
+        "must be finite"}},
       {"cell c(x: [H]) { state h: [H]; h' = ((((((x)))))) }", {}},
       {"cell c(x: [H]) { state h: [H]; h' = x @ }",
        {"1:41: error: expected an expression, found '}'"}},

@@ -2,7 +2,7 @@
 //
 // cellc FILE.cell [-o OUT] [-emit=ast|mlir|mlir-opt|plan|llvm|obj|header]
 //       [--cell NAME] [--dim N=V]... [--probe NAME]... [-x=cell|mlir]
-//       [--mcpu=CPU] [--precision=f32|bf16]
+//       [--mcpu=CPU] [--precision=f32|bf16] [--max-cells=N]
 // cellc run FILE.cell --dir D ...     (RunCommand.cpp)
 // cellc check FILE.cell ...           (runs cellc-check)
 //
@@ -126,6 +126,13 @@ cl::opt<std::string> precision(
              "f32. Recorded in the plan; the runtime may change it "
              "(Cell::withPrecision). CPU only"),
     cl::value_desc("f32|bf16"), cl::init("f32"), cl::cat(cellcCategory));
+cl::opt<unsigned> maxCells(
+    "max-cells",
+    cl::desc("Compile at most this many cells through LLVM in one run "
+             "(default 16): each takes LLVM 0.1-0.5 s, for three "
+             "instruction-set levels. --cell NAME compiles one"),
+    cl::value_desc("N"), cl::init(cellc::limits::kMaxCompiledCells),
+    cl::cat(cellcCategory));
 cl::opt<std::string> targetCPU(
     "mcpu",
     cl::desc("Target CPU: 'native' (this host's CPU and features) or a CPU "
@@ -262,6 +269,34 @@ LogicalResult checkPrecisionForTarget(ModuleOp module) {
   return success();
 }
 
+/// Whether `emitAction` runs LLVM over every cell's kernels: the only work
+/// of a run that costs seconds per cell.
+bool emitsThroughLLVM() {
+  return emitAction == Emit::Object || emitAction == Emit::LLVMIR ||
+         emitAction == Emit::PTX || emitAction == Emit::Cubin;
+}
+
+/// Keeps a run within seconds (docs/cell-language.md, "Limits"): 300 small
+/// cells in one file took 45 s, all of it LLVM's, where a cell file is
+/// promised to compile in about a second. The error is at the first cell
+/// past the bound and says how to go on.
+LogicalResult checkCellCount(ModuleOp module) {
+  auto cells = module.getOps<cell::CellOp>();
+  size_t count = std::distance(cells.begin(), cells.end());
+  unsigned bound = maxCells;
+  if (!emitsThroughLLVM() || count <= bound)
+    return success();
+  cell::CellOp first = *std::next(cells.begin(), bound);
+  // At the cell's text alone: the op itself is no help to the user.
+  return emitError(first.getLoc())
+         << "too many cells to compile in one run: " << count << ", at most "
+         << bound
+         << " (LLVM takes 0.1-0.5 s for each cell's kernels); compile one "
+            "with --cell NAME, put the cells in several files (a build "
+            "compiles them in parallel), or allow them with --max-cells="
+         << count;
+}
+
 LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
   std::string errorMessage;
   auto output = openOutputFile(defaultOutputName(), &errorMessage);
@@ -274,6 +309,9 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     output->keep();
     return success();
   }
+
+  if (failed(checkCellCount(module)))
+    return failure();
 
   // f32 is every plan's default: its IR and plans stay as they were unless
   // --precision is given, which overrides IR marked otherwise (-x=mlir).
@@ -376,6 +414,10 @@ int main(int argc, char **argv) {
       "MLIR's options work too (--mlir-print-ir-after-all, "
       "--mlir-print-debuginfo, ...): --help-hidden lists every option.\n");
 
+  if (maxCells == 0) {
+    llvm::errs() << "cellc: error: --max-cells must be at least 1\n";
+    return 1;
+  }
   if (precision != "f32" && precision != "bf16") {
     llvm::errs() << "cellc: error: --precision takes f32 or bf16, got '"
                  << precision << "'\n";

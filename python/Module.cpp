@@ -8,7 +8,8 @@
 //
 // Arrays must be float32 and C-contiguous (lengths: integers), in the
 // runtime's layouts: inputs [T, B, LEN] time-major, states [B, LEN], params
-// as declared. Anything else is a TypeError or ValueError naming the array.
+// as declared and finite. Anything else is a TypeError or ValueError naming
+// the array, the param or the argument.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,6 +82,138 @@ py::array_t<float> zeros(const std::vector<int64_t> &shape) {
   py::array_t<float> array(shape);
   std::fill(array.mutable_data(), array.mutable_data() + array.size(), 0.f);
   return array;
+}
+
+/// `[3, 4]`, as the runtime's messages write shapes.
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string typeName(const py::handle &object) {
+  return Py_TYPE(object.ptr())->tp_name;
+}
+
+/// A ValueError unless `array` has `rank` dimensions: `what` must be
+/// `layout`. Said here, before the runtime would blame another array for
+/// the sizes this one gave it.
+void checkRank(const py::array &array, size_t rank, const std::string &what,
+               const std::string &layout) {
+  if (size_t(array.ndim()) == rank)
+    return;
+  throw py::value_error(what + " must be " + layout + ", got a " +
+                        std::to_string(array.ndim()) + "-D array of shape " +
+                        shapeText(shapeOf(array)));
+}
+
+/// A ValueError unless every key of `params` names a param of `plan`: a
+/// misspelt param would otherwise be ignored.
+void checkParamNames(const cellrt::Plan &plan, const py::dict &params) {
+  for (const auto &item : params) {
+    std::string name = py::str(item.first);
+    if (py::isinstance<py::str>(item.first) && plan.findParam(name))
+      continue;
+    std::string known;
+    for (const cellrt::ParamDecl &param : plan.params)
+      known += (known.empty() ? "" : ", ") + param.name;
+    throw py::value_error("cell " + plan.cellName + " has no param '" + name +
+                          "' (its params: " + known + ")");
+  }
+}
+
+/// The index of the first NaN or infinity among `count` floats, or -1.
+int64_t firstNonFinite(const float *values, int64_t count) {
+  // A branch-free test per block vectorises: scanning a forward call's
+  // params costs about what reading them once does.
+  const int64_t kBlock = 4096;
+  for (int64_t start = 0; start < count; start += kBlock) {
+    int64_t end = std::min(count, start + kBlock);
+    unsigned bad = 0;
+    for (int64_t i = start; i < end; ++i)
+      bad |= !(std::fabs(values[i]) <= std::numeric_limits<float>::max());
+    if (!bad)
+      continue;
+    for (int64_t i = start; i < end; ++i)
+      if (!std::isfinite(values[i]))
+        return i;
+  }
+  return -1;
+}
+
+/// A ValueError naming the param and the element where `array` holds a NaN
+/// or an infinity: every output and gradient would silently be NaN.
+void checkFinite(const py::array &array, const std::string &what) {
+  const float *values = static_cast<const float *>(array.data());
+  int64_t at = firstNonFinite(values, int64_t(array.size()));
+  if (at < 0)
+    return;
+  std::vector<int64_t> index(size_t(array.ndim()));
+  for (int64_t d = array.ndim() - 1, rest = at; d >= 0; --d) {
+    index[size_t(d)] = rest % array.shape(d);
+    rest /= array.shape(d);
+  }
+  std::string value = std::isnan(values[at]) ? "NaN"
+                      : values[at] > 0       ? "+Inf"
+                                             : "-Inf";
+  throw py::value_error(what + " holds " + value + " at " + shapeText(index) +
+                        ": params must be finite");
+}
+
+/// One entry of `lengths`: an integer (what operator.index takes: Python's,
+/// NumPy's, an integer tensor's) in [1, steps]. A float is never truncated.
+int32_t readLength(const py::handle &item, size_t index, int64_t steps) {
+  std::string label = "lengths[" + std::to_string(index) + "]";
+  PyObject *number =
+      PyIndex_Check(item.ptr()) ? PyNumber_Index(item.ptr()) : nullptr;
+  if (!number) {
+    PyErr_Clear();
+    throw py::type_error(label + " must be an integer, got " + typeName(item) +
+                         " " + std::string(py::repr(item)));
+  }
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+  std::string text = py::str(number);
+  Py_DECREF(number);
+  if (overflow || value < 1 || value > steps)
+    throw py::value_error(label + " = " + text + " is outside [1, T] = [1, " +
+                          std::to_string(steps) + "]");
+  return int32_t(value);
+}
+
+/// `lengths` as `batch` step counts in [1, steps], from any sequence of
+/// integers. A str is never read as its characters, and a sized sequence's
+/// count is checked before any entry is read.
+std::vector<int32_t> readLengths(const py::object &lengths, int64_t steps,
+                                 int64_t batch) {
+  auto notASequence = [&] {
+    return py::type_error("lengths must be a sequence of B integers, got " +
+                          typeName(lengths));
+  };
+  if (py::isinstance<py::str>(lengths) || py::isinstance<py::bytes>(lengths))
+    throw notASequence();
+  auto countError = [&](size_t count) {
+    return py::value_error("lengths has " + std::to_string(count) +
+                           " entries for a batch of " + std::to_string(batch));
+  };
+  Py_ssize_t size = PyObject_Size(lengths.ptr());
+  if (size < 0)
+    PyErr_Clear(); // an iterator: counted as it is read
+  else if (size != batch)
+    throw countError(size_t(size));
+  py::iterator items;
+  try {
+    items = py::iter(lengths);
+  } catch (py::error_already_set &) {
+    throw notASequence();
+  }
+  std::vector<int32_t> values;
+  for (py::handle item : items)
+    values.push_back(readLength(item, values.size(), steps));
+  if (values.size() != size_t(batch))
+    throw countError(values.size());
+  return values;
 }
 
 /// One forward call's arguments, and the arrays they point into (kept
@@ -146,16 +282,29 @@ Call PyCell::bind(const py::list &inputs, const py::dict &params,
     throw py::value_error("cell " + p.cellName + " takes " +
                           std::to_string(p.inputs.size()) + " inputs, got " +
                           std::to_string(py::len(inputs)));
+  if (p.inputs.empty())
+    throw py::value_error("cell " + p.cellName +
+                          " has no inputs: forward runs a cell over input "
+                          "sequences");
   for (size_t i = 0; i < p.inputs.size(); ++i) {
-    py::array array = floatArray(inputs[i], "input '" + p.inputs[i].name + "'");
+    const cellrt::VectorDecl &input = p.inputs[i];
+    std::string what = "input '" + input.name + "'";
+    py::array array = floatArray(inputs[i], what);
+    checkRank(array, 3, what,
+              "[T, B, " + input.length.str() + "] (time-major)");
+    if (array.shape(2) == 0)
+      throw py::value_error(what + " has width 0: its length " +
+                            input.length.str() + " must be at least 1");
     call.args.inputs.push_back(constView(array));
     call.keep.push_back(array);
   }
+  checkParamNames(p, params);
   for (const cellrt::ParamDecl &param : p.params) {
     if (!params.contains(param.name))
       throw py::value_error("missing param '" + param.name + "'");
-    py::array array =
-        floatArray(params[py::str(param.name)], "param '" + param.name + "'");
+    std::string what = "param '" + param.name + "'";
+    py::array array = floatArray(params[py::str(param.name)], what);
+    checkFinite(array, what);
     call.args.params[param.name] = constView(array);
     call.keep.push_back(array);
   }
@@ -171,31 +320,20 @@ Call PyCell::bind(const py::list &inputs, const py::dict &params,
       call.keep.push_back(array);
     }
   }
-  if (!lengths.is_none()) {
-    for (const py::handle &length : lengths)
-      call.lengths.push_back(length.cast<int32_t>());
-  } else if (!call.args.inputs.empty() &&
-             call.args.inputs[0].shape.size() == 3) {
-    // Every sequence runs all T steps.
-    const std::vector<int64_t> &shape = call.args.inputs[0].shape;
-    call.lengths.assign(size_t(shape[1]), int32_t(shape[0]));
-  } else {
-    throw py::value_error("a cell without inputs needs lengths");
-  }
+  // The first input gives T and B; the runtime checks the rest against it.
+  const std::vector<int64_t> &first = call.args.inputs[0].shape;
+  if (lengths.is_none())
+    call.lengths.assign(size_t(first[1]), int32_t(first[0]));
+  else
+    call.lengths = readLengths(lengths, first[0], first[1]);
   call.args.lengths = call.lengths.data();
   call.args.reverse = reverse;
-  cellrt::Expected<cellrt::BoundSizes> sizes =
-      cellrt::bindSizes(p, call.args);
+  cellrt::Expected<cellrt::BoundSizes> sizes = cellrt::bindSizes(p, call.args);
   if (!sizes)
     throw RunFailure(sizes.error());
   call.dims = sizes->dims;
   call.steps = sizes->steps;
   call.batch = sizes->batch;
-  if (call.lengths.size() != size_t(call.batch))
-    throw py::value_error("lengths has " +
-                          std::to_string(call.lengths.size()) +
-                          " entries for a batch of " +
-                          std::to_string(call.batch));
   return call;
 }
 
@@ -304,18 +442,33 @@ py::tuple PyCell::step(const py::list &inputs, const py::list &states,
   std::vector<py::object> keep;
   Call sizing;
   int64_t batch = -1;
-  for (size_t i = 0; i < py::len(inputs); ++i) {
-    py::array array = floatArray(inputs[i], "step input");
+  if (py::len(inputs) != p.inputs.size())
+    throw py::value_error("cell " + p.cellName + " takes " +
+                          std::to_string(p.inputs.size()) + " inputs, got " +
+                          std::to_string(py::len(inputs)));
+  if (py::len(states) > p.states.size())
+    throw py::value_error("cell " + p.cellName + " has " +
+                          std::to_string(p.states.size()) + " states, got " +
+                          std::to_string(py::len(states)));
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    std::string what = "step input '" + p.inputs[i].name + "'";
+    py::array array = floatArray(inputs[i], what);
+    checkRank(array, 2, what, "[B, " + p.inputs[i].length.str() + "]");
     args.inputs.push_back(constView(array));
     keep.push_back(array);
-    batch = array.ndim() > 0 ? array.shape(0) : batch;
+    batch = array.shape(0);
   }
   for (size_t i = 0; i < py::len(states); ++i) {
-    py::array array = floatArray(states[i], "state");
+    std::string what = "state '" + p.states[i].name + "'";
+    py::array array = floatArray(states[i], what);
+    checkRank(array, 2, what, "[B, " + p.states[i].length.str() + "]");
     args.states.push_back(constView(array));
     keep.push_back(array);
-    batch = array.ndim() > 0 ? array.shape(0) : batch;
+    batch = array.shape(0);
   }
+  // Params are not checked for NaN here: a decoding step's own work can be
+  // smaller than one scan of the weights.
+  checkParamNames(p, params);
   for (const cellrt::ParamDecl &param : p.params) {
     if (!params.contains(param.name))
       throw py::value_error("missing param '" + param.name + "'");
@@ -466,6 +619,15 @@ PYBIND11_MODULE(_cellc, m) {
   m.def("_compile", &compileCell, py::arg("source"), py::arg("is_path"),
         py::arg("cell") = "", py::arg("dims") = std::map<std::string, int64_t>{},
         py::arg("training") = true, py::arg("cache_dir") = py::none());
-  m.def("set_threads", &cellrt::setNumThreads, py::arg("threads"),
-        "Threads for the fused kernels (the GEMMs follow OpenMP's).");
+  m.def(
+      "set_threads",
+      [](int64_t threads) {
+        if (threads < 1 || threads > std::numeric_limits<int>::max())
+          throw py::value_error("set_threads: threads must be at least 1, "
+                                "got " +
+                                std::to_string(threads));
+        cellrt::setNumThreads(int(threads));
+      },
+      py::arg("threads"),
+      "Threads for the fused kernels (the GEMMs follow OpenMP's).");
 }

@@ -13,6 +13,7 @@ Layouts are the runtime's: inputs [T, B, LEN] time-major, states [B, LEN],
 params as the cell declares them; arrays must be float32 and C-contiguous.
 """
 
+import operator
 import os
 import re
 
@@ -41,6 +42,23 @@ class CompileError(Exception):
         self.message = first["message"] if first else text
 
 
+def _dims(dims):
+    """`dims` as {name: int}, or a TypeError naming the entry that is not
+    an integer (a float is never truncated). The values' range is the front
+    end's to check, with the cell's location."""
+    checked = {}
+    for name, value in dict(dims or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"dims keys must be dimension names (str), got "
+                            f"{type(name).__name__} {name!r}")
+        try:
+            checked[name] = operator.index(value)
+        except TypeError:
+            raise TypeError(f"dims[{name!r}] must be an integer, got "
+                            f"{type(value).__name__} {value!r}") from None
+    return checked
+
+
 def compile(path_or_source, cell=None, dims=None, training=True,
             cache_dir=None):
     """A compiled cell from a .cell file's path or from its text.
@@ -50,12 +68,19 @@ def compile(path_or_source, cell=None, dims=None, training=True,
     cache_dir: where compiled objects are cached (default: as cellc's C++
     API, $CELLC_CACHE_DIR or ~/.cache/cellc; "" turns caching off).
     Raises CompileError with the located diagnostics."""
-    text = os.fspath(path_or_source)
+    # A bytes path would reach the C++ side as text to compile.
+    text = os.fspath(path_or_source) if isinstance(
+        path_or_source, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        got = type(path_or_source).__name__
+        raise TypeError("compile takes a .cell file's path (a str or "
+                        "os.PathLike) or the cell's text (a str), got "
+                        + (got if text is None else got + " giving bytes"))
     is_path = "\n" not in text and "{" not in text
     if is_path and not os.path.exists(text):
         raise FileNotFoundError(f"no cell file {text!r}")
     try:
-        return _cellc._compile(text, is_path, cell or "", dict(dims or {}),
+        return _cellc._compile(text, is_path, cell or "", _dims(dims),
                                training, cache_dir)
     except _cellc.CompileFailure as failure:
         raise CompileError(str(failure)) from None

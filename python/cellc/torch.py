@@ -14,6 +14,7 @@ own exp within 1 ulp); see python/tests.
 """
 
 import math
+import operator
 
 import torch
 from torch import nn
@@ -81,6 +82,44 @@ class CellFunction(torch.autograd.Function):
         return (None, None, None, None, None, *as_tensors)
 
 
+def _lengths(lengths):
+    """`lengths` as a list of ints: any sequence of Python, NumPy or
+    integer-tensor values. A float is never truncated, a str never read as
+    its characters; the cell checks the count and the range."""
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise TypeError("lengths must be a sequence of B integers, got "
+                        f"{type(lengths).__name__}")
+    values = []
+    for k, n in enumerate(lengths):
+        try:
+            values.append(operator.index(n))
+        except TypeError:
+            raise TypeError(f"lengths[{k}] must be an integer, got "
+                            f"{type(n).__name__} {n!r}") from None
+    return values
+
+
+def _check_dims(cell, dims):
+    """A clear error for a dimension the cell lacks (a misspelt one would be
+    ignored), a missing one, or a value that is not a positive integer."""
+    unknown = [d for d in dims if d not in cell.dims]
+    if unknown:
+        raise ValueError(f"cell {cell.name} has no dimension {unknown[0]!r} "
+                         f"(its dimensions: {', '.join(cell.dims)})")
+    missing = [d for d in cell.dims if d not in dims]
+    if missing:
+        raise ValueError(f"cell {cell.name} needs dims {', '.join(missing)}")
+    for name, value in dims.items():
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise TypeError(f"dims[{name!r}] must be an integer, got "
+                            f"{type(value).__name__} {value!r}") from None
+        if number < 1:
+            raise ValueError(f"dims[{name!r}] = {number}: a dimension must "
+                             "be at least 1")
+
+
 def _size(expression, dims):
     """The value of a dimension expression such as '3*H+I'."""
     try:
@@ -101,11 +140,8 @@ class CellModule(nn.Module):
         super().__init__()
         self.cell = cell if isinstance(cell, cellc.Cell) else \
             cellc.compile(cell)
-        missing = [d for d in self.cell.dims if d not in dims]
-        if missing:
-            raise ValueError(f"cell {self.cell.name} needs dims "
-                             f"{', '.join(missing)}")
-        self.dims = dict(dims)
+        _check_dims(self.cell, dims)
+        self.dims = {name: operator.index(v) for name, v in dims.items()}
         self.reverse = reverse
         for name, shape in self.cell.params:
             size = [_size(d, self.dims) for d in shape]
@@ -174,10 +210,15 @@ class CellModule(nn.Module):
             padded = [pad_packed_sequence(x) for x in inputs]
             inputs = [x for x, _ in padded]
             lengths = padded[0][1]
+        for (name, length), x in zip(self.cell.inputs, inputs):
+            if isinstance(x, torch.Tensor) and x.dim() != 3:
+                raise ValueError(f"input {name!r} must be (T, B, {length}) "
+                                 f"(time-major), got a {x.dim()}-D tensor "
+                                 f"of shape {list(x.shape)}")
         steps, batch = inputs[0].shape[0], inputs[0].shape[1]
         if lengths is None:
             lengths = [steps] * batch
-        lengths = [int(n) for n in lengths]
+        lengths = _lengths(lengths)
         if init is None:
             init = [torch.zeros(batch, w) for w in self.state_widths()]
         params = [getattr(self, name) for name, _ in self.cell.params]

@@ -195,9 +195,13 @@ WeaklyRecurrentDecoderLayer::WeaklyRecurrentDecoderLayer(
            store),
       stateProjection(store, name + ".Ws", width, width, options.layerNorm) {
   if (options.attention) {
+    // §3.2 divides the context by sqrt(d); LN(c Wc) undoes that in the
+    // forward pass. Without layer norms (the ablation) the factor would
+    // shrink the context 16-fold at d = 256, a model the paper never had.
+    float scale = options.layerNorm ? 1.f / std::sqrt(float(width)) : 1.f;
     attention = std::make_unique<AdditiveAttention>(
         store, name + ".attention", width, memoryWidth, attentionWidth,
-        AttentionOptions{options.layerNorm, 1.f / std::sqrt(float(width))});
+        AttentionOptions{options.layerNorm, scale});
     contextProjection = std::make_unique<NormedProjection>(
         store, name + ".Wc", memoryWidth, width, options.layerNorm);
   }

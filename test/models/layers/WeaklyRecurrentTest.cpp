@@ -133,6 +133,13 @@ torch::Tensor srnmtContext(std::map<std::string, torch::Tensor> &params,
   return torch::matmul(alpha, m) * scale;
 }
 
+/// SR-NMT divides the context by sqrt(d) (§3.2), a factor its layer norm of
+/// c Wc undoes in the forward pass; the ablation without layer norms is the
+/// same model less the norms, so without them the context is not scaled.
+double contextScale(bool layerNorm, int64_t d) {
+  return layerNorm ? 1.0 / std::sqrt(double(d)) : 1.0;
+}
+
 /// A decoder unit (options from the parameter) over random params, inputs
 /// [T, B, I] and a memory [Tx, B, C] with its keys.
 class WeaklyRecurrentDecoderTest
@@ -192,7 +199,7 @@ TEST_P(WeaklyRecurrentDecoderTest, MatchesTorchAndDifferences) {
       for (int64_t b = 0; b < B; ++b)
         rows.push_back(srnmtContext(params, states[t][b], memory.select(1, b),
                                     memoryLengths[b], options.layerNorm,
-                                    1.0 / std::sqrt(double(d))));
+                                    contextScale(options.layerNorm, d)));
     torch::Tensor contexts = torch::stack(rows).reshape({T, B, C});
     pre = pre + normedProjection(params, "dec.Wc", contexts, options.layerNorm);
   }

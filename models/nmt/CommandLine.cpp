@@ -88,6 +88,12 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "outputs over the source")
       ->check(CLI::IsMember({"last", "mean"}))
       ->group(group);
+  option(cmd, "deep-first", o.model.deepFirst,
+         "deep: the first encoder layer's direction, forward (LAU's "
+         "paper, Sec. 3.4) or backward (deep before 2026-11-28); the "
+         "layers above alternate")
+      ->check(CLI::IsMember({"forward", "backward"}))
+      ->group(group);
   cmd.add_flag("--share-cell", o.model.shareCell,
                "cseq2seq-2's SGRU: decoder cell 1 shares the encoder cell")
       ->group(group);

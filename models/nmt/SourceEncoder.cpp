@@ -33,13 +33,16 @@ models::EncoderShape gnmtShape(int64_t inputWidth, int64_t stateSize,
   return shape;
 }
 
-/// DeepLAU's encoder: d = (-1)^l for layers l = 1..N.
+/// DeepLAU's encoder: d = (-1)^l for layers l = 1..N, where d = -1 reads
+/// h_{t-1}: the first layer runs forward (LAU §3.4), or backward when
+/// `firstBackward` (the direction `deep` had before 2026-11-28).
 models::EncoderShape alternatingShape(int64_t inputWidth, int64_t stateSize,
-                                      int64_t layers) {
+                                      int64_t layers, bool firstBackward) {
   models::EncoderShape shape{inputWidth, stateSize};
   for (int64_t l = 1; l <= layers; ++l)
-    shape.directions.push_back(l % 2 ? LayerDirection::Backward
-                                     : LayerDirection::Forward);
+    shape.directions.push_back((l % 2 == 1) == firstBackward
+                                   ? LayerDirection::Backward
+                                   : LayerDirection::Forward);
   return shape;
 }
 
@@ -47,7 +50,8 @@ models::EncoderShape alternatingShape(int64_t inputWidth, int64_t stateSize,
 
 SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
                              int64_t inputWidth, int64_t stateSize,
-                             int64_t layers, models::ParamStore &store,
+                             int64_t layers, bool deepFirstBackward,
+                             models::ParamStore &store,
                              const cellrt::Cell *twoSourceCell) {
   if (!isDeepArchitecture(arch) && layers != 1)
     throw models::DataError("--arch " + arch + " has one encoder layer (" +
@@ -76,7 +80,8 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
     stacked = std::make_unique<models::SequenceEncoder>(
         cell, "encoder",
         arch == "gnmt" ? gnmtShape(inputWidth, stateSize, layers)
-                       : alternatingShape(inputWidth, stateSize, layers),
+                       : alternatingShape(inputWidth, stateSize, layers,
+                                          deepFirstBackward),
         store);
   } else {
     throw models::DataError("unknown architecture '" + arch +

@@ -47,9 +47,11 @@ public:
   /// Throws models::DataError for an unknown architecture or a layer count
   /// it cannot take.
   /// `twoSourceCell` runs ca's forward layer (null: `cell`).
+  /// `deepFirstBackward`: deep's first layer runs backward (not the
+  /// paper's forward).
   SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
                 int64_t inputWidth, int64_t stateSize, int64_t layers,
-                models::ParamStore &store,
+                bool deepFirstBackward, models::ParamStore &store,
                 const cellrt::Cell *twoSourceCell = nullptr);
 
   int64_t outputWidth() const;

@@ -54,6 +54,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["no-layernorm"] = model.noLayerNorm ? "1" : "0";
   m["no-highway"] = model.noHighway ? "1" : "0";
   m["single-attention"] = model.singleAttention ? "1" : "0";
+  m["deep-first"] = model.deepFirst;
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -140,6 +141,11 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("no-layernorm", o.model.noLayerNorm);
   number("no-highway", o.model.noHighway);
   number("single-attention", o.model.singleAttention);
+  // A checkpoint from before the option ran its first deep layer backward.
+  o.model.deepFirst = "backward";
+  text("deep-first", o.model.deepFirst);
+  if (o.model.deepFirst != "forward" && o.model.deepFirst != "backward")
+    throw DataError("--deep-first must be forward or backward");
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);

@@ -44,8 +44,6 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The first parameter whose gradient holds a NaN or Inf (or whose squares
-/// overflow), or null. Only called once the norm is known to be non-finite.
 /// "cell atr" for RNNSearch, else e.g. "cell atr (gnmt 2+2 layers)".
 std::string architectureText(const ModelConfig &model) {
   if (model.arch == "srnmt")
@@ -59,7 +57,10 @@ std::string architectureText(const ModelConfig &model) {
     text += ", context " + model.context;
   else if (isDeepArchitecture(model.arch))
     text += " " + std::to_string(model.encLayers) + "+" +
-            std::to_string(model.decLayers) + " layers";
+            std::to_string(model.decLayers) + " layers" +
+            (model.arch == "deep" && model.deepFirst == "backward"
+                 ? ", first layer backward"
+                 : "");
   else if (model.arch != "rnnsearch")
     text += " encoder";
   if (model.shareCell)

@@ -47,6 +47,10 @@ struct ModelConfig {
   /// SR-NMT's ablations (Srnmt.h): without layer norms, without the
   /// highways, with one attention (the top decoder layer's).
   bool noLayerNorm = false, noHighway = false, singleAttention = false;
+  /// DeepLAU's first encoder layer: forward (LAU §3.4, d = (-1)^l with
+  /// d = -1 forward) or backward (what `deep` ran before 2026-11-28, and
+  /// what a checkpoint without the option was trained with).
+  std::string deepFirst = "forward";
 
   /// Replaces 0 layer counts by the architecture's default.
   void resolveLayers();

@@ -11,10 +11,13 @@
 #                                               # more inputs per second
 #   CELLC_FUZZ_STAGE=ptx scripts/fuzz.sh 600    # GPU lowering and PTX
 #   CELLC_FUZZ_STAGE=npy scripts/fuzz.sh 600    # the .npy/.npz readers only
+#   CELLC_FUZZ_STAGE=data scripts/fuzz.sh 600   # the drivers' data readers
 #
 # Every run of the default stage first puts the .npy/.npz readers
 # (tools/npy-fuzz) through ${CELLC_FUZZ_NPY_RUNS:-50000} inputs from a fresh
-# corpus with a fixed seed: the same inputs each time, a few seconds.
+# corpus with a fixed seed: the same inputs each time, a few seconds; then
+# the drivers' data readers (models/fuzz) through
+# ${CELLC_FUZZ_DATA_RUNS:-20000} inputs likewise (about 10 s).
 #
 # New inputs go to $FUZZ_CORPUS (default build-fuzz/corpus-STAGE, kept
 # between runs); a crash, a leak, a sanitizer report, an internal compiler
@@ -44,8 +47,10 @@ fi
 stage=${CELLC_FUZZ_STAGE:-object}
 if [ "$stage" = npy ]; then
   ninja -C "$BUILD_DIR" -j "$(nproc)" npy-fuzz
+elif [ "$stage" = data ]; then
+  ninja -C "$BUILD_DIR" -j "$(nproc)" data-fuzz
 else
-  ninja -C "$BUILD_DIR" -j "$(nproc)" cellc-fuzz npy-fuzz
+  ninja -C "$BUILD_DIR" -j "$(nproc)" cellc-fuzz npy-fuzz data-fuzz
 fi
 echo "fuzz build: $(( $(date +%s) - start )) s"
 fuzzer=$BUILD_DIR/bin/cellc-fuzz
@@ -105,8 +110,46 @@ PY
     -print_final_stats=1 "$@"
 }
 
+# The drivers' data readers (models/fuzz: parallel text, segmented and
+# CoNLL-U corpora, raw text, word lists, SICK/SNLI pairs, GloVe/word2vec
+# vectors; the first byte picks the reader): one small valid file of each
+# as seeds, then the given libFuzzer flags on CORPUS.
+#   fuzz_data CORPUS [libFuzzer flags...]
+fuzz_data() {
+  local corpus=$1 seeds=$BUILD_DIR/data-seeds
+  shift
+  rm -rf "$seeds" && mkdir -p "$seeds" "$corpus" "$BUILD_DIR/artifacts"
+  python3 - "$seeds" <<'PY'
+import os, sys
+seeds = {
+    0: "one two three\nfour five\n",
+    1: "中国  人民\n新  世纪\n",
+    2: "# sent_id = 1\n1\t中国\t_\t_\t_\t_\t0\troot\t_\t_\n"
+       "2\t人民\t_\t_\t_\t_\t1\tdep\t_\t_\n\n",
+    3: "中国人民\n\n新世纪\n",
+    4: "中国\n人民\n",
+    5: "pair_ID\tsentence_A\tsentence_B\trelatedness_score\t"
+       "entailment_judgment\n1\tA man runs\tA dog sleeps\t3.2\tNEUTRAL\n",
+    6: "a man runs\ta dog sleeps\n",
+    7: "the 0.1 0.2 0.3 0.4\ncat 1 2 3 4\n",
+    15: "2 4\nthe 0.1 0.2 0.3 0.4\ncat 1 2 3 4\n",
+}
+for reader, text in seeds.items():
+    with open(os.path.join(sys.argv[1], f"reader-{reader}"), "wb") as f:
+        f.write(bytes([reader]) + text.encode())
+PY
+  "$BUILD_DIR/bin/data-fuzz" "$corpus" "$seeds" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/artifacts/" \
+    -print_final_stats=1 "$@"
+}
+
 if [ "$stage" = npy ]; then
   fuzz_readers "${FUZZ_CORPUS:-$BUILD_DIR/corpus-npy}" \
+    -max_total_time="$seconds" "$@"
+  exit
+fi
+if [ "$stage" = data ]; then
+  fuzz_data "${FUZZ_CORPUS:-$BUILD_DIR/corpus-data}" \
     -max_total_time="$seconds" "$@"
   exit
 fi
@@ -122,6 +165,17 @@ if [ "$stage" = object ]; then
   fi
   rm -rf "$npy_corpus"
   grep -E '^Done|^stat::new_units_added' "$npy_log"
+  data_corpus=$(mktemp -d)
+  data_log=$BUILD_DIR/data-fuzz.log
+  if ! fuzz_data "$data_corpus" -runs="${CELLC_FUZZ_DATA_RUNS:-20000}" \
+      -seed=1 >"$data_log" 2>&1; then
+    rm -rf "$data_corpus"
+    tail -n 30 "$data_log"
+    echo "data-fuzz found something (the input is in $BUILD_DIR/artifacts)"
+    exit 1
+  fi
+  rm -rf "$data_corpus"
+  grep -E '^Done|^stat::new_units_added' "$data_log"
 fi
 
 # Inputs that once crashed or hung cellc, bigger than -max_len below: each

@@ -23,15 +23,17 @@ class ContextAwareEncoder {
 public:
   struct Trace {
     CellTrace backward, forward;
-    /// The backward layer's states [T, B, H].
+    /// The backward layer's states [T, B, H] (squashed: tanh of them).
     std::vector<float> backwardStates;
     int64_t T = 0, B = 0;
   };
 
-  /// `upperCell` (default `cell`) runs the forward layer.
+  /// `upperCell` (default `cell`) runs the forward layer; with `squash` it
+  /// reads tanh of the backward states (an ATR state is unbounded).
   ContextAwareEncoder(const cellrt::Cell &cell, const std::string &prefix,
                       int64_t inputWidth, int64_t stateSize, ParamStore &store,
-                      const cellrt::Cell *upperCell = nullptr);
+                      const cellrt::Cell *upperCell = nullptr,
+                      bool squash = false);
 
   int64_t outputWidth() const { return forwardLayer.outputWidth(); }
   /// 0: the forward (upper) layer, 1: the backward (lower) one.
@@ -46,6 +48,7 @@ public:
 
 private:
   CellLayer backwardLayer, forwardLayer;
+  bool squash;
 };
 
 } // namespace models

@@ -100,20 +100,29 @@ void CyclicContext::forward(const Sequence &sequence, const float *query,
   running().forward({inputs, step.rowLengths, T, rows, {step.initial.data()},
                      step.outputs.data()},
                     step.trace, train);
-  if (pool == Pool::Mean) {
+  if (pool == Pool::Mean)
     meanOverTime(step.outputs.data(), step.rowLengths, rows, H, context);
-    return;
+  else
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(
+          step.outputs.data() + ((step.rowLengths[r] - 1) * rows + r) * H, H,
+          context + r * H);
+  if (squash) {
+    tanhInPlace(context, rows * H);
+    step.context.assign(context, context + rows * H);
   }
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(step.outputs.data() + ((step.rowLengths[r] - 1) * rows + r) * H,
-                H, context + r * H);
 }
 
 void CyclicContext::backward(Sequence &sequence, Step &step,
                              const float *query, const float *dContext,
                              float *dQuery) const {
   const int64_t H = outputWidth(), rows = step.rows;
-  std::vector<float> dOutputs(step.T * rows * H, 0.f);
+  std::vector<float> dOutputs(step.T * rows * H, 0.f), dPooled;
+  if (squash) {
+    dPooled.assign(dContext, dContext + rows * H);
+    tanhBackward(step.context.data(), dPooled.data(), rows * H);
+    dContext = dPooled.data();
+  }
   if (pool == Pool::Mean)
     meanOverTimeBackward(dContext, step.rowLengths, rows, H, dOutputs.data());
   else

@@ -53,6 +53,8 @@ public:
     /// [T, rows, H], and the rows' sequences and lengths when rows map to
     /// sequences (beam search).
     std::vector<float> initial, outputs;
+    /// The squashed context [rows, H] (squashContext).
+    std::vector<float> context;
     std::vector<std::vector<float>> gathered;
     std::vector<int32_t> lengths;
     const int32_t *rowLengths = nullptr;
@@ -71,6 +73,9 @@ public:
 
   int64_t outputWidth() const { return layer.outputWidth(); }
   CellLayer &cellLayer() { return layer; }
+  /// The context becomes tanh of the pooled outputs: an ATR state is
+  /// unbounded, and the decoder reads the context as it reads a layer.
+  void squashContext() { squash = true; }
 
   /// Whether the input products are computed once per batch.
   bool sharesInputProducts() const { return productLayer != nullptr; }
@@ -105,6 +110,7 @@ private:
   std::unique_ptr<CellLayer> productLayer;
   Linear init;
   Pool pool;
+  bool squash = false;
 };
 
 } // namespace models

@@ -17,7 +17,8 @@ SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
 
 SequenceEncoder::SequenceEncoder(const cellrt::Cell &cell,
                                  const EncoderShape &shape, ParamStore &store,
-                                 const LayerNames &names) {
+                                 const LayerNames &names)
+    : squash(shape.squashBetweenLayers) {
   std::vector<LayerDirection> directions = shape.directions;
   if (directions.empty())
     directions.assign(std::max<int64_t>(shape.layers, 0),
@@ -80,6 +81,7 @@ void SequenceEncoder::forward(const float *input, const int32_t *lengths,
   trace.cells.resize(cells.size());
   trace.directionOutputs.resize(cells.size());
   trace.outputs.resize(cells.size());
+  trace.squashed.resize(squash ? cells.size() - 1 : 0);
   const float *layerInput = input;
   for (size_t l = 0; l < cells.size(); ++l) {
     size_t directions = cells[l].size();
@@ -110,6 +112,11 @@ void SequenceEncoder::forward(const float *input, const int32_t *lengths,
     if (residual[l])
       addValidSteps(layerInput, lengths, T, B, width, trace.outputs[l].data());
     layerInput = trace.outputs[l].data();
+    if (squash && l + 1 < cells.size()) {
+      trace.squashed[l] = trace.outputs[l]; // tanh(0) = 0 at padded steps
+      tanhInPlace(trace.squashed[l].data(), T * B * width);
+      layerInput = trace.squashed[l].data();
+    }
   }
   std::copy(trace.outputs.back().begin(), trace.outputs.back().end(), output);
 }
@@ -139,6 +146,10 @@ void SequenceEncoder::backward(Trace &trace, const float *dOutput,
     if (residual[l] && target)
       addValidSteps(dLayerOutput.data(), trace.lengths, trace.T, trace.B,
                     widths[l], target);
+    // Layer l read tanh of layer l - 1's output.
+    if (squash && l > 0)
+      tanhBackward(trace.squashed[l - 1].data(), dLayerInput.data(),
+                   rows * widths[l]);
     dLayerOutput = std::move(dLayerInput);
   }
 }

@@ -36,6 +36,10 @@ struct EncoderShape {
   /// Layers l >= residualFrom (0-based; negative: none) add their input to
   /// their output at each sequence's steps; their widths must be equal.
   int64_t residualFrom = -1;
+  /// Layer l + 1 reads tanh of layer l's output (after its residual sum):
+  /// an ATR state is unbounded, and the layer above would read it raw
+  /// (the top layer's output is left as it is: its reader squashes it).
+  bool squashBetweenLayers = false;
 };
 
 class SequenceEncoder {
@@ -46,6 +50,8 @@ public:
     /// Per layer: each direction's output, and their concatenation.
     std::vector<std::vector<std::vector<float>>> directionOutputs;
     std::vector<std::vector<float>> outputs;
+    /// Per layer but the top, with squashBetweenLayers: tanh(outputs[l]).
+    std::vector<std::vector<float>> squashed;
     const float *input = nullptr;
     const int32_t *lengths = nullptr;
     int64_t T = 0, B = 0;
@@ -92,6 +98,7 @@ private:
 
   std::vector<std::vector<std::unique_ptr<CellLayer>>> cells;
   std::vector<bool> residual;
+  bool squash = false;
   /// widths[l]: the input width of layer l; widths.back(): the output's.
   std::vector<int64_t> widths;
 };

@@ -88,6 +88,12 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
          "outputs over the source")
       ->check(CLI::IsMember({"last", "mean"}))
       ->group(group);
+  option(cmd, "between-layers", o.model.betweenLayers,
+         "what a layer reads of the layer below (gnmt, deep, ca) and what "
+         "cseq2seq's cyclic context passes on: tanh of the state, or raw "
+         "(an ATR state is unbounded; raw: before 2026-11-28)")
+      ->check(CLI::IsMember({"tanh", "raw"}))
+      ->group(group);
   option(cmd, "deep-first", o.model.deepFirst,
          "deep: the first encoder layer's direction, forward (LAU's "
          "paper, Sec. 3.4) or backward (deep before 2026-11-28); the "

@@ -53,6 +53,17 @@ std::vector<const float *> Model::upperSources(size_t k, const float *below,
   return {below};
 }
 
+/// What an upper layer reads of the layer below: `below` itself, or (with
+/// --between-layers tanh) tanh of it in `squashed`.
+static const float *layerInput(bool squash, const float *below, int64_t n,
+                               std::vector<float> &squashed) {
+  if (!squash)
+    return below;
+  squashed.assign(below, below + n);
+  tanhInPlace(squashed.data(), n);
+  return squashed.data();
+}
+
 /// out += below where the layer is residual.
 static void addResidual(bool residual, const float *below, int64_t n,
                         float *out) {
@@ -64,9 +75,12 @@ static void addResidual(bool residual, const float *below, int64_t n,
 const float *Model::upperForward(const Batch &batch, bool train) {
   const int64_t N = batch.Ty * batch.B;
   upperOutputs.resize(upper.size());
+  upperInputs.resize(upper.size());
   upperTraces.resize(upper.size());
+  const bool squash = config.betweenLayers == "tanh";
   const float *below = out2.data();
   for (size_t k = 0; k < upper.size(); ++k) {
+    below = layerInput(squash, below, N * topWidth(), upperInputs[k]);
     upperOutputs[k].resize(N * topWidth());
     upper[k]->forward({upperSources(k, below, contexts.data()),
                        batch.tgtLen.data(), batch.Ty, batch.B, {},
@@ -90,6 +104,8 @@ void Model::upperBackward(const Batch &batch, const float *dTop, float *dOut2,
     upper[k]->backward(upperTraces[k], dOutput.data(),
                        {dBelow.data(), dContexts});
     addResidual(upperResidual[k], dOutput.data(), N * W, dBelow.data());
+    if (config.betweenLayers == "tanh")
+      tanhBackward(upperInputs[k].data(), dBelow.data(), N * W);
     dOutput.swap(dBelow);
   }
   std::copy(dOutput.begin(), dOutput.end(), dOut2);
@@ -99,8 +115,11 @@ const float *Model::upperStep(const BeamSearch &search, const float *out2,
                               const float *context, int64_t stateRows,
                               UpperStep &step) {
   const int64_t n = search.activeCount(), W = topWidth();
+  const bool squash = config.betweenLayers == "tanh";
+  step.inputs.resize(upper.size());
   const float *below = out2;
   for (size_t k = 0; k < upper.size(); ++k) {
+    below = layerInput(squash, below, n * W, step.inputs[k]);
     const std::vector<int64_t> &widths = upper[k]->stateWidths();
     for (size_t s = 0; s < widths.size(); ++s)
       step.next[k][s].resize(n * widths[s]);

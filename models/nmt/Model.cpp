@@ -60,8 +60,7 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell,
     : config(withLayers(config)), twoSourceCell(twoSourceCell),
       sourceEmbedding(store, "src_embedding", config.srcVocab, config.emb),
       targetEmbedding(store, "tgt_embedding", config.tgtVocab, config.emb),
-      encoder(config.arch, cell, config.emb, config.hidden,
-              this->config.encLayers, config.deepFirst == "backward", store,
+      encoder(this->config, cell, config.emb, config.hidden, store,
               twoSourceCell),
       decoder1(makeDecoder1(this->config, cell, encoder, store)),
       decoder2(cell, "decoder2",
@@ -96,6 +95,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell,
     cyclic = std::make_unique<CyclicContext>(
         cell, "cyclic", decoder1.outputWidth(), encoder.outputWidth(),
         config.hidden, cyclicPool(config.context), store);
+  if (cyclic && config.betweenLayers == "tanh")
+    cyclic->squashContext();
 }
 
 void Model::initialize(Rng &rng, float scale) {

@@ -120,7 +120,9 @@ private:
   /// their inputs and outputs, and their weights stacked once per pass.
   struct UpperStep {
     std::vector<States> states, next;
-    std::vector<std::vector<float>> outputs;
+    /// Per upper layer: its outputs, and (between layers squashed) tanh of
+    /// the layer below's.
+    std::vector<std::vector<float>> outputs, inputs;
     std::vector<cellrt::PackedWeights> packed;
   };
 
@@ -232,6 +234,8 @@ private:
   std::vector<float> dProjectedQueries;
   // The upper decoder layers' inputs, outputs and traces ([Ty, B, width]).
   std::vector<std::vector<float>> upperOutputs;
+  /// With --between-layers tanh: tanh of what each upper layer reads.
+  std::vector<std::vector<float>> upperInputs;
   std::vector<CellTrace> upperTraces;
   // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
   // afresh per batch cost more in page faults than the softmax itself.

@@ -48,11 +48,13 @@ models::EncoderShape alternatingShape(int64_t inputWidth, int64_t stateSize,
 
 } // namespace
 
-SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
-                             int64_t inputWidth, int64_t stateSize,
-                             int64_t layers, bool deepFirstBackward,
-                             models::ParamStore &store,
+SourceEncoder::SourceEncoder(const ModelConfig &config,
+                             const cellrt::Cell &cell, int64_t inputWidth,
+                             int64_t stateSize, models::ParamStore &store,
                              const cellrt::Cell *twoSourceCell) {
+  const std::string &arch = config.arch;
+  const int64_t layers = config.encLayers;
+  const bool squash = config.betweenLayers == "tanh";
   if (!isDeepArchitecture(arch) && layers != 1)
     throw models::DataError("--arch " + arch + " has one encoder layer (" +
                             std::to_string(layers) +
@@ -70,19 +72,20 @@ SourceEncoder::SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
         names);
   } else if (arch == "ca") {
     contextAware = std::make_unique<models::ContextAwareEncoder>(
-        cell, "encoder", inputWidth, stateSize, store, twoSourceCell);
+        cell, "encoder", inputWidth, stateSize, store, twoSourceCell, squash);
   } else if (arch == "cseq2seq-2") {
     shared = std::make_unique<models::CellLayer>(cell, "encoder", inputWidth,
                                                  stateSize, store);
     sharedBackward = std::make_unique<models::CellLayer>(
         models::CellLayer::sharing(*shared, /*reverse=*/true));
   } else if (arch == "gnmt" || arch == "deep") {
-    stacked = std::make_unique<models::SequenceEncoder>(
-        cell, "encoder",
+    models::EncoderShape shape =
         arch == "gnmt" ? gnmtShape(inputWidth, stateSize, layers)
                        : alternatingShape(inputWidth, stateSize, layers,
-                                          deepFirstBackward),
-        store);
+                                          config.deepFirst == "backward");
+    shape.squashBetweenLayers = squash;
+    stacked = std::make_unique<models::SequenceEncoder>(cell, "encoder",
+                                                        shape, store);
   } else {
     throw models::DataError("unknown architecture '" + arch +
                             "' (rnnsearch, ca, gnmt, deep, cseq2seq-1 or cseq2seq-2)");

@@ -27,6 +27,7 @@
 
 #include "models/common/ContextAwareEncoder.h"
 #include "models/common/Recurrent.h"
+#include "models/nmt/TranslationModel.h"
 
 #include <memory>
 #include <string>
@@ -47,11 +48,11 @@ public:
   /// Throws models::DataError for an unknown architecture or a layer count
   /// it cannot take.
   /// `twoSourceCell` runs ca's forward layer (null: `cell`).
-  /// `deepFirstBackward`: deep's first layer runs backward (not the
-  /// paper's forward).
-  SourceEncoder(const std::string &arch, const cellrt::Cell &cell,
-                int64_t inputWidth, int64_t stateSize, int64_t layers,
-                bool deepFirstBackward, models::ParamStore &store,
+  /// The encoder of `config` (its arch, encLayers with 0 resolved,
+  /// deepFirst and betweenLayers).
+  SourceEncoder(const ModelConfig &config, const cellrt::Cell &cell,
+                int64_t inputWidth, int64_t stateSize,
+                models::ParamStore &store,
                 const cellrt::Cell *twoSourceCell = nullptr);
 
   int64_t outputWidth() const;

@@ -55,6 +55,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["no-highway"] = model.noHighway ? "1" : "0";
   m["single-attention"] = model.singleAttention ? "1" : "0";
   m["deep-first"] = model.deepFirst;
+  m["between-layers"] = model.betweenLayers;
   m["cell-source"] = model.cellSource;
   m["emb"] = std::to_string(model.emb);
   m["hidden"] = std::to_string(model.hidden);
@@ -146,6 +147,11 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   text("deep-first", o.model.deepFirst);
   if (o.model.deepFirst != "forward" && o.model.deepFirst != "backward")
     throw DataError("--deep-first must be forward or backward");
+  // A checkpoint from before the option passed raw states between layers.
+  o.model.betweenLayers = "raw";
+  text("between-layers", o.model.betweenLayers);
+  if (o.model.betweenLayers != "tanh" && o.model.betweenLayers != "raw")
+    throw DataError("--between-layers must be tanh or raw");
   text("cell-source", o.model.cellSource);
   number("emb", o.model.emb);
   number("hidden", o.model.hidden);

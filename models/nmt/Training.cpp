@@ -69,6 +69,8 @@ std::string architectureText(const ModelConfig &model) {
     text += ", tied output";
   if (!model.cell2.empty())
     text += ", cell2 " + model.cell2;
+  if (model.betweenLayers == "raw" && model.arch != "rnnsearch")
+    text += ", raw states between layers";
   return "cell " + model.cell +
          (text == "rnnsearch" ? "" : " (" + text + ")");
 }

@@ -51,6 +51,12 @@ struct ModelConfig {
   /// d = -1 forward) or backward (what `deep` ran before 2026-11-28, and
   /// what a checkpoint without the option was trained with).
   std::string deepFirst = "forward";
+  /// What a layer reads of the layer below (stacked encoders and decoders,
+  /// ca's forward layer) and what Cseq2seq's cyclic context passes on:
+  /// tanh of it, or the raw state ("raw": before 2026-11-28, and what a
+  /// checkpoint without the option was trained with). An ATR state is
+  /// unbounded; attention and readout always read tanh of the top layer.
+  std::string betweenLayers = "tanh";
 
   /// Replaces 0 layer counts by the architecture's default.
   void resolveLayers();

@@ -2,6 +2,7 @@
 
 #include "models/common/Cells.h"
 #include "models/common/Math.h"
+#include "models/common/Recurrent.h"
 #include "models/nmt/SourceEncoder.h"
 #include "models/nmt/Trainer.h"
 
@@ -16,8 +17,11 @@ namespace {
 std::vector<float> firstStep(int64_t layers, bool firstBackward, float last) {
   const int64_t T = 4, B = 1, I = 3, H = 5;
   models::ParamStore store;
-  SourceEncoder encoder("deep", models::loadCell("lau"), I, H, layers,
-                        firstBackward, store);
+  ModelConfig config;
+  config.arch = "deep";
+  config.encLayers = layers;
+  config.deepFirst = firstBackward ? "backward" : "forward";
+  SourceEncoder encoder(config, models::loadCell("lau"), I, H, store);
   models::Rng rng(3);
   for (models::Param *p : store.all())
     models::uniformInit(p->value, 0.5f, rng);
@@ -49,6 +53,49 @@ TEST(DeepEncoder, OldCheckpointsKeepTheirDirection) {
   EXPECT_EQ(TrainOptions::fromMap(map).model.deepFirst, "backward");
   map["deep-first"] = "sideways";
   EXPECT_THROW(TrainOptions::fromMap(map), DataError);
+}
+
+// --between-layers tanh: layer 2 reads tanh of layer 1's output, exactly
+// (an ATR state is unbounded). Checked against the layers run one by one.
+TEST(DeepEncoder, UpperLayersReadTanhOfTheLayerBelow) {
+  const int64_t T = 5, B = 2, I = 3, H = 4;
+  const cellrt::Cell &cell = models::loadCell("atr");
+  models::ParamStore store;
+  models::EncoderShape shape{I, H};
+  shape.layers = 2;
+  shape.squashBetweenLayers = true;
+  models::SequenceEncoder stack(cell, "enc", shape, store);
+  models::ParamStore apartStore;
+  models::CellLayer first(cell, "enc.l0.fwd", I, H, apartStore),
+      second(cell, "enc.l1.fwd", H, H, apartStore);
+  models::Rng rng(5);
+  for (models::Param *p : store.all()) {
+    models::uniformInit(p->value, 0.9f, rng);
+    apartStore.find(p->name)->value = p->value;
+  }
+  std::vector<float> x(T * B * I);
+  models::uniformInit(x, 2.f, rng);
+  std::vector<int32_t> lengths = {5, 3};
+  std::vector<float> out(T * B * H), below(T * B * H), apart(T * B * H);
+  models::SequenceEncoder::Trace trace;
+  stack.forward(x.data(), lengths.data(), T, B, out.data(), trace, false);
+  models::CellTrace t1, t2;
+  first.forward({{x.data()}, lengths.data(), T, B, {}, below.data()}, t1,
+                false);
+  models::tanhInPlace(below.data(), T * B * H);
+  second.forward({{below.data()}, lengths.data(), T, B, {}, apart.data()}, t2,
+                 false);
+  for (int64_t i = 0; i < T * B * H; ++i)
+    EXPECT_FLOAT_EQ(out[i], apart[i]) << i;
+}
+
+// A checkpoint from before --between-layers passed raw states.
+TEST(DeepEncoder, OldCheckpointsKeepRawStatesBetweenLayers) {
+  TrainOptions o;
+  auto map = o.toMap();
+  EXPECT_EQ(TrainOptions::fromMap(map).model.betweenLayers, "tanh");
+  map.erase("between-layers");
+  EXPECT_EQ(TrainOptions::fromMap(map).model.betweenLayers, "raw");
 }
 
 } // namespace

@@ -61,6 +61,11 @@ void addTrainModel(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "layers", o.layers, "stacked bidirectional layers")
       ->check(CLI::Range(1, 8))
       ->group(group);
+  option(cmd, "between-layers", o.betweenLayers,
+         "what a layer reads of the layer below: tanh of its states, or raw "
+         "(an ATR state is unbounded; raw: before 2026-11-28)")
+      ->check(CLI::IsMember({"tanh", "raw"}))
+      ->group(group);
   option(cmd, "dropout", o.dropout,
          "on the embeddings and before the emission scores")
       ->check(models::dropoutRate)

@@ -26,7 +26,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
     : config(config), embedding(store, "embedding", config.vocab, config.emb),
       encoder(cell, "encoder",
               EncoderShape{config.emb + config.features, config.hidden,
-                           config.layers, true},
+                           config.layers, true, {}, -1,
+                           config.squashBetweenLayers},
               store),
       emission(store, "emission", encoder.outputWidth(), NumTags),
       crf(store, "crf", NumTags), dropout(config.dropout) {}

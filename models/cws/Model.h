@@ -32,6 +32,9 @@ namespace cws {
 struct ModelConfig {
   std::string cell = "atr";
   int64_t vocab = 0, emb = 300, hidden = 300, layers = 1;
+  /// Layer l + 1 reads tanh of layer l's states (an ATR state is
+  /// unbounded).
+  bool squashBetweenLayers = true;
   /// Word-list features per character, after the embedding (0: none).
   int64_t features = 0;
   float dropout = 0.2f;

@@ -14,6 +14,10 @@ ModelConfig TrainOptions::modelConfig(int64_t vocab, bool lexicon) const {
   config.emb = emb;
   config.hidden = hidden;
   config.layers = layers;
+  if (betweenLayers != "tanh" && betweenLayers != "raw")
+    throw models::DataError("--between-layers must be tanh or raw, not '" +
+                            betweenLayers + "'");
+  config.squashBetweenLayers = betweenLayers == "tanh";
   config.dropout = dropout;
   config.hammingCost = margin;
   if (loss == "nll")

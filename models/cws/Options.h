@@ -31,6 +31,10 @@ struct TrainOptions {
   /// (models/common/Cells.h readCellSource).
   std::string cellSource;
   int64_t emb = 300, hidden = 300, layers = 1;
+  /// What layer l + 1 reads of layer l: tanh of its states, or raw (before
+  /// 2026-11-28, and what a checkpoint without the option was trained
+  /// with); as nmt's --between-layers.
+  std::string betweenLayers = "tanh";
   float dropout = 0.2f, margin = 0.2f, initScale = 0.08f;
   // Optimisation: the learning rate is lr * lrDecay^epoch.
   float lr = 5e-4f, lrDecay = 0.5f, clip = 1.0f;
@@ -55,6 +59,7 @@ struct TrainOptions {
     v("emb", o.emb);
     v("hidden", o.hidden);
     v("layers", o.layers);
+    v("between-layers", o.betweenLayers);
     v("dropout", o.dropout);
     v("margin", o.margin);
     v("init-scale", o.initScale);
@@ -72,7 +77,10 @@ struct TrainOptions {
 
   models::OptionMap toMap() const { return models::toOptionMap(*this); }
   static TrainOptions fromMap(const models::OptionMap &map) {
-    return models::fromOptionMap<TrainOptions>(map);
+    TrainOptions options = models::fromOptionMap<TrainOptions>(map);
+    if (!map.count("between-layers"))
+      options.betweenLayers = "raw"; // as the checkpoint was trained
+    return options;
   }
   /// The model these options describe over a vocabulary of `vocab` ids,
   /// with word-list features or without.

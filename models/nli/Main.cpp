@@ -44,6 +44,14 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
       ->check(models::layerWidth);
   option(cmd, "hidden", o.model.hidden, "state width (bow: MLP width)")
       ->check(models::layerWidth);
+  cmd.add_option_function<std::string>(
+         "--between-layers",
+         [&o](const std::string &value) {
+           o.model.squashStates = value == "tanh";
+         },
+         "what the attention reads of the encoders' states: tanh (default) "
+         "or raw (an ATR state is unbounded; raw: before 2026-11-28)")
+      ->check(CLI::IsMember({"tanh", "raw"}));
   option(cmd, "dropout", o.model.dropout,
          "on embeddings and before the classifier")
       ->check(models::dropoutRate);

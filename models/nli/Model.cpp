@@ -142,10 +142,16 @@ void Model::attentionForward(const Batch &batch, bool train, Rng *rng) {
                               batch.hypothesisLengths.data(), N, B,
                               premiseTrace.finalStatePointers(), H.data()},
                              hypothesisTrace, train);
+  attendedY = Y;
+  attendedH = H;
+  if (config.squashStates) { // tanh(0) = 0 at padded steps
+    tanhInPlace(attendedY.data(), L * B * k);
+    tanhInPlace(attendedH.data(), N * B * k);
+  }
   features.resize(B * k);
-  attention->forward(Y.data(), batch.premiseLengths.data(), L, H.data(),
-                     batch.hypothesisLengths.data(), N, B, cache,
-                     features.data());
+  attention->forward(attendedY.data(), batch.premiseLengths.data(), L,
+                     attendedH.data(), batch.hypothesisLengths.data(), N, B,
+                     cache, features.data());
 }
 
 void Model::attentionBackward(const Batch &batch, const float *dFeatures) {
@@ -153,6 +159,10 @@ void Model::attentionBackward(const Batch &batch, const float *dFeatures) {
   const int64_t k = attention->width();
   std::vector<float> dY(L * B * k, 0.f), dH(N * B * k, 0.f);
   attention->backward(cache, dFeatures, dY.data(), dH.data());
+  if (config.squashStates) {
+    tanhBackward(attendedY.data(), dY.data(), L * B * k);
+    tanhBackward(attendedH.data(), dH.data(), N * B * k);
+  }
   // The hypothesis encoder's initial-state gradient is the premise
   // encoder's final-state gradient.
   const std::vector<int64_t> &widths = premiseEncoder->stateWidths();

@@ -32,6 +32,9 @@ struct ModelConfig {
   std::string cell = "atr";
   int64_t vocab = 0, emb = 100, hidden = 100;
   float dropout = 0.15f;
+  /// The attention reads tanh of the encoders' states (an ATR state is
+  /// unbounded), or them raw (before 2026-11-28; checkpoints of then).
+  bool squashStates = true;
   /// The text of `cell` when it is a .cell file, kept in the checkpoint
   /// (models/common/Cells.h readCellSource).
   std::string cellSource;
@@ -94,6 +97,8 @@ private:
 
   // Workspace of the last forward.
   std::vector<float> premiseEmb, hypothesisEmb, Y, H, features, logits;
+  /// What the attention reads: tanh(Y), tanh(H) (squashStates), else Y, H.
+  std::vector<float> attendedY, attendedH;
   std::vector<float> bowInput, bowHidden;
   std::vector<float> maskPremise, maskHypothesis, maskFeatures;
   models::CellTrace premiseTrace, hypothesisTrace;

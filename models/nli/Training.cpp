@@ -34,7 +34,8 @@ void writeOptions(ByteWriter &w, const TrainOptions &o) {
                         double(o.model.dropout)})
     w.f64(number);
   w.u64(o.seed);
-  w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1);
+  w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1 |
+        uint64_t(o.model.squashStates) << 2);
   w.str(o.model.cellSource);
 }
 
@@ -55,6 +56,8 @@ TrainOptions readOptions(ByteReader &r, bool withCellSource) {
   uint64_t flags = r.u64();
   o.freezeEmbeddings = flags & 1;
   o.lowercase = flags & 2;
+  // Unset in checkpoints from before 2026-11-28, which attended raw states.
+  o.model.squashStates = flags & 4;
   if (withCellSource)
     o.model.cellSource = r.str();
   return o;

@@ -11,6 +11,7 @@
 
 #include "models/common/Cells.h"
 #include "models/cws/Model.h"
+#include "models/cws/Options.h"
 
 #include "test/models/ParamChecks.h"
 
@@ -53,9 +54,10 @@ ModelConfig tinyConfig(const std::string &cell, CrfLoss loss) {
 }
 
 Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken,
-                     bool features = false) {
+                     bool features = false, int64_t layers = 1) {
   ModelConfig config = tinyConfig(cell, loss);
   config.features = features ? Lexicon::Width : 0;
+  config.layers = layers;
   Model model(config, models::loadCell(cell));
   model.breakGradientForTest = broken;
   models::Rng rng(11);
@@ -88,6 +90,23 @@ TEST_P(CwsGradientTest, LogLikelihoodMatchesFiniteDifferences) {
 TEST_P(CwsGradientTest, WordListFeaturesMatchFiniteDifferences) {
   Worst worst = checkGradients(GetParam(), CrfLoss::MaxMargin, false, true);
   EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+// Two stacked layers, the second reading tanh of the first's states.
+TEST_P(CwsGradientTest, TwoLayersMatchFiniteDifferences) {
+  Worst worst =
+      checkGradients(GetParam(), CrfLoss::MaxMargin, false, false, 2);
+  EXPECT_LE(worst.error, 1e-2) << worst.where;
+}
+
+// A checkpoint from before --between-layers passed raw states.
+TEST(CwsOptions, OldCheckpointsKeepRawStatesBetweenLayers) {
+  TrainOptions o;
+  EXPECT_TRUE(o.modelConfig(9, false).squashBetweenLayers);
+  models::OptionMap map = o.toMap();
+  map.erase("between-layers");
+  EXPECT_FALSE(TrainOptions::fromMap(map).modelConfig(9, false)
+                   .squashBetweenLayers);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, CwsGradientTest,

@@ -153,29 +153,24 @@ if [ "$stage" = data ]; then
     -max_total_time="$seconds" "$@"
   exit
 fi
+# A bounded run of a readers' target from a fresh corpus with a fixed seed:
+#   bounded TARGET FUNCTION RUNS   (FUNCTION: fuzz_readers or fuzz_data)
+bounded() {
+  local target=$1 run=$2 runs=$3 corpus log=$BUILD_DIR/$1.log
+  corpus=$(mktemp -d)
+  if ! "$run" "$corpus" -runs="$runs" -seed=1 >"$log" 2>&1; then
+    rm -rf "$corpus"
+    tail -n 30 "$log"
+    echo "$target found something (the input is in $BUILD_DIR/artifacts)"
+    exit 1
+  fi
+  rm -rf "$corpus"
+  grep -E '^Done|^stat::new_units_added' "$log"
+}
+
 if [ "$stage" = object ]; then
-  npy_corpus=$(mktemp -d)
-  npy_log=$BUILD_DIR/npy-fuzz.log
-  if ! fuzz_readers "$npy_corpus" -runs="${CELLC_FUZZ_NPY_RUNS:-50000}" \
-      -seed=1 >"$npy_log" 2>&1; then
-    rm -rf "$npy_corpus"
-    tail -n 30 "$npy_log"
-    echo "npy-fuzz found something (the input is in $BUILD_DIR/artifacts)"
-    exit 1
-  fi
-  rm -rf "$npy_corpus"
-  grep -E '^Done|^stat::new_units_added' "$npy_log"
-  data_corpus=$(mktemp -d)
-  data_log=$BUILD_DIR/data-fuzz.log
-  if ! fuzz_data "$data_corpus" -runs="${CELLC_FUZZ_DATA_RUNS:-20000}" \
-      -seed=1 >"$data_log" 2>&1; then
-    rm -rf "$data_corpus"
-    tail -n 30 "$data_log"
-    echo "data-fuzz found something (the input is in $BUILD_DIR/artifacts)"
-    exit 1
-  fi
-  rm -rf "$data_corpus"
-  grep -E '^Done|^stat::new_units_added' "$data_log"
+  bounded npy-fuzz fuzz_readers "${CELLC_FUZZ_NPY_RUNS:-50000}"
+  bounded data-fuzz fuzz_data "${CELLC_FUZZ_DATA_RUNS:-20000}"
 fi
 
 # Inputs that once crashed or hung cellc, bigger than -max_len below: each

@@ -43,18 +43,6 @@ TEST(DeepEncoder, FirstLayerRunsForwardAsThePaperSays) {
   EXPECT_NE(firstStep(3, false, 0.25f), firstStep(3, false, -0.9f));
 }
 
-// A checkpoint from before --deep-first ran its first layer backward, and
-// loads as it trained.
-TEST(DeepEncoder, OldCheckpointsKeepTheirDirection) {
-  TrainOptions o;
-  auto map = o.toMap();
-  EXPECT_EQ(TrainOptions::fromMap(map).model.deepFirst, "forward");
-  map.erase("deep-first");
-  EXPECT_EQ(TrainOptions::fromMap(map).model.deepFirst, "backward");
-  map["deep-first"] = "sideways";
-  EXPECT_THROW(TrainOptions::fromMap(map), DataError);
-}
-
 // --between-layers tanh: layer 2 reads tanh of layer 1's output, exactly
 // (an ATR state is unbounded). Checked against the layers run one by one.
 TEST(DeepEncoder, UpperLayersReadTanhOfTheLayerBelow) {
@@ -89,13 +77,20 @@ TEST(DeepEncoder, UpperLayersReadTanhOfTheLayerBelow) {
     EXPECT_FLOAT_EQ(out[i], apart[i]) << i;
 }
 
-// A checkpoint from before --between-layers passed raw states.
-TEST(DeepEncoder, OldCheckpointsKeepRawStatesBetweenLayers) {
+// A checkpoint from before --deep-first ran its first layer backward, and
+// one from before --between-layers passed raw states: each loads as it
+// trained.
+TEST(DeepEncoder, OldCheckpointsKeepTheirWiring) {
   TrainOptions o;
   auto map = o.toMap();
+  EXPECT_EQ(TrainOptions::fromMap(map).model.deepFirst, "forward");
   EXPECT_EQ(TrainOptions::fromMap(map).model.betweenLayers, "tanh");
+  map.erase("deep-first");
   map.erase("between-layers");
+  EXPECT_EQ(TrainOptions::fromMap(map).model.deepFirst, "backward");
   EXPECT_EQ(TrainOptions::fromMap(map).model.betweenLayers, "raw");
+  map["deep-first"] = "sideways";
+  EXPECT_THROW(TrainOptions::fromMap(map), DataError);
 }
 
 } // namespace

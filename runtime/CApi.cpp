@@ -16,6 +16,8 @@ using namespace cellrt;
 
 struct cellrt_cell {
   Cell cell;
+  /// cellrt_cell_param_init's strings, one per param.
+  std::vector<std::string> paramInits;
 };
 struct cellrt_tape {
   Tape tape;
@@ -131,7 +133,10 @@ cellrt_cell *cellrt_cell_load(cellrt_image image) {
     fail(cell.error());
     return nullptr;
   }
-  return new cellrt_cell{std::move(*cell)};
+  std::vector<std::string> inits;
+  for (const ParamDecl &param : cell->getPlan().params)
+    inits.push_back(param.init.str());
+  return new cellrt_cell{std::move(*cell), std::move(inits)};
 }
 
 void cellrt_cell_free(cellrt_cell *cell) { delete cell; }
@@ -200,6 +205,39 @@ int64_t cellrt_cell_param_extent(const cellrt_cell *cell, int64_t index,
 int64_t cellrt_cell_output_width(const cellrt_cell *cell,
                                  const int64_t *dims) {
   return evaluateFor(cell, cell->cell.getPlan().outputWidth, dims);
+}
+
+const char *cellrt_cell_param_init(const cellrt_cell *cell, int64_t index) {
+  return inRange(cell->paramInits, index) ? cell->paramInits[index].c_str()
+                                          : nullptr;
+}
+
+int cellrt_init_params(const cellrt_cell *cell, const int64_t *dims,
+                       const cellrt_param *params, int64_t num_params,
+                       uint64_t seed, const char *fallback) {
+  std::optional<InitScheme> scheme =
+      InitScheme::parseWritten(fallback ? fallback : "(null)");
+  if (!scheme)
+    return fail(std::string("cellrt_init_params: the fallback must be a "
+                            "scheme such as \"fan_in\", \"uniform(0.1)\" "
+                            "or \"none\", not \"") +
+                (fallback ? fallback : "(null)") + "\"");
+  const Plan &plan = cell->cell.getPlan();
+  if (!dims && !plan.dims.empty())
+    return fail("cellrt_init_params: dims is NULL, but cell '" + plan.cellName +
+                "' has dims");
+  Translation t;
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    t.dims[plan.dims[i]] = dims[i];
+  std::map<std::string, MutableArray> arrays;
+  for (int64_t i = 0; i < num_params; ++i) {
+    const ParamDecl *param = plan.findParam(params[i].name);
+    if (!param)
+      return fail("cell '" + plan.cellName + "' has no param '" +
+                  params[i].name + "'");
+    arrays[param->name] = {params[i].data, t.paramShape(*param)};
+  }
+  return report(cell->cell.initParams(arrays, seed, *scheme));
 }
 
 int64_t cellrt_cell_num_inputs(const cellrt_cell *cell) {

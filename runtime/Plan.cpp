@@ -192,6 +192,7 @@ private:
     return Status::error("plan line " + std::to_string(line) + ": " + message);
   }
   Status parseLine(int line, const std::vector<std::string> &tokens);
+  Status parseParam(int line, const std::vector<std::string> &tokens);
   Status parseName(int line, const std::string &token, std::string &name);
   Status parseDim(int line, const std::string &token, DimExpr &expr);
   Status parseRef(int line, const std::string &token, Ref &ref);
@@ -310,6 +311,50 @@ static std::string joinTokens(const std::vector<std::string> &tokens) {
   return text;
 }
 
+/// `param NAME ROWS COLS` or `param NAME LEN`, either followed by the
+/// cell's initialiser, `init KIND [VALUE]` (a plan without one reads as
+/// before: the caller's fallback applies).
+Status PlanParser::parseParam(int line,
+                              const std::vector<std::string> &tokens) {
+  // `init` follows one or two dims; a dim may itself be called `init`, but
+  // a scheme's name never follows one in a line without an initialiser.
+  auto init = tokens.end();
+  if (tokens.size() > 4 && tokens[3] == "init" && parseInitKind(tokens[4]))
+    init = tokens.begin() + 3;
+  else if (tokens.size() > 5 && tokens[4] == "init")
+    init = tokens.begin() + 4;
+  size_t arity = static_cast<size_t>(init - tokens.begin()) - 1;
+  if (arity != 2 && arity != 3)
+    return error(line, "'param' takes NAME ROWS COLS or NAME LEN, then "
+                       "optionally 'init KIND [VALUE]', got " +
+                           quote(joinTokens(tokens)));
+  ParamDecl decl;
+  Status status;
+  if (!(status = parseName(line, tokens[1], decl.name)).ok() ||
+      !(status = declare(line, "param", decl.name)).ok())
+    return status;
+  for (auto token = tokens.begin() + 2; token != init; ++token) {
+    decl.shape.emplace_back();
+    if (!(status = parseDim(line, *token, decl.shape.back())).ok())
+      return status;
+  }
+  if (init != tokens.end()) {
+    std::vector<std::string> scheme(init + 1, tokens.end());
+    std::optional<InitScheme> parsed = InitScheme::parse(joinTokens(scheme));
+    if (!parsed || parsed->isNone())
+      return error(line, "'init' takes constant C, uniform A, normal S, "
+                         "orthogonal, fan_in or fan_out (C finite, A and S "
+                         "positive), got " +
+                             quote(joinTokens(scheme)));
+    if (std::string problem = checkInitRank(*parsed, decl.shape.size());
+        !problem.empty())
+      return error(line, "param " + quote(decl.name) + ": " + problem);
+    decl.init = *parsed;
+  }
+  plan.params.push_back(decl);
+  return Status::success();
+}
+
 Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
   const std::string &directive = tokens[0];
   size_t arity = tokens.size() - 1;
@@ -380,22 +425,8 @@ Status PlanParser::parseLine(int line, const std::vector<std::string> &tokens) {
     return Status::success();
   }
 
-  if (directive == "param") {
-    if (arity != 2 && arity != 3)
-      return error(line, "'param' takes NAME ROWS COLS or NAME LEN, got " +
-                             quote(joinTokens(tokens)));
-    ParamDecl decl;
-    if (!(status = parseName(line, tokens[1], decl.name)).ok() ||
-        !(status = declare(line, "param", decl.name)).ok())
-      return status;
-    for (size_t i = 2; i < tokens.size(); ++i) {
-      decl.shape.emplace_back();
-      if (!(status = parseDim(line, tokens[i], decl.shape.back())).ok())
-        return status;
-    }
-    plan.params.push_back(decl);
-    return Status::success();
-  }
+  if (directive == "param")
+    return parseParam(line, tokens);
 
   if (directive == "probe") {
     VectorDecl decl;
@@ -944,6 +975,9 @@ std::string cellrt::printPlan(const Plan &plan) {
     out += "param " + param.name;
     for (const DimExpr &extent : param.shape)
       out += " " + extent.str();
+    // Without an initialiser the line is as it always was.
+    if (!param.init.isNone())
+      out += " init " + param.init.str();
     out += "\n";
   }
   out += "output " + plan.outputWidth.str() + "\n";

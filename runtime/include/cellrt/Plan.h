@@ -11,6 +11,7 @@
 #define CELLRT_PLAN_H
 
 #include "cellrt/DimExpr.h"
+#include "cellrt/InitScheme.h"
 
 #include <cassert>
 #include <cstdint>
@@ -111,11 +112,15 @@ struct VectorDecl {
   bool gradientWritten = false;
 };
 
-/// `param NAME ROWS COLS` (a matrix) or `param NAME LEN` (a vector).
+/// `param NAME ROWS COLS` (a matrix) or `param NAME LEN` (a vector),
+/// optionally followed by `init KIND [VALUE]`.
 struct ParamDecl {
   std::string name;
   /// One entry (LEN) for a vector, two (ROWS, COLS) for a matrix.
   std::vector<DimExpr> shape;
+  /// The cell's initialiser (`= 1`, `~ orthogonal`); none: the caller's
+  /// fallback (Cell::initParams).
+  InitScheme init;
 
   bool isMatrix() const { return shape.size() == 2; }
 };

@@ -275,6 +275,15 @@ Status multiply(Precision precision, bool transposeA, bool transposeB,
                 int64_t aStride, const float *b, int64_t bStride, float beta,
                 float *out, int64_t outStride);
 
+/// Fills `array` (host memory, [ROWS, COLS] or [LEN]) as `scheme` says for
+/// the param called `name`: the values come from a stream of its own,
+/// seeded by `seed` and `name`, so the same seed and name give the same
+/// floats on every platform, and other params do not change them
+/// (docs/cell-language.md, "Initialisers"). InitScheme::none() leaves the
+/// array as it is. Cell::initParams is this for each param of a cell.
+Status initArray(const InitScheme &scheme, const std::string &name,
+                 uint64_t seed, const MutableArray &array);
+
 /// The sizes a call binds: steps, batch and every plan dim.
 struct BoundSizes {
   int64_t steps = 0, batch = 0;
@@ -349,6 +358,21 @@ public:
   /// `count` floats of this cell's device memory (contents undefined), for
   /// calls whose arrays are Memory::Device.
   Expected<DeviceArray> allocateArray(int64_t count) const;
+
+  /// Draws the params in `params` (any of the plan's, by name; host
+  /// arrays shaped as in ForwardArgs, one binding of the dims) from `seed`:
+  /// each by the initialiser its cell declares (`= 1`, `~ orthogonal`),
+  /// one without by `fallback` (InitScheme::none(): left as it is). Every
+  /// array is checked before any is written. A param's values depend only
+  /// on the seed, its name, its shape and its scheme (initArray):
+  ///
+  ///   std::map<std::string, cellrt::MutableArray> arrays;
+  ///   for (auto &[name, values] : params)          // std::vector<float>
+  ///     arrays[name] = {values.data(), shapes[name]};
+  ///   cellrt::Status status =
+  ///       cell.initParams(arrays, seed, cellrt::InitScheme::fanIn());
+  Status initParams(const std::map<std::string, MutableArray> &params,
+                    uint64_t seed, const InitScheme &fallback) const;
 
   /// Stacks the plan's weights from `params` (shapes as in ForwardArgs;
   /// host arrays).

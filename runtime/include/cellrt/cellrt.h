@@ -118,6 +118,21 @@ int64_t cellrt_cell_param_extent(const cellrt_cell *cell, int64_t index,
 /** The width of what the cell emits per step. */
 int64_t cellrt_cell_output_width(const cellrt_cell *cell, const int64_t *dims);
 
+/* Initial params (Cell::initParams). A scheme is written as in the plan,
+ * "constant 1", "uniform 0.05", "normal 0.02", "orthogonal", "fan_in",
+ * "fan_out", "none", or as in a cell, "uniform(0.05)". */
+/** The initialiser param `index` declares in its cell (`~ uniform(0.05)`
+ * gives "uniform 0.05"), or "none"; NULL for a bad index. */
+const char *cellrt_cell_param_init(const cellrt_cell *cell, int64_t index);
+/** Draws each of `params` (host arrays shaped for `dims`, in
+ * cellrt_cell_dim_name order) from `seed`: by its cell's initialiser, or,
+ * for a param without one, by `fallback` ("none": left as it is). The
+ * same seed gives the same floats as the C++ API, on every platform, and a
+ * param's values do not depend on the other params. 0 on success. */
+int cellrt_init_params(const cellrt_cell *cell, const int64_t *dims,
+                       const cellrt_param *params, int64_t num_params,
+                       uint64_t seed, const char *fallback);
+
 cellrt_tape *cellrt_tape_new(void);
 void cellrt_tape_free(cellrt_tape *tape);
 

@@ -160,8 +160,10 @@ void ScheduleBuilder::declareArrays() {
                dimAttr(context, mat.getCols())};
     else
       shape = {dimAttr(context, vecLength(arg.getType()))};
-    builder.create<sched::ParamOp>(loc, builder.getStringAttr(name),
-                                   builder.getArrayAttr(shape));
+    cellrt::InitScheme init = cell.getParamInit(name);
+    builder.create<sched::ParamOp>(
+        loc, builder.getStringAttr(name), builder.getArrayAttr(shape),
+        init.isNone() ? InitAttr() : InitAttr::get(context, init));
     refs[arg] = makeRef(RefKind::Param, name);
   }
   for (const auto &[name, length] : cell.getProbes())

@@ -5,6 +5,8 @@
 // `* /`, `+ -`. In ANTLR's left-recursive rules the earlier alternative binds
 // tighter. `split(e, n)` is an ordinary call here; the front end turns a
 // statement whose whole right side is `split` into a split statement.
+// A param's initialiser follows its shape (`param bf: [H] = 1`,
+// `param U: [H, H] ~ orthogonal`).
 
 grammar Cell;
 
@@ -23,11 +25,22 @@ dimTerm : INT ('*' NAME)?   # scaledDim
         ;
 
 item : 'state' decl (',' decl)*          # stateItem
-     | 'param' decl (',' decl)*          # paramItem
+     | 'param' paramDecl (',' paramDecl)*  # paramItem
      | 'output' target                   # outputItem
      | target (',' target)* '=' expr     # assignItem
      | ';'                               # emptyItem
      ;
+
+// `= 1` sets a constant, `~ uniform(0.1)` draws; the front end checks
+// which goes with which, so that `= orthogonal` gets a message, not a
+// syntax error.
+paramDecl : decl (initOp=('=' | '~') initValue)? ;
+
+initValue : NAME ('(' (initNumber (',' initNumber)*)? ')')?  # schemeInit
+          | initNumber                                       # numberInit
+          ;
+
+initNumber : '-'? (INT | FLOAT) ;
 
 target : NAME | PRIMED ;
 

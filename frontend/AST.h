@@ -11,9 +11,11 @@
 #define CELLC_FRONTEND_AST_H
 
 #include "cellrt/DimExpr.h"
+#include "cellrt/InitScheme.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,6 +136,30 @@ struct DeclaredShape {
   std::vector<DimExpr> dims;
 };
 
+/// A number in a param's initialiser, with its sign: `-0.5`, `1e-3`.
+struct InitNumber {
+  Location loc;
+  double value = 0;
+  std::string spelling;
+};
+
+/// A param's initialiser as written: `= 1` (a constant) or
+/// `~ uniform(0.05)` (a scheme and its arguments, maybe none).
+struct Init {
+  /// Of the `=` or `~`.
+  Location loc;
+  /// Written with `~`.
+  bool drawn = false;
+  /// The scheme's name and where it is; empty after `= NUMBER`, and after
+  /// `~ NUMBER` (an error).
+  std::string scheme;
+  Location schemeLoc;
+  /// `= NUMBER`'s number, or the scheme's arguments.
+  std::vector<InitNumber> args;
+  /// Filled in by Sema: what the runtime will draw.
+  cellrt::InitScheme checked;
+};
+
 /// A declaration of an input, state or param.
 struct Decl {
   enum class Role { Input, State, Param };
@@ -141,6 +167,8 @@ struct Decl {
   std::string name;
   Location loc;
   DeclaredShape declared;
+  /// A param's initialiser, if it has one.
+  std::optional<Init> init;
   /// Filled in by Sema: the declared shape under the cell's unification.
   Shape shape;
 };

@@ -94,6 +94,8 @@ void ASTPrinter::print(const Decl &decl, unsigned depth) {
     os << (i ? ", " : "") << decl.declared.dims[i].str();
   os << "]";
   shape(decl.shape);
+  if (decl.init && !decl.init->checked.isNone())
+    os << " init " << decl.init->checked.str();
   at(decl.loc);
 }
 

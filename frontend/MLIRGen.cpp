@@ -70,6 +70,8 @@ private:
         names += (names.empty() ? " " : ", ") + name;
     return names;
   }
+  /// Records each param's declared initialiser on the cell.
+  void setParamInits(const Cell &cell, CellOp cellOp);
   mlir::Value appendProbes(const Cell &cell, CellOp cellOp,
                            mlir::Value output,
                            llvm::ArrayRef<std::string> probes);
@@ -136,6 +138,7 @@ CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block,
                 outputName, argTypes, argLocs);
   auto cellOp = llvm::cast<CellOp>(mlir::Operation::create(state));
   block.push_back(cellOp);
+  setParamInits(cell, cellOp);
   mlir::Block *body = cellOp.getBodyBlock();
   builder.setInsertionPointToEnd(body);
 
@@ -167,6 +170,16 @@ CellOp MLIRGenerator::generateCell(const Cell &cell, mlir::Block &block,
   yielded.push_back(output);
   builder.create<YieldOp>(toLoc(outputLoc), yielded);
   return cellOp;
+}
+
+void MLIRGenerator::setParamInits(const Cell &cell, CellOp cellOp) {
+  llvm::SmallVector<mlir::NamedAttribute> inits;
+  for (const Decl &param : cell.params)
+    if (param.init)
+      inits.push_back(builder.getNamedAttr(
+          param.name, InitAttr::get(&context, param.init->checked)));
+  if (!inits.empty())
+    cellOp.setParamInitsAttr(builder.getDictionaryAttr(inits));
 }
 
 /// The output followed by the probed values, concatenated: the kernels write

@@ -130,6 +130,32 @@ std::string describeExpected(const antlr4::misc::IntervalSet &expected,
   return text;
 }
 
+/// A param's initialiser takes a number or a scheme, and a scheme takes
+/// numbers, not expressions: says so where the parser stopped in one.
+std::optional<std::string> rephraseInInit(antlr4::Parser *parser,
+                                          antlr4::Token *token) {
+  antlr4::ParserRuleContext *context = parser->getContext();
+  std::string found = describeToken(token);
+  if (dynamic_cast<CellParser::InitNumberContext *>(context))
+    return "expected a number, found " + found;
+  if (!dynamic_cast<CellParser::InitValueContext *>(context))
+    return std::nullopt;
+  bool atStart = token && context->getStart() &&
+                 context->getStart()->getTokenIndex() == token->getTokenIndex();
+  // Inside `uniform(...)`, where a number or the end of the list may come.
+  if (!atStart)
+    return parser->getExpectedTokens().contains(
+               static_cast<size_t>(CellParser::INT))
+               ? std::optional<std::string>("expected a number, found " + found)
+               : std::nullopt;
+  auto *decl = dynamic_cast<CellParser::ParamDeclContext *>(context->parent);
+  std::string op = decl && decl->initOp ? decl->initOp->getText() : "~";
+  return "expected " +
+         std::string(op == "=" ? "a number"
+                               : "a scheme such as 'uniform(0.1)'") +
+         " after '" + op + "', found " + found;
+}
+
 std::string DiagnosticErrorListener::rephrase(antlr4::Recognizer *recognizer,
                                               antlr4::Token *token,
                                               const std::string &message,
@@ -152,6 +178,8 @@ std::string DiagnosticErrorListener::rephrase(antlr4::Recognizer *recognizer,
   if (!parser)
     return message;
   std::string found = describeToken(token);
+  if (std::optional<std::string> text = rephraseInInit(parser, token))
+    return *text;
 
   // Missing or extra single token: recovery already knows what it expected.
   if (!error) {
@@ -191,6 +219,8 @@ public:
 private:
   void buildCell(CellParser::CellContext *cellContext, ast::Cell &cell);
   ast::Decl buildDecl(CellParser::DeclContext *decl, ast::Decl::Role role);
+  ast::Decl buildParamDecl(CellParser::ParamDeclContext *decl);
+  ast::InitNumber buildInitNumber(CellParser::InitNumberContext *number);
   DimExpr buildDim(CellParser::DimContext *dim);
   DimExpr buildDimTerm(CellParser::DimTermContext *term);
   ast::Target buildTarget(CellParser::TargetContext *target);
@@ -235,8 +265,8 @@ void ASTBuilder::buildCell(CellParser::CellContext *cellContext,
         cell.states.push_back(buildDecl(decl, ast::Decl::Role::State));
     } else if (auto *param =
                    dynamic_cast<CellParser::ParamItemContext *>(item)) {
-      for (CellParser::DeclContext *decl : param->decl())
-        cell.params.push_back(buildDecl(decl, ast::Decl::Role::Param));
+      for (CellParser::ParamDeclContext *decl : param->paramDecl())
+        cell.params.push_back(buildParamDecl(decl));
     } else if (auto *output =
                    dynamic_cast<CellParser::OutputItemContext *>(item)) {
       ast::Output out;
@@ -265,6 +295,37 @@ ast::Decl ASTBuilder::buildDecl(CellParser::DeclContext *decl,
   result.declared.loc = locationOf(decl->shape()->getStart());
   for (CellParser::DimContext *dim : decl->shape()->dim())
     result.declared.dims.push_back(buildDim(dim));
+  return result;
+}
+
+ast::Decl ASTBuilder::buildParamDecl(CellParser::ParamDeclContext *decl) {
+  ast::Decl result = buildDecl(decl->decl(), ast::Decl::Role::Param);
+  if (!decl->initOp)
+    return result;
+  ast::Init init;
+  init.loc = locationOf(decl->initOp);
+  init.drawn = decl->initOp->getText() == "~";
+  CellParser::InitValueContext *value = decl->initValue();
+  if (auto *scheme = dynamic_cast<CellParser::SchemeInitContext *>(value)) {
+    init.scheme = scheme->NAME()->getText();
+    init.schemeLoc = locationOf(scheme->NAME()->getSymbol());
+    for (CellParser::InitNumberContext *number : scheme->initNumber())
+      init.args.push_back(buildInitNumber(number));
+  } else {
+    auto *number = dynamic_cast<CellParser::NumberInitContext *>(value);
+    init.args.push_back(buildInitNumber(number->initNumber()));
+  }
+  result.init = std::move(init);
+  return result;
+}
+
+ast::InitNumber
+ASTBuilder::buildInitNumber(CellParser::InitNumberContext *number) {
+  ast::InitNumber result;
+  result.loc = locationOf(number->getStart());
+  result.spelling = number->getText();
+  // Beyond a double it is inf, which Sema reports as not a finite float32.
+  result.value = std::strtod(result.spelling.c_str(), nullptr);
   return result;
 }
 

@@ -84,6 +84,13 @@ private:
   // Declarations and statements.
   void declare(Decl &decl);
   Shape checkDeclaredShape(const Decl &decl);
+  // A param's initialiser (`= 1`, `~ uniform(0.05)`): its scheme, its
+  // arguments, and that it suits the param's shape.
+  void checkInit(const Decl &decl, Init &init);
+  void checkConstantInit(const Decl &decl, Init &init);
+  void checkDrawnInit(const Decl &decl, Init &init);
+  /// Reports an argument that is not a finite float32; false if it was.
+  bool checkInitNumber(const InitNumber &number, const std::string &what);
   /// Reports a declared dimension that can be non-positive or is too large
   /// (as written or under `--dim`); false if it was reported.
   bool checkDeclaredDim(const Decl &decl, const DimExpr &dim);
@@ -193,6 +200,8 @@ void CellChecker::redefinition(const std::string &name, Location loc,
 
 void CellChecker::declare(Decl &decl) {
   decl.shape = checkDeclaredShape(decl);
+  if (decl.init)
+    checkInit(decl, *decl.init);
   auto it = values.find(decl.name);
   if (it != values.end()) {
     redefinition(decl.name, decl.loc, it->second.loc);
@@ -225,6 +234,121 @@ Shape CellChecker::checkDeclaredShape(const Decl &decl) {
     return Shape::invalid();
   }
   return valid ? Shape::vector(declared[0]) : Shape::invalid();
+}
+
+//===----------------------------------------------------------------------===//
+// Initialisers
+//===----------------------------------------------------------------------===//
+
+/// `uniform(A), normal(S), orthogonal, fan_in and fan_out`.
+std::string describeSchemes() {
+  std::string text;
+  std::vector<std::string> names = cellrt::drawnInitKindNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    text += i == 0 ? "" : i + 1 == names.size() ? " and " : ", ";
+    text += names[i];
+    if (names[i] == "uniform")
+      text += "(A)";
+    else if (names[i] == "normal")
+      text += "(S)";
+  }
+  return text;
+}
+
+/// What a scheme's one argument is, with an example.
+std::string describeArgument(cellrt::InitScheme::Kind kind) {
+  if (kind == cellrt::InitScheme::Kind::Uniform)
+    return "the bound A of U(-A, A), as in 'uniform(0.1)'";
+  return "the standard deviation S of N(0, S^2), as in 'normal(0.02)'";
+}
+
+void CellChecker::checkInit(const Decl &decl, Init &init) {
+  if (init.drawn)
+    checkDrawnInit(decl, init);
+  else
+    checkConstantInit(decl, init);
+}
+
+bool CellChecker::checkInitNumber(const InitNumber &number,
+                                  const std::string &what) {
+  if (std::isfinite(number.value) && std::fabs(number.value) <= FLT_MAX)
+    return true;
+  error(number.loc) << what << " is not a finite float32: '" << number.spelling
+                    << "'";
+  return false;
+}
+
+void CellChecker::checkConstantInit(const Decl &decl, Init &init) {
+  if (!init.scheme.empty()) {
+    mlir::InFlightDiagnostic diag = error(init.schemeLoc);
+    diag << "'=' gives '" << decl.name << "' a constant value, a number";
+    if (auto kind = cellrt::parseInitKind(init.scheme);
+        kind && *kind != cellrt::InitScheme::Kind::None &&
+        *kind != cellrt::InitScheme::Kind::Constant)
+      diag << "; to draw it from '" << init.scheme << "', write '~ "
+           << init.scheme << "'";
+    return;
+  }
+  if (checkInitNumber(init.args[0], "the initial value of '" + decl.name + "'"))
+    init.checked = cellrt::InitScheme::constant(init.args[0].value);
+}
+
+void CellChecker::checkDrawnInit(const Decl &decl, Init &init) {
+  using Kind = cellrt::InitScheme::Kind;
+  if (init.scheme.empty()) {
+    error(init.args[0].loc)
+        << "'~' draws '" << decl.name
+        << "' from a scheme: " << describeSchemes()
+        << "; write '= " << init.args[0].spelling << "' for a constant";
+    return;
+  }
+  std::optional<Kind> kind = cellrt::parseInitKind(init.scheme);
+  if (kind == Kind::Constant) {
+    error(init.schemeLoc) << "write a constant as '= C', not '~ constant'";
+    return;
+  }
+  if (!kind || kind == Kind::None) {
+    error(init.schemeLoc) << "unknown initialiser '" << init.scheme
+                          << "' (the schemes are " << describeSchemes() << ")"
+                          << suggest(init.scheme, cellrt::drawnInitKindNames());
+    return;
+  }
+  bool takesValue = cellrt::initKindTakesValue(*kind);
+  if (takesValue && init.args.empty()) {
+    error(init.schemeLoc) << "'" << init.scheme << "' takes one argument, "
+                          << describeArgument(*kind);
+    return;
+  }
+  if (takesValue && init.args.size() > 1) {
+    error(init.args[1].loc) << "'" << init.scheme
+                            << "' takes one argument, got " << init.args.size();
+    return;
+  }
+  if (!takesValue && !init.args.empty()) {
+    error(init.args[0].loc) << "'" << init.scheme << "' takes no argument";
+    return;
+  }
+  cellrt::InitScheme scheme{*kind, takesValue ? init.args[0].value : 0};
+  if (takesValue) {
+    std::string what = std::string("the ") + cellrt::initValueRole(*kind) +
+                       " of '" + init.scheme + "'";
+    if (!checkInitNumber(init.args[0], what))
+      return;
+    if (std::string problem = cellrt::checkInitValue(scheme);
+        !problem.empty()) {
+      error(init.args[0].loc) << problem;
+      return;
+    }
+  }
+  if (!decl.shape.isInvalid())
+    if (std::string problem =
+            cellrt::checkInitRank(scheme, decl.shape.isMatrix() ? 2 : 1);
+        !problem.empty()) {
+      error(init.schemeLoc)
+          << problem << ": '" << decl.name << "' is " << decl.shape.str();
+      return;
+    }
+  init.checked = scheme;
 }
 
 using mlir::cell::valueAtOnes;

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/bit.h"
 
 #include <map>
 
@@ -76,6 +77,58 @@ mlir::cell::verifyDimension(function_ref<InFlightDiagnostic()> emitError,
 
 void mlir::cell::printDimExpr(AsmPrinter &printer, const cellc::DimExpr &expr) {
   printer << '"' << expr.str() << '"';
+}
+
+llvm::hash_code cellrt::hash_value(const InitScheme &scheme) {
+  return llvm::hash_combine(static_cast<int>(scheme.kind),
+                            llvm::bit_cast<uint64_t>(scheme.value));
+}
+
+FailureOr<cellrt::InitScheme> mlir::cell::parseInitScheme(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (failed(parser.parseKeywordOrString(&name)))
+    return failure();
+  std::optional<cellrt::InitScheme::Kind> kind = cellrt::parseInitKind(name);
+  if (!kind || *kind == cellrt::InitScheme::Kind::None) {
+    parser.emitError(loc) << "unknown initialiser '" << name
+                          << "'; expected constant, uniform, normal, "
+                             "orthogonal, fan_in or fan_out";
+    return failure();
+  }
+  cellrt::InitScheme scheme{*kind, 0};
+  if (cellrt::initKindTakesValue(*kind) && parser.parseFloat(scheme.value))
+    return failure();
+  return scheme;
+}
+
+void mlir::cell::printInitScheme(AsmPrinter &printer,
+                                 const cellrt::InitScheme &scheme) {
+  printer << cellrt::initKindName(scheme.kind);
+  if (cellrt::initKindTakesValue(scheme.kind))
+    printer << ' ' << APFloat(scheme.value);
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               cellrt::InitScheme scheme) {
+  if (scheme.isNone())
+    return emitError() << "an initialiser must name a scheme";
+  if (std::string problem = cellrt::checkInitValue(scheme); !problem.empty())
+    return emitError() << problem;
+  return success();
+}
+
+LogicalResult
+mlir::cell::verifyParamInit(function_ref<InFlightDiagnostic()> emitError,
+                            StringRef name, Attribute init, size_t rank) {
+  auto initAttr = init.dyn_cast<InitAttr>();
+  if (!initAttr)
+    return emitError() << "the initialiser of param '" << name
+                       << "' must be a #cell.init, got " << init;
+  std::string problem = cellrt::checkInitRank(initAttr.getScheme(), rank);
+  if (!problem.empty())
+    return emitError() << "param '" << name << "': " << problem;
+  return success();
 }
 
 #define GET_ATTRDEF_CLASSES

@@ -11,6 +11,7 @@
 #define CELLC_IR_CELLATTRIBUTES_H
 
 #include "cellrt/DimExpr.h"
+#include "cellrt/InitScheme.h"
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -20,6 +21,11 @@ namespace cellc {
 /// Found by ADL when types and attributes hash their parameters.
 llvm::hash_code hash_value(const DimExpr &expr);
 } // namespace cellc
+
+namespace cellrt {
+/// Found by ADL when the init attribute hashes its scheme.
+llvm::hash_code hash_value(const InitScheme &scheme);
+} // namespace cellrt
 
 namespace mlir::cell {
 /// The largest dimension: the elements of one vector, and a dimension's
@@ -53,6 +59,17 @@ LogicalResult verifyDimension(function_ref<InFlightDiagnostic()> emitError,
 FailureOr<cellc::DimExpr> parseDimExpr(AsmParser &parser);
 /// Prints the canonical text in quotes: `"3*H+I"`.
 void printDimExpr(AsmPrinter &printer, const cellc::DimExpr &expr);
+
+/// Parses `uniform 5.0e-02`, `orthogonal`, ...: a scheme's name and, for
+/// constant, uniform and normal, its number.
+FailureOr<cellrt::InitScheme> parseInitScheme(AsmParser &parser);
+/// Prints a scheme so that parseInitScheme reads it back exactly.
+void printInitScheme(AsmPrinter &printer, const cellrt::InitScheme &scheme);
+
+/// Reports through `emitError` why param `name` of `rank` dimensions cannot
+/// start as `init` (the runtime's rules, cellrt/InitScheme.h).
+LogicalResult verifyParamInit(function_ref<InFlightDiagnostic()> emitError,
+                              StringRef name, Attribute init, size_t rank);
 } // namespace mlir::cell
 
 #define GET_ATTRDEF_CLASSES

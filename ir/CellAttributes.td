@@ -38,4 +38,31 @@ def Cell_DimExprAttr : Cell_Attr<"DimExpr", "dim"> {
       "::mlir::cell::DimExprAttr::get($_builder.getContext(), $0)";
 }
 
+/// How a param's initial values are drawn, held as the runtime's
+/// cellrt::InitScheme (whose header names the schemes and their rules).
+def InitSchemeParameter : AttrParameter<"::cellrt::InitScheme",
+                                        "param initialiser"> {
+  let parser = "::mlir::cell::parseInitScheme($_parser)";
+  let printer = "::mlir::cell::printInitScheme($_printer, $_self)";
+}
+
+def Cell_InitAttr : Cell_Attr<"Init", "init"> {
+  let summary = "how a param starts, e.g. `#cell.init<uniform 5.0e-02>`";
+  let description = [{
+    A param's initialiser as the cell declares it (`param bf: [H] = 1`,
+    `param U: [4*H, H] ~ orthogonal`): `constant C`, `uniform A`,
+    `normal S`, `orthogonal`, `fan_in` or `fan_out`. `cell.cell` holds one
+    per declared initialiser in its `param_inits` dictionary; the schedule
+    and the plan carry it to the runtime, which draws it
+    (Cell::initParams). C is a finite float32, A and S positive ones.
+
+    ```mlir
+    param_inits = {U = #cell.init<orthogonal>, bf = #cell.init<constant 1.0>}
+    ```
+  }];
+  let parameters = (ins InitSchemeParameter:$scheme);
+  let assemblyFormat = "`<` $scheme `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // CELL_ATTRIBUTES

@@ -71,6 +71,34 @@ bool CellOp::hasStepProducts() {
          !body->getOps<StackedMatVecOp>().empty();
 }
 
+cellrt::InitScheme CellOp::getParamInit(StringRef name) {
+  if (std::optional<DictionaryAttr> inits = getParamInits())
+    if (auto init = inits->getAs<InitAttr>(name))
+      return init.getScheme();
+  return cellrt::InitScheme::none();
+}
+
+/// Every initialiser names a param and suits its rank.
+static LogicalResult verifyParamInits(CellOp cell) {
+  std::optional<DictionaryAttr> inits = cell.getParamInits();
+  if (!inits)
+    return success();
+  for (NamedAttribute init : *inits) {
+    auto names = cell.getParamNames().getAsValueRange<StringAttr>();
+    auto found = llvm::find(names, init.getName().getValue());
+    if (found == names.end())
+      return cell.emitOpError("has an initialiser for '")
+             << init.getName().getValue() << "', which is not a param";
+    Type type =
+        cell.getParamArgs()[std::distance(names.begin(), found)].getType();
+    if (failed(verifyParamInit([&] { return cell.emitOpError(); },
+                               init.getName().getValue(), init.getValue(),
+                               type.isa<MatType>() ? 2 : 1)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult CellOp::verify() {
   Block *body = getBodyBlock();
   unsigned declared = getNumInputs() + getNumStates() + getNumParams();
@@ -98,6 +126,8 @@ LogicalResult CellOp::verify() {
   if (getProbeNames().has_value() != getProbeLengths().has_value() ||
       (getProbeNames() && getProbeNames()->size() != getProbeLengths()->size()))
     return emitOpError("needs a length for every probe name");
+  if (failed(verifyParamInits(*this)))
+    return failure();
   for (auto [state, next] : llvm::zip(getStateArgs(), yield.getValues()))
     if (state.getType() != next.getType())
       return emitOpError("next value of a state has type ")

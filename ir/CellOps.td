@@ -25,6 +25,11 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
     in that order, followed by any values hoisted into the prologue. The body
     ends in `cell.yield` with the next value of every state, then the output.
 
+    `param_inits` maps a param's name to its initialiser
+    (`#cell.init<orthogonal>`) for the params whose declaration has one
+    (`param U: [H, H] ~ orthogonal`); the verifier checks that each names a
+    param and suits its rank. The schedule's `sched.param` carries it on.
+
     With `probe_names` (`cellc --probe NAME`), the yielded output is the
     cell's own output followed by the probed values, whose lengths
     `probe_lengths` gives: the kernels write them with the output, and the
@@ -52,7 +57,8 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
                        StrArrayAttr:$state_names, StrArrayAttr:$param_names,
                        StrAttr:$output_name,
                        OptionalAttr<StrArrayAttr>:$probe_names,
-                       OptionalAttr<Cell_DimExprArrayAttr>:$probe_lengths);
+                       OptionalAttr<Cell_DimExprArrayAttr>:$probe_lengths,
+                       OptionalAttr<DictionaryAttr>:$param_inits);
   let regions = (region AnyRegion:$prologue, SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name attr-dict-with-keyword `prologue` $prologue `body` $body
@@ -108,6 +114,8 @@ def Cell_CellOp : Cell_Op<"cell", [Symbol, IsolatedFromAbove]> {
     ::cellc::DimExpr getOwnOutputLength();
     /// Whether the body has a matrix product, which must run between steps.
     bool hasStepProducts();
+    /// The initialiser param `name` declares; none if it declares none.
+    ::cellrt::InitScheme getParamInit(::llvm::StringRef name);
   }];
 }
 

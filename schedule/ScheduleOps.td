@@ -173,9 +173,18 @@ def Sched_ProbeOp : Sched_Declaration<"probe"> {
 
 def Sched_ParamOp : Sched_Declaration<"param"> {
   let summary = "a matrix [ROWS, COLS] or vector [LEN] parameter";
+  let description = [{
+    `init` is the initialiser the cell declares for it, which the runtime
+    draws (Cell::initParams); the plan writes it after the shape.
+
+    ```mlir
+    sched.param @bf [#cell.dim<"H">] init <constant 1.000000e+00>
+    ```
+  }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       Sched_DimArrayAttr:$shape);
-  let assemblyFormat = "$sym_name $shape attr-dict";
+                       Sched_DimArrayAttr:$shape,
+                       OptionalAttr<Cell_InitAttr>:$init);
+  let assemblyFormat = "$sym_name $shape (`init` $init^)? attr-dict";
 }
 
 def Sched_BufferOp : Sched_Declaration<"buffer"> {

@@ -91,8 +91,11 @@ void addToPlan(Operation &op, cellrt::Plan &plan) {
         plan.probes.push_back({probe.getSymName().str(), probe.getLength()});
       })
       .Case([&](ParamOp param) {
-        plan.params.push_back(
-            {param.getSymName().str(), dimsOf(param.getShape())});
+        cellrt::ParamDecl decl{
+            param.getSymName().str(), dimsOf(param.getShape()), {}};
+        if (std::optional<cell::InitAttr> init = param.getInit())
+          decl.init = init->getScheme();
+        plan.params.push_back(std::move(decl));
       })
       .Case([&](BufferOp buffer) {
         cellrt::BufferDecl decl;

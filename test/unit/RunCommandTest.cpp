@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cellrt/Runtime.h"
 #include "jit/Npy.h"
 #include "jit/Npz.h"
 #include "test/unit/BoundedChild.h"
@@ -297,6 +298,113 @@ TEST_F(RunCommand, BadCellGivesLocatedDiagnostics) {
   std::string error = run();
   EXPECT_NE(error.find("error-unknown-name.cell:"), std::string::npos) << error;
   EXPECT_NE(error.find(": error: "), std::string::npos) << error;
+}
+
+//===----------------------------------------------------------------------===//
+// --init-seed: params the directory does not give are drawn
+//===----------------------------------------------------------------------===//
+
+std::vector<float> drawnParam(const TemporaryDir &dir, const std::string &name,
+                              const std::vector<int64_t> &shape) {
+  std::map<std::string, npy::Array> drawn;
+  EXPECT_EQ(npy::readArchive(dir.file("drawn_params.npz"), drawn), "");
+  EXPECT_EQ(drawn[name].shape, shape) << name;
+  return drawn[name].floats;
+}
+
+TEST_F(RunCommand, InitSeedDrawsTheMissingParamsAndRunsWithThem) {
+  llvm::sys::fs::remove(dir.file("param_Wh.npy"));
+  EXPECT_NE(run().find("missing array param_Wh.npy"), std::string::npos);
+  options.initSeed = 42;
+  ASSERT_EQ(run(), "");
+  // atr.cell declares no initialisers: the fallback (fan_in) draws Wh, as
+  // Cell::initParams and initArray do for the same seed and name.
+  std::vector<float> wh = drawnParam(dir, "Wh", {H, H});
+  std::vector<float> expected(H * H);
+  ASSERT_TRUE(cellrt::initArray(cellrt::InitScheme::fanIn(), "Wh", 42,
+                                {expected.data(), {H, H}})
+                  .ok());
+  EXPECT_EQ(wh, expected);
+  std::map<std::string, npy::Array> drawn;
+  ASSERT_EQ(npy::readArchive(dir.file("drawn_params.npz"), drawn), "");
+  EXPECT_EQ(drawn.count("Wx"), 0u) << "Wx was given";
+
+  // The forward pass ran with them.
+  arrays.wh.assign(wh.begin(), wh.end());
+  std::vector<double> out, final;
+  atrReference(arrays, false, out, final);
+  EXPECT_LT(relativeError(read(dir, "out.npy", {T, B, H}), out), 1e-5);
+
+  options.initSeed = 43;
+  ASSERT_EQ(run(), "");
+  EXPECT_NE(drawnParam(dir, "Wh", {H, H}), wh);
+  options.initSeed = 42;
+  options.initFallback = cellrt::InitScheme::uniform(0.01);
+  ASSERT_EQ(run(), "");
+  for (float v : drawnParam(dir, "Wh", {H, H}))
+    EXPECT_LE(std::fabs(v), 0.01f);
+}
+
+// The cell's own initialiser, and the golden values InitParamsTest pins for
+// the C++ and C APIs.
+TEST_F(RunCommand, InitSeedUsesTheCellsInitialisers) {
+  std::ofstream(dir.file("golden.cell"))
+      << "cell golden(x: [I]) {\n  state h: [H]\n"
+         "  param W: [H, I] ~ uniform(1)\n  h' = tanh(W @ x + h)\n}\n";
+  for (const char *file : {"x_x.npy", "param_Wx.npy", "param_Wh.npy"})
+    llvm::sys::fs::remove(dir.file(file));
+  write(dir, "x_x.npy", {T, B, 3}, std::vector<double>(T * B * 3, 0.5));
+  write(dir, "init_h.npy", {B, 2}, std::vector<double>(B * 2, 0.0));
+  options.cellFile = dir.file("golden.cell");
+  options.initSeed = 42;
+  ASSERT_EQ(run(), "");
+  EXPECT_EQ(drawnParam(dir, "W", {2, 3}),
+            (std::vector<float>{0x1.66f378p-4, 0x1.4a9ae4p-3, -0x1.0cd56ap-4,
+                                0x1.b9773cp-2, 0x1.5d690cp-2, 0x1.1b556cp-1}));
+}
+
+TEST_F(RunCommand, DrawnParamsGiveNoSizes) {
+  for (const char *file : {"param_Wx.npy", "param_Wh.npy", "init_h.npy"})
+    llvm::sys::fs::remove(dir.file(file));
+  options.initSeed = 1;
+  std::string error = run();
+  EXPECT_EQ(error.rfind("cannot tell the size of dimension H from the "
+                        "arrays in ",
+                        0),
+            0u)
+      << error;
+  EXPECT_NE(error.find("(drawn params give no sizes: pass --dim H=N, or an "
+                       "array that has it)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(RunArguments, InitSeedAndFallback) {
+  const char *argv[] = {"run",
+                        "atr.cell",
+                        "--dir",
+                        "d",
+                        "--init-seed",
+                        "7",
+                        "--init-fallback=uniform(0.1)"};
+  RunOptions options;
+  ASSERT_EQ(parseRunArguments(7, const_cast<char **>(argv), options), "");
+  EXPECT_EQ(options.initSeed, 7u);
+  EXPECT_EQ(options.initFallback, cellrt::InitScheme::uniform(0.1));
+  auto errorFor = [](std::vector<const char *> args) {
+    RunOptions options;
+    return parseRunArguments(args.size(), const_cast<char **>(args.data()),
+                             options);
+  };
+  EXPECT_EQ(errorFor({"run", "a.cell", "--dir", "d", "--init-seed", "-1"}),
+            "--init-seed expects an integer from 0 to 2^64-1, got '-1'");
+  EXPECT_EQ(errorFor({"run", "a.cell", "--dir", "d", "--init-seed", "1",
+                      "--init-fallback", "glorot"}),
+            "--init-fallback expects fan_in, fan_out, orthogonal, "
+            "uniform(A), normal(S), constant(C) or none, got 'glorot'");
+  EXPECT_EQ(
+      errorFor({"run", "a.cell", "--dir", "d", "--init-fallback", "fan_out"}),
+      "--init-fallback needs --init-seed N");
 }
 
 TEST(RunArguments, Parse) {

@@ -2,11 +2,14 @@
 //
 // cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D [--reverse]
 //           [--device auto|cpu|gpu] [--probe NAME,...] [--params P.npz]
+//           [--init-seed N [--init-fallback SCHEME]]
 //
 // Reads from D (float32 unless noted):
 //   x_<input>.npy [T, B, LEN]      one per input (required)
 //   param_<name>.npy [ROWS, COLS] or [LEN]   (required), or instead
 //   params.npz (or --params P.npz) holding every param, named as in the cell
+//   (with --init-seed N, a param that is not there is drawn from seed N by
+//   the cell's initialiser and written to drawn_params.npz)
 //   init_<state>.npy [B, LEN]      (optional: zeros)
 //   lengths.npy int32/int64 [B]    (optional: every sequence has T steps)
 //   dout.npy [T, B, OUT]           (optional)
@@ -34,6 +37,8 @@
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+
 using namespace cellc;
 using npy::shapeString;
 
@@ -42,7 +47,8 @@ namespace {
 const char kUsage[] =
     "usage: cellc run FILE.cell [--cell NAME] [--dim N=V]... --dir D "
     "[--reverse] [--no-cache] [--device auto|cpu|gpu] [--object X.so] "
-    "[--probe NAME,...] [--params P.npz]";
+    "[--probe NAME,...] [--params P.npz] [--init-seed N] "
+    "[--init-fallback SCHEME]";
 
 std::string pathIn(const std::string &dir, const std::string &file) {
   llvm::SmallString<256> path(dir);
@@ -56,6 +62,10 @@ struct RunArrays {
   std::string dir;
   /// The .npz archive the params come from; empty: param_<name>.npy files.
   std::string paramsArchive;
+  /// --init-seed: params missing from the directory or archive are drawn.
+  bool drawMissing = false;
+  /// The params to draw, in plan order.
+  std::vector<std::string> drawn;
   int64_t T = 0, B = 0;
   std::map<std::string, int64_t> dims;
   std::map<std::string, npy::Array> inputs, params, initialStates,
@@ -178,7 +188,8 @@ struct RunArrays {
       if (inputs[input.name].shape.size() == 3)
         bind(input.length, inputs[input.name].shape[2]);
     for (const cellrt::ParamDecl &param : plan.params)
-      if (params[param.name].shape.size() == param.shape.size())
+      if (!isDrawn(param.name) &&
+          params[param.name].shape.size() == param.shape.size())
         for (size_t i = 0; i < param.shape.size(); ++i)
           bind(param.shape[i], params[param.name].shape[i]);
     for (const cellrt::VectorDecl &state : plan.states)
@@ -206,10 +217,13 @@ struct RunArrays {
           !e.empty())
         return e;
     for (const cellrt::ParamDecl &param : plan.params)
-      if (auto e = checkShape(paramSource(param.name),
-                              "param " + param.name, params[param.name],
-                              evaluate(param.shape), symbolic(param.shape));
-          !e.empty())
+      if (isDrawn(param.name))
+        continue;
+      else if (auto e =
+                   checkShape(paramSource(param.name), "param " + param.name,
+                              params[param.name], evaluate(param.shape),
+                              symbolic(param.shape));
+               !e.empty())
         return e;
     for (const cellrt::VectorDecl &state : plan.states) {
       if (auto it = initialStates.find(state.name); it != initialStates.end())
@@ -236,7 +250,10 @@ struct RunArrays {
     for (const std::string &dim : plan.dims)
       if (!dims.count(dim))
         return "cannot tell the size of dimension " + dim +
-               " from the arrays in " + dir;
+               " from the arrays in " + dir +
+               (drawn.empty() ? ""
+                              : " (drawn params give no sizes: pass --dim " +
+                                    dim + "=N, or an array that has it)");
     return readLengths();
   }
 
@@ -252,11 +269,17 @@ struct RunArrays {
   /// np.savez(path, W=..., b=...) write them), never both.
   std::string readParams() {
     if (paramsArchive.empty()) {
-      for (const cellrt::ParamDecl &param : plan.params)
+      for (const cellrt::ParamDecl &param : plan.params) {
+        if (drawMissing &&
+            !llvm::sys::fs::exists(pathIn(dir, paramSource(param.name)))) {
+          drawn.push_back(param.name);
+          continue;
+        }
         if (auto e = readFloat(paramSource(param.name), true, params,
                                param.name);
             !e.empty())
           return e;
+      }
       return "";
     }
     for (const cellrt::ParamDecl &param : plan.params)
@@ -273,10 +296,16 @@ struct RunArrays {
         return paramSource(name) + ": expected float32 ('<f4') data";
     }
     for (const cellrt::ParamDecl &param : plan.params)
-      if (!params.count(param.name))
+      if (!params.count(param.name) && drawMissing)
+        drawn.push_back(param.name);
+      else if (!params.count(param.name))
         return paramsArchive + ": no entry for param " + param.name + " " +
                symbolic(param.shape);
     return "";
+  }
+
+  bool isDrawn(const std::string &name) const {
+    return std::find(drawn.begin(), drawn.end(), name) != drawn.end();
   }
 
   std::string readLengths() {
@@ -372,10 +401,48 @@ int64_t product(const std::vector<int64_t> &shape) {
   return count;
 }
 
+/// Draws the params the directory does not give (--init-seed) and writes
+/// them to drawn_params.npz, so that a run can be repeated with them.
+std::string drawMissingParams(const cellrt::Cell &cell, RunArrays &arrays,
+                              const RunOptions &options,
+                              llvm::raw_ostream &log) {
+  std::map<std::string, cellrt::MutableArray> targets;
+  std::map<std::string, npy::ArchiveEntry> entries;
+  for (const std::string &name : arrays.drawn) {
+    npy::Array &array = arrays.params[name];
+    array.dtype = npy::DType::Float32;
+    array.shape = arrays.evaluate(arrays.plan.findParam(name)->shape);
+    array.floats.assign(product(array.shape), 0.0f);
+    targets[name] = {array.floats.data(), array.shape};
+    entries[name] = {array.shape, array.floats.data()};
+  }
+  if (targets.empty())
+    return "";
+  cellrt::Status status =
+      cell.initParams(targets, *options.initSeed, options.initFallback);
+  if (!status.ok())
+    return status.message();
+  for (const std::string &name : arrays.drawn) {
+    const cellrt::InitScheme &init = arrays.plan.findParam(name)->init;
+    log << "drew param " << name << " "
+        << shapeString(arrays.params[name].shape) << " from seed "
+        << *options.initSeed << ": "
+        << (init.isNone() ? options.initFallback.str() + " (fallback)"
+                          : init.str())
+        << "\n";
+  }
+  std::string path = pathIn(options.dir, "drawn_params.npz");
+  std::string error = npy::writeArchive(path, entries);
+  if (error.empty())
+    log << "wrote " << path << " (" << entries.size() << " arrays)\n";
+  return error;
+}
+
 } // namespace
 
 std::string cellc::parseRunArguments(int argc, char **argv,
                                      RunOptions &options) {
+  bool fallbackGiven = false;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg = argv[i];
     // `--opt VALUE` and `--opt=VALUE` (one or two dashes) alike.
@@ -404,6 +471,29 @@ std::string cellc::parseRunArguments(int argc, char **argv,
         !(result = value("params", options.paramsFile)).empty()) {
       if (result != "ok")
         return result;
+      continue;
+    }
+    if (!(result = value("init-seed", text)).empty()) {
+      if (result != "ok")
+        return result;
+      uint64_t seed;
+      if (llvm::StringRef(text).getAsInteger(10, seed))
+        return "--init-seed expects an integer from 0 to 2^64-1, got '" + text +
+               "'";
+      options.initSeed = seed;
+      continue;
+    }
+    if (!(result = value("init-fallback", text)).empty()) {
+      if (result != "ok")
+        return result;
+      fallbackGiven = true;
+      if (std::optional<cellrt::InitScheme> scheme =
+              cellrt::InitScheme::parseWritten(text))
+        options.initFallback = *scheme;
+      else
+        return "--init-fallback expects fan_in, fan_out, orthogonal, "
+               "uniform(A), normal(S), constant(C) or none, got '" +
+               text + "'";
       continue;
     }
     if (!(result = value("probe", text)).empty()) {
@@ -440,6 +530,8 @@ std::string cellc::parseRunArguments(int argc, char **argv,
   }
   if (options.cellFile.empty())
     return "no input .cell file";
+  if (fallbackGiven && !options.initSeed)
+    return "--init-fallback needs --init-seed N";
   if (options.dir.empty())
     return "--dir D is required";
   if (options.device != "auto" && options.device != "cpu" &&
@@ -545,12 +637,16 @@ std::string cellc::runOnDirectory(const RunOptions &options,
   RunArrays arrays(plan);
   arrays.dir = options.dir;
   arrays.paramsArchive = options.paramsFile;
+  arrays.drawMissing = options.initSeed.has_value();
   if (arrays.paramsArchive.empty() &&
       llvm::sys::fs::exists(pathIn(options.dir, "params.npz")))
     arrays.paramsArchive = pathIn(options.dir, "params.npz");
   if (std::string e = arrays.checkUnknownFiles(); !e.empty())
     return e;
   if (std::string e = arrays.readAll(); !e.empty())
+    return e;
+  if (std::string e = drawMissingParams(*cell, arrays, options, log);
+      !e.empty())
     return e;
   const int64_t T = arrays.T, B = arrays.B;
   auto extent = [&](const cellc::DimExpr &expr) {

@@ -10,6 +10,8 @@
 #ifndef CELLC_TOOLS_CELLC_SUBCOMMANDS_H
 #define CELLC_TOOLS_CELLC_SUBCOMMANDS_H
 
+#include "cellrt/InitScheme.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -38,6 +40,12 @@ struct RunOptions {
   /// `--params P.npz`: every param from one archive (default: DIR/params.npz
   /// when it exists, else param_<name>.npy files).
   std::string paramsFile;
+  /// `--init-seed N`: params the directory (or archive) does not give are
+  /// drawn from seed N by the cell's initialisers (Cell::initParams).
+  std::optional<uint64_t> initSeed;
+  /// `--init-fallback SCHEME`: how a drawn param without an initialiser of
+  /// its own is drawn.
+  cellrt::InitScheme initFallback = cellrt::InitScheme::fanIn();
 };
 
 /// Parses `run`'s arguments (argv[0] is "run"). Returns "" or an error.

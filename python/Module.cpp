@@ -541,6 +541,32 @@ py::list vectors(const std::vector<cellrt::VectorDecl> &decls) {
   return list;
 }
 
+/// Draws the params in `params` (float32 C-contiguous arrays, written in
+/// place) from `seed` by Cell::initParams: the values of the C++ and C APIs
+/// and of `cellc run --init-seed`.
+void initParams(const PyCell &c, const py::dict &params, uint64_t seed,
+                const std::string &fallback) {
+  std::optional<cellrt::InitScheme> scheme =
+      cellrt::InitScheme::parseWritten(fallback);
+  if (!scheme)
+    throw py::value_error("fallback must be a scheme such as 'fan_in', "
+                          "'uniform(0.1)' or 'none', not '" +
+                          fallback + "'");
+  checkParamNames(c.plan(), params);
+  std::map<std::string, cellrt::MutableArray> arrays;
+  std::vector<py::array> keep;
+  for (const auto &item : params) {
+    std::string name = py::str(item.first);
+    std::string what = "param '" + name + "'";
+    py::array array = floatArray(item.second, what);
+    if (!array.writeable())
+      throw py::value_error(what + " is read-only");
+    arrays[name] = mutableView(array);
+    keep.push_back(array);
+  }
+  check(c.cell->initParams(arrays, seed, *scheme));
+}
+
 } // namespace
 
 PYBIND11_MODULE(_cellc, m) {
@@ -614,7 +640,24 @@ PYBIND11_MODULE(_cellc, m) {
       .def("step", &PyCell::step, py::arg("inputs"), py::arg("states"),
            py::arg("params"),
            "One step of [B, LEN] inputs and states; returns (output, "
-           "[next state...]).");
+           "[next state...]).")
+      .def_property_readonly(
+          "param_inits",
+          [](const PyCell &c) {
+            py::dict inits;
+            for (const cellrt::ParamDecl &param : c.plan().params)
+              inits[py::str(param.name)] = param.init.str();
+            return inits;
+          },
+          "{name: initialiser} as the plan writes it ('uniform 0.05', "
+          "'orthogonal', 'constant 1'; 'none' where the cell declares none)")
+      .def("init_params", &initParams, py::arg("params"), py::arg("seed"),
+           py::arg("fallback") = "none",
+           "Draws the params in {name: float32 array} in place from seed "
+           "(0 to 2**64-1): each by its cell's initialiser, one without by "
+           "fallback ('fan_in', 'fan_out', 'orthogonal', 'uniform(A)', "
+           "'normal(S)', 'constant(C)', or 'none': left as it is). The "
+           "same seed gives the same values as the C++ and C APIs.");
 
   m.def("_compile", &compileCell, py::arg("source"), py::arg("is_path"),
         py::arg("cell") = "", py::arg("dims") = std::map<std::string, int64_t>{},

@@ -132,9 +132,10 @@ class CellModule(nn.Module):
     """A compiled cell as a layer. `cell` is a .cell path, its source, or a
     cellc.Cell; `dims` gives every dimension the cell declares, e.g.
     {"I": 512, "H": 512}. Params are nn.Parameters named as in the cell,
-    drawn from U(-1/sqrt(H), 1/sqrt(H)) for the width H of their rows (call
-    reset_parameters or assign to change that; a layer-norm gain usually
-    wants ones)."""
+    drawn as the cell declares (`~ orthogonal`, `= 1`), or, where it
+    declares nothing, from U(-1/sqrt(R), 1/sqrt(R)) for their first
+    dimension R (see reset_parameters; assign to change that; a layer-norm
+    gain usually wants ones: `param g: [H] = 1`)."""
 
     def __init__(self, cell, dims, reverse=False):
         super().__init__()
@@ -149,10 +150,22 @@ class CellModule(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        for name, _ in self.cell.params:
-            param = getattr(self, name)
-            bound = 1.0 / math.sqrt(param.shape[0])
-            nn.init.uniform_(param, -bound, bound)
+        """Draws every param as its cell declares (`param bf: [H] = 1`,
+        `~ orthogonal`; docs/cell-language.md, "Initialisers"), and one
+        without an initialiser from U(-1/sqrt(R), 1/sqrt(R)) for its first
+        dimension R ('fan_out', the draw before cells had initialisers).
+        The seed comes from torch's generator, so torch.manual_seed makes
+        it reproducible; the values are cellrt's (Cell.init_params), the
+        same as the C++ API's for that seed."""
+        import numpy as np
+        seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+        values = {name: np.empty(tuple(getattr(self, name).shape),
+                                 dtype=np.float32)
+                  for name, _ in self.cell.params}
+        self.cell.init_params(values, seed, "fan_out")
+        with torch.no_grad():
+            for name, value in values.items():
+                getattr(self, name).copy_(torch.from_numpy(value))
 
     def save_params(self, path):
         """Writes the params to one .npz archive at `path` (exactly that

@@ -122,61 +122,59 @@ void fillUniform(Stream &stream, double bound, float *data, int64_t count) {
     data[i] = static_cast<float>(bound * stream.symmetric());
 }
 
-/// The columns of `a` ([rows, cols], rows >= cols, row-major) replaced by
-/// the orthonormal Q of its QR factorisation by Householder reflections,
-/// each column's sign made that of R's diagonal entry, so that Q is the
-/// one with a positive diagonal R (torch.nn.init.orthogonal_ does the
-/// same with LAPACK's QR).
+/// Applies the reflection I - 2 v v^T to rows [k, rows) of `column`.
+void reflect(const std::vector<double> &v, int64_t k, int64_t rows,
+             double *column) {
+  double dot = 0;
+  for (int64_t r = k; r < rows; ++r)
+    dot += v[r - k] * column[r];
+  for (int64_t r = k; r < rows; ++r)
+    column[r] -= 2 * v[r - k] * dot;
+}
+
+/// The columns of `a` ([rows, cols], rows >= cols, stored column by column
+/// so that the reflections run along memory) replaced by the orthonormal
+/// Q of its QR factorisation by Householder reflections, each column's
+/// sign made that of R's diagonal entry, so that Q is the one with a
+/// positive diagonal R (torch.nn.init.orthogonal_ does the same with
+/// LAPACK's QR).
 void orthonormalize(std::vector<double> &a, int64_t rows, int64_t cols) {
   std::vector<std::vector<double>> reflectors;
   std::vector<double> diagonal;
-  auto at = [&](int64_t r, int64_t c) -> double & { return a[r * cols + c]; };
+  auto column = [&](int64_t c) { return a.data() + c * rows; };
   for (int64_t k = 0; k < cols; ++k) {
+    const double *x = column(k);
     double norm = 0;
     for (int64_t r = k; r < rows; ++r)
-      norm += at(r, k) * at(r, k);
+      norm += x[r] * x[r];
     norm = std::sqrt(norm);
     // R's entry is -sign(x0) |x|: the reflection that avoids cancellation.
-    double alpha = at(k, k) > 0 ? -norm : norm;
-    std::vector<double> v(rows - k);
-    for (int64_t r = k; r < rows; ++r)
-      v[r - k] = at(r, k);
+    double alpha = x[k] > 0 ? -norm : norm;
+    std::vector<double> v(x + k, x + rows);
     v[0] -= alpha;
     double vNorm = 0;
-    for (double x : v)
-      vNorm += x * x;
+    for (double element : v)
+      vNorm += element * element;
     vNorm = std::sqrt(vNorm);
     if (vNorm > 0)
-      for (double &x : v)
-        x /= vNorm;
-    for (int64_t c = k; c < cols; ++c) {
-      double dot = 0;
-      for (int64_t r = k; r < rows; ++r)
-        dot += v[r - k] * at(r, c);
-      for (int64_t r = k; r < rows; ++r)
-        at(r, c) -= 2 * v[r - k] * dot;
-    }
+      for (double &element : v)
+        element /= vNorm;
+    for (int64_t c = k; c < cols; ++c)
+      reflect(v, k, rows, column(c));
     diagonal.push_back(alpha);
     reflectors.push_back(std::move(v));
   }
   // Q = H_0 ... H_{cols-1} applied to the first cols columns of I.
   std::fill(a.begin(), a.end(), 0.0);
   for (int64_t k = 0; k < cols; ++k)
-    at(k, k) = 1;
-  for (int64_t k = cols - 1; k >= 0; --k) {
-    const std::vector<double> &v = reflectors[k];
-    for (int64_t c = 0; c < cols; ++c) {
-      double dot = 0;
-      for (int64_t r = k; r < rows; ++r)
-        dot += v[r - k] * at(r, c);
-      for (int64_t r = k; r < rows; ++r)
-        at(r, c) -= 2 * v[r - k] * dot;
-    }
-  }
+    column(k)[k] = 1;
+  for (int64_t k = cols - 1; k >= 0; --k)
+    for (int64_t c = 0; c < cols; ++c)
+      reflect(reflectors[k], k, rows, column(c));
   for (int64_t c = 0; c < cols; ++c)
     if (diagonal[c] < 0)
       for (int64_t r = 0; r < rows; ++r)
-        at(r, c) = -at(r, c);
+        column(c)[r] = -column(c)[r];
 }
 
 /// An [R, C] matrix with orthonormal columns (R >= C) or rows (R < C),
@@ -184,16 +182,19 @@ void orthonormalize(std::vector<double> &a, int64_t rows, int64_t cols) {
 void fillOrthogonal(Stream &stream, int64_t rows, int64_t cols, float *data) {
   bool wide = rows < cols;
   int64_t tall = wide ? cols : rows, narrow = wide ? rows : cols;
+  // Element (r, c) of the [R, C] matrix in the column-by-column storage of
+  // the tall matrix factored: itself, or its transpose when it is wide.
+  auto index = [&](int64_t r, int64_t c) {
+    return wide ? r * cols + c : c * rows + r;
+  };
   std::vector<double> a(rows * cols);
-  // Drawn as [R, C]; a wide matrix is factored transposed.
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
-      a[wide ? c * rows + r : r * cols + c] = stream.normal();
+      a[index(r, c)] = stream.normal();
   orthonormalize(a, tall, narrow);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
-      data[r * cols + c] =
-          static_cast<float>(wide ? a[c * rows + r] : a[r * cols + c]);
+      data[r * cols + c] = static_cast<float>(a[index(r, c)]);
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {

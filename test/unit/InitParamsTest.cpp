@@ -371,6 +371,13 @@ TEST(InitParamsTest, GoldenValues) {
   EXPECT_EQ(orthogonal,
             (std::vector<float>{0x1.e5dd04p-2, 0x1.bf7ec4p-1, -0x1.ad0c0ap-4,
                                 0x1.4f1412p-1, -0x1.152a68p-2, 0x1.697892p-1}));
+  // A tall matrix is factored as drawn, a wide one transposed.
+  std::vector<float> tall(6);
+  ASSERT_TRUE(
+      initArray(InitScheme::orthogonal(), "W", 42, {tall.data(), {3, 2}}).ok());
+  EXPECT_EQ(tall,
+            (std::vector<float>{0x1.b7a4cep-1, 0x1.8d642p-3, -0x1.843b7ap-3,
+                                0x1.f5d848p-1, 0x1.e7982cp-2, 0x1.4a241ep-5}));
 }
 
 //===----------------------------------------------------------------------===//

@@ -1029,6 +1029,39 @@ std::vector<std::string> CellChecker::valueNames() const {
 
 } // namespace
 
+namespace {
+
+/// A `--dim NAME=N` (or Python's dims) that no cell of the file declares is
+/// a mistyped name: it would be ignored, and the dimension the user meant
+/// left free.
+bool checkFixedDimsAreUsed(const Module &module, mlir::MLIRContext &context,
+                           const std::map<std::string, int64_t> &fixedDims) {
+  std::set<std::string> declared;
+  for (const Cell &cell : module.cells)
+    for (const std::vector<Decl> *decls :
+         {&cell.inputs, &cell.states, &cell.params})
+      for (const Decl &decl : *decls)
+        for (const DimExpr &dim : decl.declared.dims)
+          for (const DimExpr::Term &term : dim.getTerms())
+            declared.insert(term.first);
+  bool success = true;
+  for (const auto &[name, value] : fixedDims) {
+    if (declared.count(name))
+      continue;
+    std::string known;
+    for (const std::string &symbol : declared)
+      known += (known.empty() ? "" : ", ") + symbol;
+    mlir::emitError(mlir::FileLineColLoc::get(&context, module.fileName, 1, 1))
+        << "--dim " << name << "=" << value
+        << ": no cell in this file has a dimension '" << name
+        << "' (its dimensions: " << (known.empty() ? "none" : known) << ")";
+    success = false;
+  }
+  return success;
+}
+
+} // namespace
+
 bool cellc::checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
                           const std::map<std::string, int64_t> &fixedDims) {
   if (!file.module)
@@ -1059,6 +1092,7 @@ bool cellc::checkCellFile(ParsedFile &file, mlir::MLIRContext &context,
     CellChecker checker(context, module.fileName, cell, fixedDims);
     success &= checker.check();
   }
+  success &= checkFixedDimsAreUsed(module, context, fixedDims);
   module.checked = success;
   return success;
 }

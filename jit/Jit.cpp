@@ -27,6 +27,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <chrono>
+#include <dlfcn.h>
 #include <cstring>
 #include <mutex>
 
@@ -91,13 +92,21 @@ cellrt::Status error(std::string message) {
   return cellrt::Status::error(std::move(message));
 }
 
-/// Identifies the compiler build this process runs: the passes are linked
-/// statically into the executable, so its size and modification time change
-/// whenever the compiler does.
-std::string compilerIdentity() {
+} // namespace
+
+std::string cellc::jit::compilerIdentity() {
   static std::string identity = [] {
-    std::string exe = llvm::sys::fs::getMainExecutable(
-        nullptr, reinterpret_cast<void *>(&cellc::jit::cacheVersion));
+    // The file that holds this code: the executable when the JIT is linked
+    // into it, libcellc-jit.so when a program loads it (Python). The
+    // process's executable (python3) would not change when the compiler
+    // does, and stale objects would come back from the cache.
+    Dl_info info;
+    std::string exe =
+        dladdr(reinterpret_cast<void *>(&cellc::jit::cacheVersion), &info) &&
+                info.dli_fname
+            ? info.dli_fname
+            : llvm::sys::fs::getMainExecutable(
+                  nullptr, reinterpret_cast<void *>(&cellc::jit::cacheVersion));
     llvm::sys::fs::file_status status;
     if (exe.empty() || llvm::sys::fs::status(exe, status))
       return std::string("unknown-build");
@@ -106,6 +115,8 @@ std::string compilerIdentity() {
   }();
   return identity;
 }
+
+namespace {
 
 std::string hostCPUIdentity() {
   std::string identity = llvm::sys::getHostCPUName().str();

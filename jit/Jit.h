@@ -120,6 +120,11 @@ cellrt::Expected<GpuCode> compileSourceForGPU(const std::string &source,
 /// The version string that is part of every cache key.
 const char *cacheVersion();
 
+/// The compiler build this process runs, as the cache keys name it: the
+/// path, size and modification time of the file holding the JIT (the
+/// executable, or libcellc-jit.so when loaded by a program such as Python).
+std::string compilerIdentity();
+
 } // namespace cellc::jit
 
 #endif // CELLC_JIT_JIT_H

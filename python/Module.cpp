@@ -659,6 +659,8 @@ PYBIND11_MODULE(_cellc, m) {
            "'normal(S)', 'constant(C)', or 'none': left as it is). The "
            "same seed gives the same values as the C++ and C APIs.");
 
+  // What the JIT's cache keys name as the compiler build (tests).
+  m.def("_compiler_identity", &cellc::jit::compilerIdentity);
   m.def("_compile", &compileCell, py::arg("source"), py::arg("is_path"),
         py::arg("cell") = "", py::arg("dims") = std::map<std::string, int64_t>{},
         py::arg("training") = true, py::arg("cache_dir") = py::none());

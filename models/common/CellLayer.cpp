@@ -204,6 +204,7 @@ void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
       shape.push_back(*value);
     }
     params.push_back(&store.add(prefix + "." + decl.name, std::move(shape)));
+    params.back()->init = decl.init; // what the cell file declares
     names.push_back(decl.name);
   }
 }

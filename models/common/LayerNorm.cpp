@@ -11,6 +11,9 @@ LayerNorm::LayerNorm(ParamStore &store, const std::string &name,
     : n(width), eps(eps), g(&store.add(name + ".gain", {width})),
       b(&store.add(name + ".bias", {width})) {
   g->value.assign(width, 1.f);
+  // The identity, however the model is initialised.
+  g->init = cellrt::InitScheme::constant(1);
+  b->init = cellrt::InitScheme::constant(0);
 }
 
 void LayerNorm::forward(const float *X, int64_t rows, float *Y,

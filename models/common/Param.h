@@ -9,6 +9,8 @@
 #ifndef CELLC_MODELS_COMMON_PARAM_H
 #define CELLC_MODELS_COMMON_PARAM_H
 
+#include "cellrt/InitScheme.h"
+
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -24,6 +26,10 @@ struct Param {
   std::vector<int64_t> shape;
   std::vector<float> value, grad, m, v;
   bool frozen = false;
+  /// How the param starts when a model is initialised (Init.h): a cell's
+  /// declared initialiser (`bf: [H] = 1`), a layer norm's identity; none:
+  /// the driver's --init scheme.
+  cellrt::InitScheme init;
   int64_t size() const { return int64_t(value.size()); }
 };
 

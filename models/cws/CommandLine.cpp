@@ -76,6 +76,11 @@ void addTrainModel(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "margin", o.margin, "max-margin cost of each wrong tag")
       ->check(CLI::Range(0.0, 100.0))
       ->group(group);
+  option(cmd, "init", o.init,
+         "how a param without an initialiser in its cell file starts: paper "
+         "(uniform +-init-scale) or fan_in (uniform +-1/sqrt(columns))")
+      ->check(CLI::IsMember({"paper", "fan_in"}))
+      ->group(group);
   option(cmd, "init-scale", o.initScale, "uniform initialisation range")
       ->check(CLI::Range(0.0, 10.0))
       ->group(group);

@@ -2,6 +2,8 @@
 
 #include "models/cws/Model.h"
 
+#include "models/common/Init.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -32,9 +34,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell)
       emission(store, "emission", encoder.outputWidth(), NumTags),
       crf(store, "crf", NumTags), dropout(config.dropout) {}
 
-void Model::initialize(Rng &rng, float scale) {
-  for (Param *p : store.all())
-    uniformInit(p->value, scale, rng);
+void Model::initialize(uint64_t seed, const cellrt::InitScheme &fallback) {
+  models::initializeParams(store.all(), seed, fallback);
 }
 
 int64_t Model::recurrentParameterCount() {

@@ -47,8 +47,8 @@ class Model {
 public:
   Model(const ModelConfig &config, const cellrt::Cell &cell);
 
-  /// Every parameter uniform in [-scale, scale].
-  void initialize(Rng &rng, float scale);
+  /// Every param from `seed` (models/common/Init.h).
+  void initialize(uint64_t seed, const cellrt::InitScheme &fallback);
 
   /// The summed loss of the batch's sentences. With `backward` it also
   /// ACCUMULATES the gradient of the MEAN per-sentence loss into every

@@ -36,6 +36,8 @@ struct TrainOptions {
   /// with); as nmt's --between-layers.
   std::string betweenLayers = "tanh";
   float dropout = 0.2f, margin = 0.2f, initScale = 0.08f;
+  /// paper or fan_in (models/common/Init.h).
+  std::string init = "paper";
   // Optimisation: the learning rate is lr * lrDecay^epoch.
   float lr = 5e-4f, lrDecay = 0.5f, clip = 1.0f;
   int64_t batch = 128, epochs = 5;
@@ -61,6 +63,7 @@ struct TrainOptions {
     v("layers", o.layers);
     v("between-layers", o.betweenLayers);
     v("dropout", o.dropout);
+    v("init", o.init);
     v("margin", o.margin);
     v("init-scale", o.initScale);
     v("lr", o.lr);

@@ -1,6 +1,7 @@
 //===- models/cws/Session.cpp - A segmenter: building, decoding, scoring --===//
 
 #include "models/cws/Session.h"
+#include "models/common/Init.h"
 
 #include "models/common/Cells.h"
 #include "models/common/RunFiles.h"
@@ -44,8 +45,8 @@ Session::Session(const TrainOptions &options, const TrainData &data)
   if (!options.dict.empty())
     lexicon = Lexicon(readWords(options.dict, parseFormat(options.format)));
   build();
-  Rng init(options.seed);
-  model->initialize(init, options.initScale);
+  model->initialize(options.seed,
+                    models::driverInitScheme(options.init, options.initScale));
   state.dropoutRng.reseed(options.seed * 7 + 3);
   runId = models::newRunId();
 }

@@ -52,6 +52,10 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
          "what the attention reads of the encoders' states: tanh (default) "
          "or raw (an ATR state is unbounded; raw: before 2026-11-28)")
       ->check(CLI::IsMember({"tanh", "raw"}));
+  option(cmd, "init", o.init,
+         "how a param without an initialiser in its cell file starts: paper "
+         "(uniform +-0.1) or fan_in (uniform +-1/sqrt(columns))")
+      ->check(CLI::IsMember({"paper", "fan_in"}));
   option(cmd, "dropout", o.model.dropout,
          "on embeddings and before the classifier")
       ->check(models::dropoutRate);

@@ -2,6 +2,8 @@
 
 #include "models/nli/Model.h"
 
+#include "models/common/Init.h"
+
 #include "models/common/Data.h"
 #include "models/common/Losses.h"
 
@@ -63,10 +65,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell *cell)
   classifier = std::make_unique<Linear>(store, "classifier", k, kClasses);
 }
 
-void Model::initialize(Rng &rng, float scale) {
-  for (Param *param : store.all())
-    if (param->name.find("gain") == std::string::npos)
-      uniformInit(param->value, scale, rng);
+void Model::initialize(uint64_t seed, const cellrt::InitScheme &fallback) {
+  initializeParams(store.all(), seed, fallback);
 }
 
 int64_t Model::recurrentParameterCount() const {

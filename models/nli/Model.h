@@ -61,7 +61,8 @@ public:
   /// `cell` is needed for the attention model only.
   Model(const ModelConfig &config, const cellrt::Cell *cell);
 
-  void initialize(models::Rng &rng, float scale);
+  /// Every param from `seed` (models/common/Init.h).
+  void initialize(uint64_t seed, const cellrt::InitScheme &fallback);
   /// The summed cross-entropy of the batch; with `train` it also
   /// ACCUMULATES the gradient of the mean loss into every parameter.
   /// Dropout is applied when dropoutRng is given. `predictions` (if given)

@@ -3,6 +3,7 @@
 #include "models/nli/Training.h"
 
 #include "models/common/CheckpointFile.h"
+#include "models/common/Init.h"
 #include "models/common/Cells.h"
 #include "models/common/Progress.h"
 #include "models/common/Serialize.h"
@@ -35,7 +36,8 @@ void writeOptions(ByteWriter &w, const TrainOptions &o) {
     w.f64(number);
   w.u64(o.seed);
   w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1 |
-        uint64_t(o.model.squashStates) << 2);
+        uint64_t(o.model.squashStates) << 2 |
+        uint64_t(o.init == "fan_in") << 3);
   w.str(o.model.cellSource);
 }
 
@@ -58,6 +60,7 @@ TrainOptions readOptions(ByteReader &r, bool withCellSource) {
   o.lowercase = flags & 2;
   // Unset in checkpoints from before 2026-11-28, which attended raw states.
   o.model.squashStates = flags & 4;
+  o.init = flags & 8 ? "fan_in" : "paper";
   if (withCellSource)
     o.model.cellSource = r.str();
   return o;
@@ -98,8 +101,8 @@ Session::Session(const TrainOptions &opts, const std::vector<Pair> &train,
   vocab = Vocab::build(sentences, options.vocabMax, options.minCount);
   options.model.vocab = vocab.size();
   build();
-  Rng init(options.seed);
-  model->initialize(init, options.initScale);
+  model->initialize(options.seed,
+                    driverInitScheme(options.init, options.initScale));
   if (!options.embeddings.empty()) {
     EmbeddingCoverage coverage = model->embedding().loadPretrained(
         options.embeddings, vocab.getTokens(), Vocab::Eos + 1);

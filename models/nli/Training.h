@@ -25,6 +25,8 @@ struct TrainOptions {
   int64_t vocabMax = 0, minCount = 1;
   ModelConfig model;
   float lr = 5e-4f, clip = 5.0f, initScale = 0.1f;
+  /// paper (uniform +-initScale) or fan_in (models/common/Init.h).
+  std::string init = "paper";
   int64_t batch = 128, epochs = 10, maxUpdates = 0;
   uint64_t seed = 1;
   std::string out = "nli.ckpt";

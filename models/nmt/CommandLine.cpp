@@ -125,7 +125,14 @@ void addModelOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "dropout", o.model.dropout, "dropout probability")
       ->check(models::dropoutRate)
       ->group(group);
-  option(cmd, "init-scale", o.initScale, "uniform init range")->group(group);
+  option(cmd, "init", o.init,
+         "how a param without an initialiser in its cell file starts: paper "
+         "(uniform +-init-scale, the ATR paper's) or fan_in (uniform "
+         "+-1/sqrt(columns), PyTorch's default; narrower as layers widen)")
+      ->check(CLI::IsMember({"paper", "fan_in"}))
+      ->group(group);
+  option(cmd, "init-scale", o.initScale, "uniform init range (--init paper)")
+      ->group(group);
 }
 
 void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {

@@ -8,6 +8,8 @@
 
 #include "models/nmt/Model.h"
 
+#include "models/common/Init.h"
+
 #include "models/common/Losses.h"
 #include "models/common/Math.h"
 #include "models/common/Pooling.h"
@@ -99,9 +101,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell,
     cyclic->squashContext();
 }
 
-void Model::initialize(Rng &rng, float scale) {
-  for (Param *param : store.all())
-    uniformInit(param->value, scale, rng);
+void Model::initialize(uint64_t seed, const cellrt::InitScheme &fallback) {
+  initializeParams(store.all(), seed, fallback);
 }
 
 void Model::recordProbes(ModelProbes *probes) {

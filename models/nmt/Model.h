@@ -83,7 +83,8 @@ public:
         const cellrt::Cell *twoSourceCell = nullptr);
 
   // TranslationModel.
-  void initialize(Rng &rng, float scale) override;
+  void initialize(uint64_t seed,
+                  const cellrt::InitScheme &fallback) override;
   double loss(const Batch &batch, bool backward, Rng *dropoutRng) override;
   std::vector<std::vector<int32_t>>
   translate(const Batch &batch, int64_t beam, int64_t maxLength,

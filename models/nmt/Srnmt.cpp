@@ -2,6 +2,8 @@
 
 #include "models/nmt/Srnmt.h"
 
+#include "models/common/Init.h"
+
 #include "models/common/Cells.h"
 #include "models/common/Losses.h"
 #include "models/nmt/BeamSearch.h"
@@ -59,13 +61,11 @@ SrnmtModel::SrnmtModel(const ModelConfig &config)
   }
 }
 
-void SrnmtModel::initialize(Rng &rng, float scale) {
-  // Layer norms start as the identity (gain 1, bias 0), as LayerNorm makes
-  // them: random gains of either sign would scale every unit down.
-  for (Param *param : store.all())
-    if (param->name.find("norm.gain") == std::string::npos &&
-        param->name.find("norm.bias") == std::string::npos)
-      uniformInit(param->value, scale, rng);
+void SrnmtModel::initialize(uint64_t seed,
+                            const cellrt::InitScheme &fallback) {
+  // Layer norms start as the identity (their Param::init): random gains of
+  // either sign would scale every unit down.
+  models::initializeParams(store.all(), seed, fallback);
 }
 
 std::vector<Param *> SrnmtModel::params() { return store.all(); }

@@ -34,7 +34,8 @@ public:
   /// width is odd.
   explicit SrnmtModel(const ModelConfig &config);
 
-  void initialize(models::Rng &rng, float scale) override;
+  void initialize(uint64_t seed,
+                  const cellrt::InitScheme &fallback) override;
   double loss(const models::Batch &batch, bool backward,
               models::Rng *dropoutRng) override;
   std::vector<std::vector<int32_t>>

@@ -1,6 +1,7 @@
 //===- models/nmt/Trainer.cpp - Training, validation, translation --------===//
 
 #include "models/nmt/Trainer.h"
+#include "models/common/Init.h"
 
 #include "models/common/Bleu.h"
 #include "models/common/Cells.h"
@@ -63,6 +64,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["readout"] = std::to_string(model.readout);
   m["dropout"] = f(model.dropout);
   m["init-scale"] = f(initScale);
+  m["init"] = init;
   m["lr"] = f(lr);
   m["clip"] = f(clip);
   m["precision"] = precision;
@@ -159,6 +161,8 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   number("readout", o.model.readout);
   number("dropout", o.model.dropout);
   number("init-scale", o.initScale);
+  text("init", o.init);
+  driverInitScheme(o.init, o.initScale); // checks the name
   number("lr", o.lr);
   number("clip", o.clip);
   text("precision", o.precision);
@@ -276,8 +280,8 @@ Session::Session(const TrainOptions &opts, const TrainData &data)
   srcVocab = Vocab::build(src, options.srcVocabMax, options.minCount);
   tgtVocab = Vocab::build(tgt, options.tgtVocabMax, options.minCount);
   build();
-  Rng init(options.seed);
-  model->initialize(init, options.initScale);
+  model->initialize(options.seed,
+                    driverInitScheme(options.init, options.initScale));
   state.lr = options.lr;
   state.dropoutRng.reseed(options.seed * 7919 + 17);
   runId = newRunId();

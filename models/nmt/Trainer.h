@@ -36,6 +36,9 @@ struct TrainOptions {
   // Model.
   ModelConfig model;
   float initScale = 0.08f;
+  /// How a param without an initialiser of its own starts: paper or fan_in
+  /// (models/common/Init.h).
+  std::string init = "paper";
   // Optimisation.
   float lr = 5e-4f, clip = 5.0f;
   /// What the products read: f32, or bf16 (rounded operands, f32 sums and

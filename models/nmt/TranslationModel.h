@@ -74,7 +74,10 @@ public:
   virtual ~TranslationModel() = default;
 
   /// Every parameter uniform in [-scale, scale].
-  virtual void initialize(models::Rng &rng, float scale) = 0;
+  /// Every param from `seed` (models/common/Init.h): its own initialiser,
+  /// else `fallback`.
+  virtual void initialize(uint64_t seed,
+                          const cellrt::InitScheme &fallback) = 0;
   /// The summed cross-entropy of the batch's target tokens. With `backward`
   /// it also ACCUMULATES the gradient of the MEAN per-token loss into every
   /// Param::grad. Dropout is applied when dropoutRng is given.

@@ -230,7 +230,7 @@ TEST(Checkpoint, KeepsTheSourceOfACellFile) {
   TrainData data = loadTrainData(options);
   Session trained(options, data);
   Rng init(5);
-  trained.model->initialize(init, 0.3f);
+  trained.model->initialize(init.next(), cellrt::InitScheme::uniform(0.3f));
   trained.save(options.out);
   Batch batch = makeBatch({{{4, 5, 6}, {4, 5}}, {{5, 4}, {6}}}, {0, 1});
   double loss = trained.model->loss(batch, false, nullptr);

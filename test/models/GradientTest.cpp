@@ -49,8 +49,8 @@ ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
 }
 
 Worst checkGradients(TranslationModel &model, float h = 1e-2f) {
-  Rng rng(11);
-  model.initialize(rng, 0.5f);
+  Rng rng(17);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   Batch batch = tinyBatch();
   auto params = model.params();
   zeroGrads(params);
@@ -184,7 +184,7 @@ TEST_P(DecodingTest, SearchScoresEqualForcedDecoding) {
                      : nullptr);
   TranslationModel &model = *built;
   Rng rng(5);
-  model.initialize(rng, 0.8f);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.8f));
   const int64_t maxLength = 6;
   std::vector<std::vector<int32_t>> sources = {{4, 5, 6, 7}, {8, 4}, {5, 6}};
   // Beam 3 starts rows from other rows' states (their parents').
@@ -281,7 +281,7 @@ TEST(GradientCheck, BeamOneEqualsGreedyArgmax) {
   config.readout = 4;
   Model model(config, loadCell("atr"));
   Rng rng(3);
-  model.initialize(rng, 0.5f);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   Batch batch = makeSourceBatch({{4, 5, 6}, {7, 8}}, {0, 1});
   auto greedy = model.translate(batch, 1, 12, 1.0f);
   auto beam = model.translate(batch, 4, 12, 1.0f);

@@ -42,8 +42,8 @@ TEST_P(NliGradientTest, MatchesCentralDifferences) {
   const cellrt::Cell *cell =
       config.kind == "attention" ? &models::loadCell(config.cell) : nullptr;
   Model model(config, cell);
-  Rng rng(3);
-  model.initialize(rng, 0.5f);
+  Rng rng(6);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   Batch batch = tinyBatch();
   models::zeroGrads(model.params().all());
   model.loss(batch, true, nullptr);
@@ -70,6 +70,25 @@ std::string errorOf(const std::function<void()> &body) {
     return error.what();
   }
   return "no error";
+}
+
+// cells/lstm.cell's forget bias starts at 1 in nli's model too.
+TEST(NliInit, LstmForgetBiasIsOne) {
+  ModelConfig config;
+  config.cell = "lstm";
+  config.vocab = 10;
+  config.emb = 4;
+  config.hidden = 5;
+  Model model(config, &models::loadCell("lstm"));
+  model.initialize(3, cellrt::InitScheme::uniform(0.1f));
+  int found = 0;
+  for (models::Param *p : model.params().all())
+    if (p->name.size() > 3 && p->name.substr(p->name.size() - 3) == ".bf") {
+      ++found;
+      for (float x : p->value)
+        ASSERT_EQ(x, 1.f) << p->name;
+    }
+  EXPECT_EQ(found, 2); // premise and hypothesis encoders
 }
 
 TEST(NliCorpus, ReadsSickAndSnliAndNamesBadLines) {

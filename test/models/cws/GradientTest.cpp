@@ -61,7 +61,7 @@ Worst checkGradients(const std::string &cell, CrfLoss loss, bool broken,
   Model model(config, models::loadCell(cell));
   model.breakGradientForTest = broken;
   models::Rng rng(11);
-  model.initialize(rng, 0.5f);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   CharBatch batch = tinyBatch(features);
   auto params = model.params();
   models::zeroGrads(params);
@@ -99,6 +99,20 @@ TEST_P(CwsGradientTest, TwoLayersMatchFiniteDifferences) {
   EXPECT_LE(worst.error, 1e-2) << worst.where;
 }
 
+// cells/lstm.cell's forget bias starts at 1 in cws's model too.
+TEST(CwsInit, LstmForgetBiasIsOne) {
+  Model model(tinyConfig("lstm", CrfLoss::MaxMargin), models::loadCell("lstm"));
+  model.initialize(3, cellrt::InitScheme::fanIn());
+  int found = 0;
+  for (Param *p : model.params())
+    if (p->name.size() > 3 && p->name.substr(p->name.size() - 3) == ".bf") {
+      ++found;
+      for (float x : p->value)
+        ASSERT_EQ(x, 1.f) << p->name;
+    }
+  EXPECT_EQ(found, 2); // both directions
+}
+
 // A checkpoint from before --between-layers passed raw states.
 TEST(CwsOptions, OldCheckpointsKeepRawStatesBetweenLayers) {
   TrainOptions o;
@@ -120,7 +134,7 @@ TEST(CwsGradientCheck, CatchesABrokenBackward) {
 TEST(CwsModel, DecodesEverySentenceToItsLength) {
   Model model(tinyConfig("gru", CrfLoss::MaxMargin), models::loadCell("gru"));
   models::Rng rng(3);
-  model.initialize(rng, 0.5f);
+  model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   CharBatch batch = tinyBatch();
   auto tags = model.decode(batch);
   ASSERT_EQ(tags.size(), 3u);
@@ -140,7 +154,7 @@ TEST(CwsModel, PaddingDoesNotChangeASentence) {
   for (const char *cell : {"atr", "gru", "lstm"}) {
     Model model(tinyConfig(cell, CrfLoss::MaxMargin), models::loadCell(cell));
     models::Rng rng(7);
-    model.initialize(rng, 0.5f);
+    model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
     std::vector<Encoded> sentences = {{{4, 5}, {B, E}},
                                       {{8, 7, 6, 5, 4, 8}, {S, B, M, E, B, E}}};
     double alone = model.loss(makeCharBatch(sentences, {0}), false, nullptr) +

@@ -13,7 +13,6 @@ PyTorch float32 implementation of the same equations outputs agree to
 own exp within 1 ulp); see python/tests.
 """
 
-import math
 import operator
 
 import torch

@@ -13,6 +13,7 @@ import torch
 
 import cellc
 import cellc.torch
+from helpers import cellc_binary
 
 SOURCE = """
 cell init(x: [I]) {
@@ -139,14 +140,6 @@ def test_reset_parameters_uses_the_cell_and_torchs_seed(cells_dir):
         np.testing.assert_array_equal(getattr(layer, name).detach().numpy(),
                                       value)
 
-
-def cellc_binary():
-    build = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(cellc.__file__))))
-    path = os.path.join(build, "bin", "cellc")
-    if not os.path.exists(path):
-        pytest.skip("no cellc binary beside the module (an install)")
-    return path
 
 
 def test_cellc_run_draws_the_same_values(cell, tmp_path):

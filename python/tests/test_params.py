@@ -10,18 +10,10 @@ import torch
 
 import cellc
 import cellc.torch
+from helpers import cellc_binary
 
 T, B, I, H = 5, 3, 4, 6
 
-
-def cellc_binary():
-    # build/python/cellc/__init__.py -> build/bin/cellc
-    build = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(cellc.__file__))))
-    path = os.path.join(build, "bin", "cellc")
-    if not os.path.exists(path):
-        pytest.skip("no cellc binary beside the module (an install)")
-    return path
 
 
 def gru_layer(cells_dir, seed):

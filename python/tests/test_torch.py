@@ -36,6 +36,17 @@ def gru(x, s, p):
     return h2, [h2]
 
 
+def torch_gru(x, s, p):
+    """nn.GRU's equations (the reset gate scales Un @ h + bhn)."""
+    h = s[0]
+    r = torch.sigmoid(lin(p, "Wr", x) + lin(p, "Ur", h) + p["br"])
+    z = torch.sigmoid(lin(p, "Wz", x) + lin(p, "Uz", h) + p["bz"])
+    n = torch.tanh(lin(p, "Wn", x) + p["bn"] + r * (lin(p, "Un", h) +
+                                                    p["bhn"]))
+    h2 = (1 - z) * n + z * h
+    return h2, [h2]
+
+
 def lstm(x, s, p):
     h, c = s
     gate = {k: lin(p, "W" + k, x) + lin(p, "U" + k, h) + p["b" + k]
@@ -100,7 +111,8 @@ def deeptrans(x, s, p):
 
 
 REFERENCES = {f.__name__: f for f in
-              (atr, gru, lstm, rnn, ran, lau, sru, srnmt, deeptrans)}
+              (atr, gru, torch_gru, lstm, rnn, ran, lau, sru, srnmt,
+               deeptrans)}
 
 
 def reference(step, x, init, params, lengths, reverse):

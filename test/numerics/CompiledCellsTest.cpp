@@ -16,6 +16,7 @@
 
 #include "atr.h"
 #include "gru.h"
+#include "torch_gru.h"
 #include "lau.h"
 #include "lstm.h"
 #include "ran.h"
@@ -118,18 +119,22 @@ bool cpuRuns(const std::string &level) {
 #define CELLC_TEST_SUITE CompiledCells
 #endif
 
-#define CELL_TESTS(Name, name)                                                 \
+/// The tests of the cell compiled as cellc_CELL_image() against
+/// cellc_test::REFERENCE().
+#define CELL_TESTS_OF(Name, cell, reference)                                   \
   TEST(CELLC_TEST_SUITE, Name##Forward) {                                      \
-    CELLC_IMAGE(name);                                                         \
-    forward(image, name##Reference());                                         \
+    CELLC_IMAGE(cell);                                                         \
+    forward(image, reference());                                               \
   }                                                                            \
   TEST(CELLC_TEST_SUITE, Name##Gradients) {                                    \
-    CELLC_IMAGE(name);                                                         \
-    gradients(image, name##Reference());                                       \
+    CELLC_IMAGE(cell);                                                         \
+    gradients(image, reference());                                             \
   }
+#define CELL_TESTS(Name, name) CELL_TESTS_OF(Name, name, name##Reference)
 
 CELL_TESTS(Atr, atr)
 CELL_TESTS(Gru, gru)
+CELL_TESTS_OF(TorchGru, torch_gru, torchGruReference)
 CELL_TESTS(Lstm, lstm)
 CELL_TESTS(Ran, ran)
 CELL_TESTS(Lau, lau)

@@ -84,6 +84,29 @@ Reference makeGru() {
   return ref;
 }
 
+Reference makeTorchGru() {
+  Reference ref;
+  ref.cell = "torch_gru";
+  ref.source = "GRU as torch.nn.GRU documents it (cuDNN's form)";
+  ref.inputs = {"x"};
+  ref.states = {"h"};
+  ref.params = {"Wr", "Wz", "Wn", "Ur", "Uz", "Un", "br", "bz", "bn", "bhn"};
+  ref.step = [](const ReferenceParams &P, const Tensor &x,
+                const std::vector<Tensor> &s) {
+    const Tensor &h = s[0];
+    Tensor r =
+        sigmoid(mv(param(P, "Wr"), x) + mv(param(P, "Ur"), h) + param(P, "br"));
+    Tensor z =
+        sigmoid(mv(param(P, "Wz"), x) + mv(param(P, "Uz"), h) + param(P, "bz"));
+    // The reset gate acts on the recurrent product, bias included.
+    Tensor n = tanh(mv(param(P, "Wn"), x) + param(P, "bn") +
+                    r * (mv(param(P, "Un"), h) + param(P, "bhn")));
+    Tensor hNext = (1.0 - z) * n + z * h;
+    return ReferenceStep{{hNext}, hNext};
+  };
+  return ref;
+}
+
 Reference makeLstm() {
   Reference ref;
   ref.cell = "lstm";
@@ -223,6 +246,10 @@ const Reference &cellc_test::gruReference() {
   static const Reference ref = makeGru();
   return ref;
 }
+const Reference &cellc_test::torchGruReference() {
+  static const Reference ref = makeTorchGru();
+  return ref;
+}
 const Reference &cellc_test::lstmReference() {
   static const Reference ref = makeLstm();
   return ref;
@@ -250,5 +277,6 @@ const Reference &cellc_test::rnnReference() {
 
 std::vector<const Reference *> cellc_test::allReferences() {
   return {&atrReference(), &gruReference(), &lstmReference(),  &ranReference(),
-          &lauReference(), &sruReference(), &srnmtReference(), &rnnReference()};
+          &lauReference(), &sruReference(), &srnmtReference(), &rnnReference(),
+          &torchGruReference()};
 }

@@ -61,6 +61,7 @@ struct Reference {
 
 const Reference &atrReference();
 const Reference &gruReference();
+const Reference &torchGruReference();
 const Reference &lstmReference();
 const Reference &ranReference();
 const Reference &lauReference();

@@ -2,10 +2,12 @@
 //
 // cellc-check FILE.cell [--cell NAME] [--dim N=V]... [--seed N] [--no-cache]
 //             [--inference-only] [--fd-points N] [--probe NAME,...]
+//             [--params P.npz] [--steps T] [--batch B]
 // (usually run as `cellc check ...`)
 //
 // JIT-compiles the cell, runs it through cellrt on random batches (two size
-// sets, both time directions, ragged lengths) forward and backward, and
+// sets, both time directions, ragged lengths; or the params of P.npz and
+// the sizes their shapes bind) forward and backward, and
 // compares outputs, final states and the gradients of
 //   L = sum(out * dout) + sum_s sum(final_s * dfinal_s)
 // with respect to every input, initial state and param against a float64
@@ -21,6 +23,7 @@
 #include "frontend/Frontend.h"
 #include "jit/Jit.h"
 #include "tools/cellc-check/Compare.h"
+#include "tools/cellc-check/Params.h"
 #include "tools/cellc-check/Reference.h"
 #include "tools/common/Registration.h"
 
@@ -68,6 +71,21 @@ cl::opt<int>
     finiteDifferencePoints("fd-points",
                            cl::desc("Finite-difference coordinates per array"),
                            cl::init(3), cl::cat(checkCategory));
+cl::opt<std::string> paramsFile(
+    "params",
+    cl::desc("Run every configuration on these params (float32 arrays "
+             "named as the cell's); their shapes bind the dimensions"),
+    cl::value_desc("file.npz"), cl::cat(checkCategory));
+cl::opt<int> stepsOption("steps",
+                         cl::desc("Sequence length T of every configuration "
+                                  "(default: 5 small, 9 medium)"),
+                         cl::value_desc("T"), cl::init(0),
+                         cl::cat(checkCategory));
+cl::opt<int> batchOption("batch",
+                         cl::desc("Batch size B of every configuration "
+                                  "(default: 3 small, 4 medium)"),
+                         cl::value_desc("B"), cl::init(0),
+                         cl::cat(checkCategory));
 
 /// One random batch configuration.
 struct RunConfig {
@@ -162,10 +180,10 @@ struct RuntimeResult {
       initialStateGradients, paramGradients;
 };
 
-RunData makeData(const cellrt::Plan &plan,
-                 const std::map<std::string, int64_t> &sizes,
-                 const RunConfig &config, std::mt19937 &rng) {
-  RunData data;
+/// Random inputs, initial states and lengths for `config`.
+void makeInputs(const cellrt::Plan &plan,
+                const std::map<std::string, int64_t> &sizes,
+                const RunConfig &config, std::mt19937 &rng, RunData &data) {
   Batch &batch = data.batch;
   batch.T = config.T;
   batch.B = config.B;
@@ -185,19 +203,38 @@ RunData makeData(const cellrt::Plan &plan,
     batch.finalStateGradients[state.name] =
         toDouble(data.finalStateGradients[state.name]);
   }
+}
+
+/// The params: `given`'s values where there are some, else random.
+void makeParams(const cellrt::Plan &plan,
+                const std::map<std::string, int64_t> &sizes,
+                const GivenParams *given, std::mt19937 &rng, RunData &data) {
   for (const cellrt::ParamDecl &param : plan.params) {
     std::vector<int64_t> shape;
     for (const cellc::DimExpr &dim : param.shape)
       shape.push_back(evaluate(dim, sizes));
     data.paramShapes[param.name] = shape;
-    data.params[param.name] = randomFloats(rng, product(shape));
-    batch.params[param.name] = toDouble(data.params[param.name]);
+    data.params[param.name] = given ? given->values.at(param.name)
+                                    : randomFloats(rng, product(shape));
+    data.batch.params[param.name] = toDouble(data.params[param.name]);
   }
+}
+
+/// One run's data; only the params come from `given` when it is set (the
+/// random draws of inputs, states and gradients stay those of --seed).
+RunData makeData(const cellrt::Plan &plan,
+                 const std::map<std::string, int64_t> &sizes,
+                 const RunConfig &config, const GivenParams *given,
+                 std::mt19937 &rng) {
+  RunData data;
+  makeInputs(plan, sizes, config, rng, data);
+  makeParams(plan, sizes, given, rng, data);
   data.outputWidth = evaluate(plan.outputWidth, sizes);
-  data.outputGradient = randomFloats(rng, T * B * data.outputWidth);
-  batch.outputGradient = toDouble(data.outputGradient);
+  data.outputGradient =
+      randomFloats(rng, config.T * config.B * data.outputWidth);
+  data.batch.outputGradient = toDouble(data.outputGradient);
   for (const cellrt::VectorDecl &probe : plan.probes) {
-    batch.probes.push_back(probe.name);
+    data.batch.probes.push_back(probe.name);
     data.probeWidths.push_back(evaluate(probe.length, sizes));
   }
   return data;
@@ -358,11 +395,15 @@ finiteDifferences(const ast::Cell &cell,
 
 /// One configuration: data, cellrt, reference, finite differences, table.
 bool runConfig(const ast::Cell &cell, const cellrt::Cell &compiled,
-               const RunConfig &config, std::mt19937 &rng, Summary &summary) {
+               const RunConfig &config, const GivenParams *given,
+               std::mt19937 &rng, Summary &summary) {
   const cellrt::Plan &plan = compiled.getPlan();
   std::map<std::string, int64_t> sizes =
       chooseSizes(plan, config.minDim, config.maxDim, rng);
-  RunData data = makeData(plan, sizes, config, rng);
+  if (given)
+    for (const auto &[dim, value] : given->dims)
+      sizes[dim] = value;
+  RunData data = makeData(plan, sizes, config, given, rng);
 
   llvm::outs() << "[" << config.name << "]";
   for (const auto &[dim, value] : sizes)
@@ -496,6 +537,85 @@ const ast::Cell *loadAST(const std::string &path,
   return nullptr;
 }
 
+/// --dim, --no-cache, --inference-only and --probe as the JIT's options,
+/// after checking them and --steps and --batch; false after an error.
+bool readOptions(jit::CompileOptions &options) {
+  options.cellName = cellName;
+  for (const std::string &binding : dimBindings) {
+    auto [name, value] = llvm::StringRef(binding).split('=');
+    int64_t number;
+    if (name.empty() || value.getAsInteger(10, number) || number <= 0) {
+      llvm::errs() << "cellc check: error: --dim expects "
+                      "NAME=POSITIVE_INTEGER, got '"
+                   << binding << "'\n";
+      return false;
+    }
+    options.fixedDims[name.str()] = number;
+  }
+  for (const cl::opt<int> *size : {&stepsOption, &batchOption})
+    if (size->getNumOccurrences() && *size < 1) {
+      llvm::errs() << "cellc check: error: --" << size->ArgStr
+                   << " expects a positive integer, got " << *size << "\n";
+      return false;
+    }
+  if (noCache)
+    options.cacheDir = "";
+  options.withBackward = !inferenceOnly;
+  options.probes.assign(probes.begin(), probes.end());
+  return true;
+}
+
+/// Small and medium sizes, each in both directions; --steps and --batch
+/// replace their T and B.
+std::vector<RunConfig> chooseConfigs() {
+  std::vector<RunConfig> configs = {
+      {"small", 3, 7, 5, 3, false},
+      {"small", 3, 7, 5, 3, true},
+      {"medium", 16, 32, 9, 4, false},
+      {"medium", 16, 32, 9, 4, true},
+  };
+  for (RunConfig &config : configs) {
+    if (stepsOption.getNumOccurrences())
+      config.T = stepsOption;
+    if (batchOption.getNumOccurrences())
+      config.B = batchOption;
+  }
+  return configs;
+}
+
+/// Prints the verdict of all runs; returns the exit code.
+int report(const std::string &name, const Summary &summary) {
+  if (!summary.backwardChecked)
+    llvm::outs() << "NOTE: backward unavailable: "
+                 << summary.backwardUnavailable
+                 << "; checked the forward pass only\n";
+  if (summary.failures == 0) {
+    llvm::outs() << "PASS: " << name << ": " << summary.comparisons
+                 << " comparisons within tolerance ("
+                 << (summary.backwardChecked ? "forward and backward"
+                                             : "forward only")
+                 << ")\n";
+    return 0;
+  }
+  llvm::outs() << "FAIL: " << name << ": " << summary.failures << " of "
+               << summary.comparisons << " comparisons out of tolerance\n";
+  return 1;
+}
+
+/// Runs every configuration on `cell` (compiled from `ast`).
+int checkCell(const ast::Cell &ast, const cellrt::Cell &cell,
+              const std::string &name, const GivenParams *given) {
+  std::mt19937 rng(seed);
+  Summary summary;
+  summary.backwardChecked = cell.hasBackward();
+  if (!summary.backwardChecked)
+    summary.backwardUnavailable =
+        "the plan has no backward directives (compiled without training)";
+  for (const RunConfig &config : chooseConfigs())
+    runConfig(ast, cell, config, given, rng, summary);
+  return report(name, summary);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -512,23 +632,8 @@ int main(int argc, char **argv) {
       "float64 LibTorch interpreter of its equations\n");
 
   jit::CompileOptions options;
-  options.cellName = cellName;
-  for (const std::string &binding : dimBindings) {
-    auto [name, value] = llvm::StringRef(binding).split('=');
-    int64_t number;
-    if (name.empty() || value.getAsInteger(10, number) || number <= 0) {
-      llvm::errs() << "cellc check: error: --dim expects "
-                      "NAME=POSITIVE_INTEGER, got '"
-                   << binding << "'\n";
-      return 1;
-    }
-    options.fixedDims[name.str()] = number;
-  }
-  if (noCache)
-    options.cacheDir = "";
-  options.withBackward = !inferenceOnly;
-  options.probes.assign(probes.begin(), probes.end());
-
+  if (!readOptions(options))
+    return 1;
   auto compiled = jit::compileFile(inputFilename, options);
   if (!compiled) {
     llvm::errs() << compiled.error();
@@ -547,12 +652,15 @@ int main(int argc, char **argv) {
   registerAllCellDialects(registry);
   mlir::MLIRContext context(registry);
   std::unique_ptr<ParsedFile> file;
-  std::string astErrors;
-  const ast::Cell *ast =
-      loadAST(inputFilename, options.fixedDims, compiled->cellName(), context,
-              file, astErrors);
-  if (!ast) {
-    llvm::errs() << "cellc check: error: " << astErrors << "\n";
+  std::string errors;
+  const ast::Cell *ast = loadAST(inputFilename, options.fixedDims,
+                                 compiled->cellName(), context, file, errors);
+  GivenParams given;
+  if (ast && !paramsFile.empty())
+    errors = readGivenParams(paramsFile, cell->getPlan(), *ast,
+                             options.fixedDims, given);
+  if (!ast || !errors.empty()) {
+    llvm::errs() << "cellc check: error: " << errors << "\n";
     return 1;
   }
 
@@ -561,36 +669,8 @@ int main(int argc, char **argv) {
                << llvm::format("%.3f", compiled->compileSeconds()) << " s"
                << (compiled->fromCache() ? " (cache hit)" : " (compiled)")
                << "\n";
-
-  std::mt19937 rng(seed);
-  const RunConfig configs[] = {
-      {"small", 3, 7, 5, 3, false},
-      {"small", 3, 7, 5, 3, true},
-      {"medium", 16, 32, 9, 4, false},
-      {"medium", 16, 32, 9, 4, true},
-  };
-  Summary summary;
-  summary.backwardChecked = cell->hasBackward();
-  if (!summary.backwardChecked)
-    summary.backwardUnavailable =
-        "the plan has no backward directives (compiled without training)";
-  for (const RunConfig &config : configs)
-    runConfig(*ast, *cell, config, rng, summary);
-
-  if (!summary.backwardChecked)
-    llvm::outs() << "NOTE: backward unavailable: "
-                 << summary.backwardUnavailable
-                 << "; checked the forward pass only\n";
-  if (summary.failures == 0) {
-    llvm::outs() << "PASS: " << compiled->cellName() << ": "
-                 << summary.comparisons << " comparisons within tolerance ("
-                 << (summary.backwardChecked ? "forward and backward"
-                                             : "forward only")
-                 << ")\n";
-    return 0;
-  }
-  llvm::outs() << "FAIL: " << compiled->cellName() << ": " << summary.failures
-               << " of " << summary.comparisons
-               << " comparisons out of tolerance\n";
-  return 1;
+  if (!paramsFile.empty())
+    llvm::outs() << "params: " << paramsFile << "\n";
+  return checkCell(*ast, *cell, compiled->cellName(),
+                   paramsFile.empty() ? nullptr : &given);
 }

@@ -17,6 +17,7 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -65,8 +66,8 @@ double CompiledCell::compileSeconds() const { return impl->seconds; }
 const std::string &CompiledCell::objectPath() const { return impl->objectPath; }
 
 // Bump when the object's contract changes in a way the build identity below
-// would not catch.
-const char *cellc::jit::cacheVersion() { return "cellc-jit-object-1"; }
+// would not catch. 2: entries keep the compile's warnings.
+const char *cellc::jit::cacheVersion() { return "cellc-jit-object-2"; }
 
 std::string cellc::jit::defaultCacheDir() {
   if (auto dir = llvm::sys::Process::GetEnv("CELLC_CACHE_DIR"))
@@ -133,8 +134,10 @@ std::string hostCPUIdentity() {
   return identity;
 }
 
-/// The cache key: everything that determines the object's bytes.
-std::string cacheKey(const std::string &source, const CompileOptions &options) {
+/// The cache key: everything that determines the entry's bytes. The display
+/// name is part of it because the warnings kept with the object name it.
+std::string cacheKey(const std::string &source, const std::string &displayName,
+                     const CompileOptions &options) {
   llvm::SHA256 hash;
   auto add = [&](llvm::StringRef text) {
     hash.update(std::to_string(text.size()));
@@ -150,6 +153,7 @@ std::string cacheKey(const std::string &source, const CompileOptions &options) {
   add(options.withBackward ? "backward" : "inference");
   for (const std::string &probe : options.probes)
     add("probe=" + probe);
+  add(displayName);
   add(source);
   std::array<uint8_t, 32> digest = hash.final();
   return llvm::toHex(digest, /*LowerCase=*/true);
@@ -339,34 +343,53 @@ compileToObject(const std::string &source, const std::string &displayName,
   return cell->cellName;
 }
 
-// A cache entry is the object followed by a trailer: the object's SHA-256
-// and this tag. Trailing bytes leave the ELF object valid for other tools,
-// and one file keeps the object and its checksum in a single rename.
+// A cache entry is the object, the warnings its compile reported (replayed
+// on every hit, as ccache replays a compiler's output) and a trailer: the
+// warnings' size, the SHA-256 of everything before the digest and this tag.
+// Trailing bytes leave the ELF object valid for other tools, and one file
+// keeps the object and its checksum in a single rename.
 const llvm::StringRef kTrailerTag = "CELLCSUM";
-const size_t kTrailerSize = 32 + 8;
+const size_t kDigestSize = 32;
+const size_t kTrailerSize = 8 + kDigestSize + 8;
 
-std::array<uint8_t, 32> sha256(llvm::ArrayRef<char> bytes) {
-  return llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+std::array<uint8_t, 32> sha256(llvm::ArrayRef<llvm::StringRef> parts) {
+  llvm::SHA256 hash;
+  for (llvm::StringRef part : parts)
+    hash.update(part);
+  return hash.final();
 }
 
-/// The object in a cache entry, or null when the entry is truncated or its
-/// bytes do not match the checksum (a damaged object could crash when run).
-std::unique_ptr<llvm::MemoryBuffer> verifiedObject(llvm::StringRef entry) {
+/// A cache entry's object and warnings.
+struct CacheEntry {
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  std::string warnings;
+};
+
+/// The object and warnings in a cache entry, or std::nullopt when the entry
+/// is truncated or its bytes do not match the checksum (a damaged object
+/// could crash when run).
+std::optional<CacheEntry> verifiedEntry(llvm::StringRef entry) {
   if (entry.size() <= kTrailerSize || !entry.endswith(kTrailerTag))
-    return nullptr;
-  llvm::StringRef object = entry.drop_back(kTrailerSize);
-  std::array<uint8_t, 32> digest = sha256({object.data(), object.size()});
-  if (std::memcmp(digest.data(), entry.data() + object.size(), 32) != 0)
-    return nullptr;
-  return llvm::MemoryBuffer::getMemBufferCopy(object, "cached.o");
+    return std::nullopt;
+  llvm::StringRef hashed = entry.drop_back(kDigestSize + kTrailerTag.size());
+  std::array<uint8_t, 32> digest = sha256({hashed});
+  if (std::memcmp(digest.data(), hashed.end(), kDigestSize) != 0)
+    return std::nullopt;
+  uint64_t warningsSize =
+      llvm::support::endian::read64le(hashed.end() - sizeof(uint64_t));
+  llvm::StringRef contents = hashed.drop_back(sizeof(uint64_t));
+  if (warningsSize >= contents.size())
+    return std::nullopt;
+  return CacheEntry{llvm::MemoryBuffer::getMemBufferCopy(
+                        contents.drop_back(warningsSize), "cached.o"),
+                    contents.take_back(warningsSize).str()};
 }
 
-/// Writes `object` and its trailer to `path` atomically (a unique
-/// temporary, then rename), so concurrent compiles never see a partial
-/// file. Failures only cost the cache, so they are ignored.
+/// Writes `object`, `warnings` and the trailer to `path` atomically (a
+/// unique temporary, then rename), so concurrent compiles never see a
+/// partial file. Failures only cost the cache, so they are ignored.
 void writeCacheFile(const std::string &dir, const std::string &path,
-                    llvm::ArrayRef<char> object) {
+                    llvm::StringRef object, llvm::StringRef warnings) {
   if (llvm::sys::fs::create_directories(dir))
     return;
   int fd;
@@ -374,10 +397,13 @@ void writeCacheFile(const std::string &dir, const std::string &path,
   if (llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temporary))
     return;
   {
+    char sizeBytes[sizeof(uint64_t)];
+    llvm::support::endian::write64le(sizeBytes, warnings.size());
+    llvm::StringRef size(sizeBytes, sizeof(sizeBytes));
+    std::array<uint8_t, 32> digest = sha256({object, warnings, size});
     llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
-    stream.write(object.data(), object.size());
-    std::array<uint8_t, 32> digest = sha256(object);
-    stream.write(reinterpret_cast<const char *>(digest.data()), 32);
+    stream << object << warnings << size;
+    stream.write(reinterpret_cast<const char *>(digest.data()), kDigestSize);
     stream << kTrailerTag;
     stream.flush();
     if (stream.has_error()) {
@@ -407,19 +433,21 @@ CompileResult cellc::jit::compileSource(const std::string &source,
   std::string objectPath;
   if (!cacheDir.empty()) {
     llvm::SmallString<256> path(cacheDir);
-    llvm::sys::path::append(path, cacheKey(source, options) + ".o");
+    llvm::sys::path::append(path,
+                            cacheKey(source, displayName, options) + ".o");
     objectPath = std::string(path);
     impl->objectPath = objectPath;
   }
 
   // A cache hit skips MLIR entirely: read the object, find its cell, load.
   if (!objectPath.empty()) {
-    auto entry = llvm::MemoryBuffer::getFile(objectPath);
-    auto cached = entry ? verifiedObject((*entry)->getBuffer()) : nullptr;
+    auto file = llvm::MemoryBuffer::getFile(objectPath);
+    auto cached = file ? verifiedEntry((*file)->getBuffer()) : std::nullopt;
     if (cached) {
       std::optional<std::string> name =
-          cellNameInObject(cached->getMemBufferRef());
-      if (name && loadObject(std::move(cached), *name, *impl).ok()) {
+          cellNameInObject(cached->object->getMemBufferRef());
+      if (name && loadObject(std::move(cached->object), *name, *impl).ok()) {
+        impl->warnings = std::move(cached->warnings);
         impl->fromCache = true;
         impl->seconds = secondsSince(start);
         return CompiledCellFactory::make(std::move(impl));
@@ -435,7 +463,9 @@ CompileResult cellc::jit::compileSource(const std::string &source,
   if (!cellName)
     return cellName.getStatus();
   if (!objectPath.empty())
-    writeCacheFile(cacheDir, objectPath, object);
+    writeCacheFile(cacheDir, objectPath,
+                   llvm::StringRef(object.data(), object.size()),
+                   impl->warnings);
   cellrt::Status loaded = loadObject(
       llvm::MemoryBuffer::getMemBufferCopy(
           llvm::StringRef(object.data(), object.size()), displayName + ".o"),

@@ -9,12 +9,13 @@
 //   if (!compiled) { report(compiled.error()); return; }
 //   auto cell = cellrt::Cell::load(compiled->image());
 //
-// Objects are cached on disk, keyed by a hash of the source, the options,
-// the host CPU and the compiler build, so a second compile of the same cell
-// only loads the object. Each entry ends with its object's SHA-256, checked
-// before the object is loaded: a truncated or damaged entry is compiled
-// again and replaced (atomically, so concurrent compiles of the same cell
-// are safe). Nothing here prints or exits: errors, including the
+// Objects are cached on disk, keyed by a hash of the source and its display
+// name, the options, the host CPU and the compiler build, so a second
+// compile of the same cell only loads the object (and replays the warnings
+// its compile reported). Each entry ends with a SHA-256 of its contents,
+// checked before the object is loaded: a truncated or damaged entry is
+// compiled again and replaced (atomically, so concurrent compiles of the
+// same cell are safe). Nothing here prints or exits: errors, including the
 // front end's located diagnostics (`atr.cell:4:7: error: ...` with the line
 // and a caret), are returned as text.
 //
@@ -70,7 +71,8 @@ public:
   /// The compiled cell's name.
   const std::string &cellName() const;
   /// Warnings the front end reported (e.g. unused params), located like
-  /// cellc's; empty when there were none or the object came from the cache.
+  /// cellc's; empty when there were none. A cache hit replays the warnings
+  /// of the compile that made the entry.
   const std::string &warnings() const;
   /// True when the object was loaded from the disk cache (MLIR skipped).
   bool fromCache() const;

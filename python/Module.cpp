@@ -2,9 +2,11 @@
 //
 // The extension module `cellc._cellc` (pybind11): compiles a cell through
 // the JIT (cached like the C++ API) and runs it forward, backward and one
-// step at a time on NumPy arrays, without copying them. The Python package
-// (python/cellc/__init__.py) wraps it with located CompileErrors and the
-// PyTorch layer (python/cellc/torch.py).
+// step at a time on NumPy arrays, without copying them, returning its
+// probes where asked. A cell keeps the text it was compiled from, so that
+// it pickles. The Python package (python/cellc/__init__.py) wraps it with
+// located CompileErrors and CompileWarnings and the PyTorch layer
+// (python/cellc/torch.py).
 //
 // Arrays must be float32 and C-contiguous (lengths: integers), in the
 // runtime's layouts: inputs [T, B, LEN] time-major, states [B, LEN], params
@@ -21,11 +23,15 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -226,11 +232,28 @@ struct Call {
   int64_t steps = 0, batch = 0;
 };
 
+/// What a cell was compiled from: enough to compile it again (a pickled
+/// cell), through the JIT's cache.
+struct CellSource {
+  /// The cell file's text, read when the cell was compiled.
+  std::string text;
+  /// What diagnostics name: the file's path, or "<string>".
+  std::string displayName;
+  /// As the caller asked (empty: the file's only cell), so that compiling
+  /// again hits the cache entry of the first compile.
+  std::string cellName;
+  std::map<std::string, int64_t> fixedDims;
+  bool training = true;
+  std::vector<std::string> probes;
+};
+
 /// A compiled cell. Holds the JIT's object, so the kernels stay loaded.
 class PyCell {
 public:
-  PyCell(cellc::jit::CompiledCell compiled, cellrt::Cell cell)
-      : compiled(
+  PyCell(CellSource source, cellc::jit::CompiledCell compiled,
+         cellrt::Cell cell)
+      : source(std::move(source)),
+        compiled(
             std::make_shared<cellc::jit::CompiledCell>(std::move(compiled))),
         cell(std::make_shared<const cellrt::Cell>(std::move(cell))) {}
 
@@ -241,12 +264,19 @@ public:
             bool reverse) const;
   py::tuple forward(const py::list &inputs, const py::dict &params,
                     const py::object &init, const py::object &lengths,
-                    bool reverse, py::object tape) const;
+                    bool reverse, py::object tape, bool returnProbes) const;
   py::dict backward(py::object tape, const py::object &outputGradient,
                     const py::object &finalStateGradients) const;
   py::tuple step(const py::list &inputs, const py::list &states,
-                 const py::dict &params) const;
+                 const py::dict &params, bool returnProbes) const;
 
+  /// Zeroed [leading..., LEN] arrays for every probe, written through
+  /// `views`, and the dict of them forward and step return; a ValueError
+  /// when the cell was compiled without probes.
+  py::dict probeArrays(const std::vector<int64_t> &leading, const Call &sizing,
+                       std::vector<cellrt::MutableArray> &views) const;
+
+  CellSource source;
   std::shared_ptr<cellc::jit::CompiledCell> compiled;
   /// Shared with the calls running without the GIL (and the tapes they
   /// record), so that setting `precision` replaces it under them safely.
@@ -337,14 +367,40 @@ Call PyCell::bind(const py::list &inputs, const py::dict &params,
   return call;
 }
 
+py::dict PyCell::probeArrays(const std::vector<int64_t> &leading,
+                             const Call &sizing,
+                             std::vector<cellrt::MutableArray> &views) const {
+  const cellrt::Plan &p = plan();
+  if (p.probes.empty())
+    throw py::value_error("cell " + p.cellName +
+                          " has no probes: compile it with probes=[names]");
+  py::dict arrays;
+  for (const cellrt::VectorDecl &probe : p.probes) {
+    std::vector<int64_t> shape = leading;
+    shape.push_back(evaluate(probe.length, sizing, "probe " + probe.name));
+    py::array array = zeros(shape);
+    views.push_back(mutableView(array));
+    arrays[py::str(probe.name)] = array;
+  }
+  return arrays;
+}
+
 py::tuple PyCell::forward(const py::list &inputs, const py::dict &params,
                           const py::object &init, const py::object &lengths,
-                          bool reverse, py::object tapeObject) const {
+                          bool reverse, py::object tapeObject,
+                          bool returnProbes) const {
   Call call = bind(inputs, params, init, lengths, reverse);
   const cellrt::Plan &p = plan();
   py::array output = zeros(
       {call.steps, call.batch, evaluate(p.outputWidth, call, "the output")});
   call.args.output = mutableView(output);
+  py::dict probes;
+  if (returnProbes) {
+    probes = probeArrays({call.steps, call.batch}, call, call.args.probes);
+    // A tape keeps the call, whose arguments point at them.
+    for (const auto &item : probes)
+      call.keep.push_back(py::reinterpret_borrow<py::object>(item.second));
+  }
   std::vector<py::array> finals;
   for (const cellrt::VectorDecl &state : p.states) {
     finals.push_back(
@@ -370,6 +426,8 @@ py::tuple PyCell::forward(const py::list &inputs, const py::dict &params,
   py::list states;
   for (py::array &state : finals)
     states.append(state);
+  if (returnProbes)
+    return py::make_tuple(output, states, probes);
   return py::make_tuple(output, states);
 }
 
@@ -436,7 +494,7 @@ py::dict PyCell::backward(py::object tapeObject,
 }
 
 py::tuple PyCell::step(const py::list &inputs, const py::list &states,
-                       const py::dict &params) const {
+                       const py::dict &params, bool returnProbes) const {
   const cellrt::Plan &p = plan();
   cellrt::StepArgs args;
   std::vector<py::object> keep;
@@ -504,34 +562,115 @@ py::tuple PyCell::step(const py::list &inputs, const py::list &states,
     args.nextStates.push_back(mutableView(nextArrays.back()));
     next.append(nextArrays.back());
   }
+  py::dict probes;
+  if (returnProbes)
+    probes = probeArrays({batch}, sizing, args.probes);
   {
     std::shared_ptr<const cellrt::Cell> running = cell;
     py::gil_scoped_release release;
     check(running->step(args));
   }
+  if (returnProbes)
+    return py::make_tuple(output, next, probes);
   return py::make_tuple(output, next);
 }
 
-PyCell compileCell(const std::string &source, bool isPath,
-                   const std::string &cellName,
-                   const std::map<std::string, int64_t> &dims, bool training,
-                   const std::optional<std::string> &cacheDir) {
+/// The text of the cell file at `path`, or a CompileFailure saying why not
+/// (as the JIT's compileFile says it).
+std::string readCellFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  if (!(file && text << file.rdbuf()))
+    throw CompileFailure(path +
+                         ": error: cannot read: " + std::strerror(errno));
+  return text.str();
+}
+
+/// Compiles `source` through the JIT (its cache in `cacheDir`; std::nullopt:
+/// the default), as a PyCell that keeps `source`, and the warnings the
+/// compile reported, located as cellc prints them.
+std::pair<PyCell, std::string>
+compileCellSource(CellSource source,
+                  const std::optional<std::string> &cacheDir) {
   cellc::jit::CompileOptions options;
-  options.cellName = cellName;
-  options.fixedDims = dims;
-  options.withBackward = training;
+  options.cellName = source.cellName;
+  options.fixedDims = source.fixedDims;
+  options.withBackward = source.training;
+  options.probes = source.probes;
   options.cacheDir = cacheDir;
   cellc::jit::CompileResult compiled = [&] {
     py::gil_scoped_release release;
-    return isPath ? cellc::jit::compileFile(source, options)
-                  : cellc::jit::compileSource(source, "<string>", options);
+    return cellc::jit::compileSource(source.text, source.displayName, options);
   }();
   if (!compiled)
     throw CompileFailure(compiled.error());
   cellrt::Expected<cellrt::Cell> cell = cellrt::Cell::load(compiled->image());
   if (!cell)
     throw CompileFailure(cell.error());
-  return PyCell(std::move(*compiled), std::move(*cell));
+  std::string warnings = compiled->warnings();
+  return {PyCell(std::move(source), std::move(*compiled), std::move(*cell)),
+          std::move(warnings)};
+}
+
+/// `_compile`: a cell from a file's path or text; returns (cell, warnings).
+py::tuple compileCell(const std::string &pathOrText, bool isPath,
+                      const std::string &cellName,
+                      const std::map<std::string, int64_t> &dims, bool training,
+                      const std::optional<std::string> &cacheDir,
+                      const std::vector<std::string> &probes) {
+  CellSource source;
+  source.text = isPath ? readCellFile(pathOrText) : pathOrText;
+  source.displayName = isPath ? pathOrText : "<string>";
+  source.cellName = cellName;
+  source.fixedDims = dims;
+  source.training = training;
+  source.probes = probes;
+  auto [cell, warnings] = compileCellSource(std::move(source), cacheDir);
+  return py::make_tuple(std::move(cell), warnings);
+}
+
+/// Sets `cell`'s precision by name ('f32' or 'bf16').
+void setPrecision(PyCell &cell, const std::string &name) {
+  std::optional<cellrt::Precision> precision = cellrt::parsePrecision(name);
+  if (!precision)
+    throw py::value_error("precision: f32 or bf16, not '" + name + "'");
+  cellrt::Expected<cellrt::Cell> changed = cell.cell->withPrecision(*precision);
+  if (!changed)
+    throw RunFailure(changed.error());
+  // Calls running without the GIL keep the cell they started on.
+  cell.cell = std::make_shared<const cellrt::Cell>(std::move(*changed));
+}
+
+std::string precisionOf(const PyCell &cell) {
+  return cellrt::precisionName(cell.cell->getPrecision());
+}
+
+// A pickled cell is what it was compiled from and its precision; unpickling
+// compiles it again, through the JIT's cache in its default place (a
+// pickle may travel to another machine, where the cache folder it was made
+// with means nothing).
+const int kPickleFormat = 1;
+
+py::tuple pickledCell(const PyCell &cell) {
+  const CellSource &source = cell.source;
+  return py::make_tuple(kPickleFormat, source.text, source.displayName,
+                        source.cellName, source.fixedDims, source.training,
+                        source.probes, precisionOf(cell));
+}
+
+PyCell unpickledCell(const py::tuple &state) {
+  if (state.size() != 8 || state[0].cast<int>() != kPickleFormat)
+    throw py::value_error("not a pickled cellc.Cell of this version of cellc");
+  CellSource source;
+  source.text = state[1].cast<std::string>();
+  source.displayName = state[2].cast<std::string>();
+  source.cellName = state[3].cast<std::string>();
+  source.fixedDims = state[4].cast<std::map<std::string, int64_t>>();
+  source.training = state[5].cast<bool>();
+  source.probes = state[6].cast<std::vector<std::string>>();
+  PyCell cell = compileCellSource(std::move(source), std::nullopt).first;
+  setPrecision(cell, state[7].cast<std::string>());
+  return cell;
 }
 
 py::list vectors(const std::vector<cellrt::VectorDecl> &decls) {
@@ -606,41 +745,44 @@ PYBIND11_MODULE(_cellc, m) {
                              [](const PyCell &c) { return c.plan().dims; })
       .def_property_readonly(
           "has_backward", [](const PyCell &c) { return c.cell->hasBackward(); })
-      .def_property(
-          "precision",
-          [](const PyCell &c) {
-            return std::string(cellrt::precisionName(c.cell->getPrecision()));
-          },
-          [](PyCell &c, const std::string &name) {
-            std::optional<cellrt::Precision> precision =
-                cellrt::parsePrecision(name);
-            if (!precision)
-              throw py::value_error("precision: f32 or bf16, not '" + name +
-                                    "'");
-            cellrt::Expected<cellrt::Cell> changed =
-                c.cell->withPrecision(*precision);
-            if (!changed)
-              throw RunFailure(changed.error());
-            // Calls running without the GIL keep the cell they started on.
-            c.cell = std::make_shared<const cellrt::Cell>(std::move(*changed));
-          },
-          "what the products read: 'f32', or 'bf16' (operands rounded to "
-          "bfloat16, f32 sums; gate math and arrays stay f32)")
+      .def_property("precision", &precisionOf, &setPrecision,
+                    "what the products read: 'f32', or 'bf16' (operands "
+                    "rounded to bfloat16, f32 sums; gate math and arrays "
+                    "stay f32)")
+      .def_property_readonly(
+          "probes", [](const PyCell &c) { return vectors(c.plan().probes); },
+          "[(name, length)]: the values forward and step return with "
+          "return_probes=True (compile(..., probes=[names]))")
+      .def_property_readonly(
+          "source", [](const PyCell &c) { return c.source.text; },
+          "the text the cell was compiled from (a file's, as it was read)")
+      .def(py::pickle(&pickledCell, &unpickledCell))
+      // Copies share the compiled cell, which is immutable; a copy's
+      // precision is its own.
+      .def("__copy__", [](const PyCell &c) { return PyCell(c); })
+      .def(
+          "__deepcopy__",
+          [](const PyCell &c, const py::dict &) { return PyCell(c); },
+          py::arg("memo"))
       .def("forward", &PyCell::forward, py::arg("inputs"), py::arg("params"),
            py::arg("init") = py::none(), py::arg("lengths") = py::none(),
            py::arg("reverse") = false, py::arg("tape") = py::none(),
+           py::arg("return_probes") = false,
            "Runs the cell over [T, B, LEN] inputs; returns (output [T, B, "
            "W], [final state [B, LEN]...]). With tape=cellc.Tape() it also "
-           "records what backward needs.")
+           "records what backward needs. With return_probes=True it "
+           "returns a third element, {probe name: [T, B, LEN] array} (zeros "
+           "at padded steps) for a cell compiled with probes.")
       .def("backward", &PyCell::backward, py::arg("tape"),
            py::arg("output_grad") = py::none(),
            py::arg("final_state_grads") = py::none(),
            "Gradients of a recorded forward pass: {'inputs': [...], "
            "'init': [...], 'params': {name: array}}.")
       .def("step", &PyCell::step, py::arg("inputs"), py::arg("states"),
-           py::arg("params"),
+           py::arg("params"), py::arg("return_probes") = false,
            "One step of [B, LEN] inputs and states; returns (output, "
-           "[next state...]).")
+           "[next state...]), and with return_probes=True a third element, "
+           "{probe name: [B, LEN] array}.")
       .def_property_readonly(
           "param_inits",
           [](const PyCell &c) {
@@ -663,7 +805,10 @@ PYBIND11_MODULE(_cellc, m) {
   m.def("_compiler_identity", &cellc::jit::compilerIdentity);
   m.def("_compile", &compileCell, py::arg("source"), py::arg("is_path"),
         py::arg("cell") = "", py::arg("dims") = std::map<std::string, int64_t>{},
-        py::arg("training") = true, py::arg("cache_dir") = py::none());
+        py::arg("training") = true, py::arg("cache_dir") = py::none(),
+        py::arg("probes") = std::vector<std::string>{});
+  // The project's version (CMakeLists.txt's project()), as built.
+  m.attr("__version__") = CELLC_VERSION;
   m.def(
       "set_threads",
       [](int64_t threads) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures (once) and builds cellc into ${BUILD_DIR:-build}.
+# Configures (once) and builds cellc into ${BUILD_DIR:-build}: everything,
+# or the ninja targets given (setup.py builds only _cellc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -13,4 +14,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
     -DLLVM_USE_LINKER=lld
 fi
-ninja -C "$BUILD_DIR" -j "$(nproc)"
+ninja -C "$BUILD_DIR" -j "$(nproc)" "$@"

@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-torch
   python3 python3-matplotlib
+  python3-venv python3-pip python3-wheel python3-setuptools python3-build
 )
 
 missing=()

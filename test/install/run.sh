@@ -23,5 +23,6 @@ import numpy as np, cellc
 cell = cellc.compile('cell c(x: [H]) { state h: [H]; param W: [H, H]; h\' = tanh(W @ x + h) }')
 out, (h,) = cell.forward([np.ones((2, 1, 3), np.float32)], {'W': np.eye(3, dtype=np.float32)})
 assert cell.__module__ == 'cellc._cellc' and abs(h[0, 0] - np.tanh(1 + np.tanh(1))) < 1e-6, h
+assert cellc.cell_path('atr').startswith('$package/cellc/cells/'), cellc.cell_path('atr')
 print('python package: ok')"
 fi

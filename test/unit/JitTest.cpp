@@ -67,6 +67,40 @@ TEST(Jit, CompilesAtrAndHitsTheCacheTheSecondTime) {
   EXPECT_EQ(files, 1);
 }
 
+// A cache hit used to drop the warnings: a cell warned only the first time
+// it was compiled on a machine.
+TEST(Jit, CacheHitsReplayTheWarnings) {
+  const char *source = "cell unused(x: [I]) {\n"
+                       "  state h: [H]\n"
+                       "  param W: [H, I], U: [H, H], b: [H]\n"
+                       "  h' = tanh(W @ x + U @ h)\n"
+                       "}\n";
+  TemporaryDir cache;
+  auto cold = jit::compileSource(source, "unused.cell", withCache(cache.str()));
+  ASSERT_TRUE(cold.ok()) << cold.error();
+  EXPECT_NE(cold->warnings().find("unused.cell:3:31: warning: param 'b' is "
+                                  "never used"),
+            std::string::npos)
+      << cold->warnings();
+  auto warm = jit::compileSource(source, "unused.cell", withCache(cache.str()));
+  ASSERT_TRUE(warm.ok()) << warm.error();
+  EXPECT_TRUE(warm->fromCache());
+  EXPECT_EQ(warm->warnings(), cold->warnings());
+  // The warnings name the file: another name is another entry.
+  auto renamed =
+      jit::compileSource(source, "other.cell", withCache(cache.str()));
+  ASSERT_TRUE(renamed.ok()) << renamed.error();
+  EXPECT_FALSE(renamed->fromCache());
+  EXPECT_NE(renamed->warnings().find("other.cell:3:31: warning"),
+            std::string::npos)
+      << renamed->warnings();
+  auto atr = jit::compileFile(kAtrPath, withCache(cache.str()));
+  auto atrWarm = jit::compileFile(kAtrPath, withCache(cache.str()));
+  ASSERT_TRUE(atr.ok() && atrWarm.ok());
+  EXPECT_TRUE(atrWarm->fromCache());
+  EXPECT_EQ(atrWarm->warnings(), "");
+}
+
 TEST(Jit, OptionsArePartOfTheCacheKey) {
   TemporaryDir cache;
   auto training = jit::compileFile(kAtrPath, withCache(cache.str()));

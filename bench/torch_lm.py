@@ -1,10 +1,12 @@
 """A PyTorch language model's training step with a compiled cell against
-PyTorch's own: embedding 512 -> one recurrent layer (hidden 512) -> linear
+PyTorch's own: embedding 512 -> recurrent layers (hidden 512) -> linear
 over a 10,000-word vocabulary, T=50, B=64, Adam. The recurrent layer is
 cellc.torch.CellModule(atr), CellModule(gru), a hand-written PyTorch ATR
-(a loop over time), or nn.GRU (PyTorch's fused CPU GRU). Prints the median
-milliseconds of a whole training step and of the layer's forward+backward
-alone.
+(a loop over time), or nn.GRU (PyTorch's fused CPU GRU); then two
+bidirectional layers: cellc.torch.RNN of torch_gru (nn.GRU's equations) and
+of lstm against nn.GRU and nn.LSTM with num_layers=2, bidirectional=True.
+Prints the median milliseconds of a whole training step and of the
+layers' forward+backward alone.
 
     OMP_NUM_THREADS=1 PYTHONPATH=build/python /usr/bin/python3 \\
         bench/torch_lm.py --threads 1
@@ -45,16 +47,25 @@ class TorchAtr(torch.nn.Module):
 
 
 def layers():
+    """{name: (layer, output width)}; every layer returns (output, ...)
+    but the hand-written ATR, which returns the output."""
     cells = os.path.join(SOURCE, "cells")
     atr = cellc.torch.CellModule(os.path.join(cells, "atr.cell"),
                                  {"I": E, "H": H})
     gru = cellc.torch.CellModule(os.path.join(cells, "gru.cell"),
                                  {"I": E, "H": H})
+    stack = dict(num_layers=2, bidirectional=True)
     return {
-        "cellc atr": (atr, lambda x: atr(x)[0]),
-        "pytorch atr (loop)": (TorchAtr(), None),
-        "cellc gru": (gru, lambda x: gru(x)[0]),
-        "nn.GRU": (torch.nn.GRU(E, H), None),
+        "cellc atr": (atr, H),
+        "pytorch atr (loop)": (TorchAtr(), H),
+        "cellc gru": (gru, H),
+        "nn.GRU": (torch.nn.GRU(E, H), H),
+        "RNN torch_gru 2 bi": (cellc.torch.RNN(
+            os.path.join(cells, "torch_gru.cell"), E, H, **stack), 2 * H),
+        "nn.GRU 2 bi": (torch.nn.GRU(E, H, **stack), 2 * H),
+        "RNN lstm 2 bi": (cellc.torch.RNN(
+            os.path.join(cells, "lstm.cell"), E, H, **stack), 2 * H),
+        "nn.LSTM 2 bi": (torch.nn.LSTM(E, H, **stack), 2 * H),
     }
 
 
@@ -80,12 +91,13 @@ def main():
     tokens = torch.randint(0, V, (T + 1, B))
     print(f"threads {args.threads}: median ms per training step "
           f"(T={T} B={B} emb {E} hidden {H} vocab {V})")
-    print(f"{'layer':<20} {'whole step':>10} {'layer fwd+bwd':>14}")
-    for name, (layer, run) in layers().items():
-        run = run or (lambda x, layer=layer: (
-            layer(x)[0] if isinstance(layer, torch.nn.GRU) else layer(x)))
+    print(f"{'layer':<20} {'whole step':>10} {'layers fwd+bwd':>14}")
+    for name, (layer, width) in layers().items():
+        def run(x, layer=layer):
+            out = layer(x)
+            return out if isinstance(layer, TorchAtr) else out[0]
         embed = torch.nn.Embedding(V, E)
-        project = torch.nn.Linear(H, V)
+        project = torch.nn.Linear(width, V)
         params = [*embed.parameters(), *layer.parameters(),
                   *project.parameters()]
         optimizer = torch.optim.Adam(params, lr=1e-3)

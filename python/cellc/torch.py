@@ -21,8 +21,10 @@ from torch.nn.utils.rnn import (PackedSequence, pack_padded_sequence,
                                 pad_packed_sequence)
 
 import cellc
+from cellc._gradcheck import GradcheckError, gradcheck  # noqa: F401
 
-__all__ = ["CellFunction", "CellModule", "RNN"]
+__all__ = ["CellFunction", "CellModule", "RNN", "gradcheck",
+           "GradcheckError"]
 
 
 def _array(tensor, what):

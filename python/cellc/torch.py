@@ -146,6 +146,19 @@ def _compiled(cell):
     return cellc.compile(cell)
 
 
+_PROBED = {}
+
+
+def _probed(cell, names):
+    """`cell` compiled again, for inference, with the probes `names` (once
+    per cell and names in a process; the JIT's cache keeps it across)."""
+    key = (cell.source, cell.name, tuple(names))
+    if key not in _PROBED:
+        _PROBED[key] = cellc.compile(cell.source, cell=cell.name,
+                                     training=False, probes=list(names))
+    return _PROBED[key]
+
+
 def _size(expression, dims):
     """The value of a dimension expression such as '3*H+I'."""
     try:
@@ -241,6 +254,23 @@ class CellModule(nn.Module):
     def extra_repr(self):
         text = f"{self.cell.name}, dims={self.dims}"
         return text + ", reverse=True" if self.reverse else text
+
+    def probe(self, names, *inputs, lengths=None, init=None):
+        """The values `names` (gates, intermediates of the cell's step, as
+        `cellc --probe`) take at every step, without gradients: {name:
+        (T, B, LEN)}, zeros at padded steps. Inputs, lengths and init as in
+        forward (padded tensors)."""
+        names = [names] if isinstance(names, str) else list(names)
+        cell = _probed(self.cell, names)
+        params = {name: _array(getattr(self, name), f"param {name}")
+                  for name, _ in self.cell.params}
+        arrays = [_array(x, f"input {k}") for k, x in enumerate(inputs)]
+        states = None if init is None else [
+            _array(s, f"initial state {k}") for k, s in enumerate(init)]
+        _, _, probes = cell.forward(arrays, params, init=states,
+                                    lengths=lengths, reverse=self.reverse,
+                                    return_probes=True)
+        return {name: torch.from_numpy(probes[name]) for name in names}
 
     def forward(self, *inputs, lengths=None, init=None):
         """inputs: one (T, B, LEN) tensor per cell input, or PackedSequences
@@ -445,7 +475,8 @@ class RNN(nn.Module):
             result.append(state)
         return result, widths
 
-    def forward(self, input, hx=None, lengths=None):
+    def _time_major(self, input, lengths):
+        """(x as (T, B, I), lengths as B ints, packed, unbatched)."""
         packed = isinstance(input, PackedSequence)
         unbatched = not packed and input.dim() == 2
         if packed:
@@ -462,6 +493,11 @@ class RNN(nn.Module):
                 input.transpose(0, 1) if self.batch_first else input
         steps, batch = x.shape[0], x.shape[1]
         lengths = [steps] * batch if lengths is None else _lengths(lengths)
+        return x, lengths, packed, unbatched
+
+    def forward(self, input, hx=None, lengths=None):
+        x, lengths, packed, unbatched = self._time_major(input, lengths)
+        batch = x.shape[1]
         h0, widths = self._initial_states(hx, batch, unbatched)
         finals = [[] for _ in self.cell.states]
         layer_input = x
@@ -494,6 +530,45 @@ class RNN(nn.Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, h_n[0] if len(h_n) == 1 else tuple(h_n)
+
+    def probe(self, names, input, hx=None, lengths=None):
+        """The values `names` (gates, intermediates of the cell's step, as
+        `cellc --probe`) take at every step of every layer and direction,
+        without dropout and without gradients: {name: (layers *
+        directions, T, B, LEN)} ((layers * directions, B, T, LEN) with
+        batch_first; zeros at padded steps). Input, hx and lengths as in
+        forward."""
+        names = [names] if isinstance(names, str) else list(names)
+        cell = _probed(self.cell, names)
+        x, lengths, _, unbatched = self._time_major(input, lengths)
+        h0, _ = self._initial_states(hx, x.shape[1], unbatched)
+        values = {name: [] for name in names}
+        layer_input = x
+        with torch.no_grad():
+            for k in range(self.num_layers):
+                outputs = []
+                for d in range(self.num_directions):
+                    index = k * self.num_directions + d
+                    suffix = f"_l{k}" + ("_reverse" if d else "")
+                    params = {name: _array(getattr(self, name + suffix),
+                                           f"param {name + suffix}")
+                              for name, _ in self.cell.params}
+                    init = [None if h is None else
+                            _array(h[index], "h_0") for h in h0]
+                    out, _, probes = cell.forward(
+                        [_array(layer_input, "input")], params,
+                        init=init if h0[0] is not None else None,
+                        lengths=lengths, reverse=d == 1, return_probes=True)
+                    outputs.append(torch.from_numpy(out))
+                    for name in names:
+                        values[name].append(torch.from_numpy(probes[name]))
+                layer_input = torch.cat(outputs, dim=2)
+        result = {name: torch.stack(v) for name, v in values.items()}
+        if unbatched:
+            return {name: v.squeeze(2) for name, v in result.items()}
+        if self.batch_first:
+            return {name: v.transpose(1, 2) for name, v in result.items()}
+        return result
 
     @classmethod
     def from_torch(cls, module):

@@ -31,6 +31,9 @@ int64_t cellParams(const std::string &cell, int64_t I, int64_t H) {
       formulas = {
           {"atr", [](int64_t I, int64_t H) { return H * I + H * H; }},
           {"gru", [](int64_t I, int64_t H) { return 3 * (H * I + H * H + H); }},
+          // nn.GRU's form keeps b_hn apart from b_in: one bias more.
+          {"torch_gru",
+           [](int64_t I, int64_t H) { return 3 * (H * I + H * H) + 4 * H; }},
           {"lstm",
            [](int64_t I, int64_t H) { return 4 * (H * I + H * H + H); }},
           {"ran", [](int64_t I, int64_t H) { return 3 * H * I + 2 * H * H + 2 * H; }},

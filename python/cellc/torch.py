@@ -255,6 +255,12 @@ class CellModule(nn.Module):
         text = f"{self.cell.name}, dims={self.dims}"
         return text + ", reverse=True" if self.reverse else text
 
+    def __prepare_scriptable__(self):
+        """What torch.jit.script compiles instead: the TorchScript twin
+        (cellc._script.scriptable), sharing these params."""
+        from cellc._script import scriptable
+        return scriptable(self)
+
     def probe(self, names, *inputs, lengths=None, init=None):
         """The values `names` (gates, intermediates of the cell's step, as
         `cellc --probe`) take at every step, without gradients: {name:
@@ -448,6 +454,12 @@ class RNN(nn.Module):
             text += f", dims={self.dims}"
         return text
 
+    def __prepare_scriptable__(self):
+        """What torch.jit.script compiles instead: the TorchScript twin
+        (cellc._script.scriptable), sharing these params."""
+        from cellc._script import scriptable
+        return scriptable(self)
+
     def _initial_states(self, hx, batch, unbatched):
         """h_0 as one (layers * directions, B, width) tensor per state."""
         widths = [[_size(length, dims) for _, length in self.cell.states]
@@ -616,3 +628,12 @@ def _packed_like(output, lengths, packed):
                                   sorted_lengths, enforce_sorted=True)
     return PackedSequence(result.data, result.batch_sizes,
                           packed.sorted_indices, packed.unsorted_indices)
+
+
+# The TorchScript ops (cellc/_ops*.so), registered on import so that
+# torch.jit.load of a scripted model needs only `import cellc.torch`; a
+# build without LibTorch has none, and scripting then says so.
+try:
+    import cellc._script  # noqa: E402,F401
+except ImportError:
+    pass

@@ -248,14 +248,10 @@ def test_in_place_change_before_backward_raises(scripted_atr):
         output.sum().backward()
 
 
-def test_script_through_prepare_scriptable(monkeypatch):
+def test_script_through_prepare_scriptable():
     """torch.jit.script takes the eager model as it is, through RNN's
-    __prepare_scriptable__ (set here until cellc.torch has it). It puts the
-    twin in the model's own _modules; the model keeps running eagerly as
-    before, PackedSequence and all."""
-    if not hasattr(cellc.torch.RNN, "__prepare_scriptable__"):
-        monkeypatch.setattr(cellc.torch.RNN, "__prepare_scriptable__",
-                            lambda self: scriptable(self), raising=False)
+    __prepare_scriptable__. It puts the twin in the model's own _modules;
+    the model keeps running eagerly as before, PackedSequence and all."""
     model = eager_model("lstm").eval()
     tokens, h0, lengths = batch("lstm", 5, 3, seed=8)
     packed = pack_padded_sequence(model.embed(tokens), lengths,
@@ -273,3 +269,27 @@ def test_cell_with_fixed_dims_is_refused():
     cell = cellc.compile(cellc.cell_path("atr"), dims={"H": 4})
     with pytest.raises(ValueError, match="compiled with fixed dims"):
         scriptable(cellc.torch.CellModule(cell, {"I": 4}))
+
+
+def test_cell_module_scripts_through_prepare_scriptable():
+    torch.manual_seed(9)
+    layer = cellc.torch.CellModule(cellc.cell_path("atr"), {"I": 3, "H": 4})
+    x = torch.randn(5, 2, 3)
+    expected, _ = layer(x)
+    scripted = torch.jit.script(layer)
+    output, _ = scripted([x], torch.tensor([5, 5]))
+    torch.testing.assert_close(output, expected, **FORWARD)
+
+
+def test_loading_needs_only_cellc_torch(tmp_path):
+    """torch.jit.load in a fresh process that imported cellc.torch (not
+    cellc._script) finds the ops."""
+    layer = cellc.torch.CellModule(cellc.cell_path("atr"), {"I": 3, "H": 4})
+    path = tmp_path / "atr.pt"
+    torch.jit.save(torch.jit.script(layer), str(path))
+    code = ("import torch, cellc.torch; m = torch.jit.load(%r); "
+            "print(m([torch.randn(2, 1, 3)], None)[0].shape)" % str(path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                            text=True, env=os.environ.copy())
+    assert result.returncode == 0, result.stderr
+    assert "torch.Size([2, 1, 4])" in result.stdout

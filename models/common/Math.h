@@ -14,7 +14,7 @@
 
 #include "models/common/Param.h"
 
-#include "cellrt/Plan.h"
+#include "cellrt/Precision.h"
 
 #include <cstdint>
 #include <string>

@@ -12,6 +12,8 @@
 
 #include "cellrt/DimExpr.h"
 #include "cellrt/InitScheme.h"
+#include "cellrt/Precision.h"
+#include "cellrt/Status.h"
 
 #include <cassert>
 #include <cstdint>
@@ -23,47 +25,6 @@
 #include <vector>
 
 namespace cellrt {
-
-/// Success, or an error with a message for the user. The runtime returns
-/// errors; it never prints or aborts.
-class Status {
-public:
-  Status() = default;
-  static Status success() { return Status(); }
-  static Status error(std::string message) {
-    Status status;
-    status.failed = true;
-    status.text = std::move(message);
-    return status;
-  }
-  bool ok() const { return !failed; }
-  const std::string &message() const { return text; }
-
-private:
-  bool failed = false;
-  std::string text;
-};
-
-/// A value or the error that prevented computing it.
-template <typename T> class Expected {
-public:
-  Expected(T value) : value(std::move(value)) {}
-  Expected(Status error) : status(std::move(error)) {
-    assert(!status.ok() && "an Expected built from a Status must be an error");
-  }
-  bool ok() const { return value.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const Status &getStatus() const { return status; }
-  const std::string &error() const { return status.message(); }
-  T &operator*() { return *value; }
-  const T &operator*() const { return *value; }
-  T *operator->() { return &*value; }
-  const T *operator->() const { return &*value; }
-
-private:
-  std::optional<T> value;
-  Status status;
-};
 
 using cellc::DimExpr;
 
@@ -193,16 +154,6 @@ struct Operation {
   const Ref &wgradDy() const { return operands[0]; }
   const Ref &wgradX() const { return operands[1]; }
 };
-
-/// What the plan's matrix products read: f32, or operands rounded to
-/// bfloat16 (8-bit mantissa) and summed in f32. Gate math, states and
-/// every array a caller sees stay f32 either way.
-enum class Precision { F32, BF16 };
-
-/// "f32" or "bf16", as `cellc --precision` and the plan spell them.
-const char *precisionName(Precision precision);
-/// The precision a name spells, or nullopt.
-std::optional<Precision> parsePrecision(std::string_view name);
 
 /// A parsed, validated plan. Every reference names a declaration of the right
 /// kind and every dimension expression uses only the declared dims.

@@ -1,6 +1,11 @@
 //===- Registration.cpp - Dialects and passes every cellc tool needs ------===//
+//
+// In codegen/, not tools/: the JIT registers them too, and a library does
+// not reach into the tools.
+//
+//===----------------------------------------------------------------------===//
 
-#include "tools/common/Registration.h"
+#include "codegen/Registration.h"
 #include "codegen/Codegen.h"
 #include "ir/CellDialect.h"
 #include "passes/Passes.h"

@@ -1,7 +1,7 @@
-//===- Registration.h - Dialects and passes every cellc tool needs -*- C++ -*-===//
+//===- codegen/Registration.h - Dialects and passes of cellc ---*- C++ -*-===//
 
-#ifndef CELLC_TOOLS_REGISTRATION_H
-#define CELLC_TOOLS_REGISTRATION_H
+#ifndef CELLC_CODEGEN_REGISTRATION_H
+#define CELLC_CODEGEN_REGISTRATION_H
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -12,4 +12,4 @@ void registerAllCellDialects(mlir::DialectRegistry &registry);
 void registerAllCellPasses();
 } // namespace cellc
 
-#endif // CELLC_TOOLS_REGISTRATION_H
+#endif // CELLC_CODEGEN_REGISTRATION_H

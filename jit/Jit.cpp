@@ -7,7 +7,7 @@
 #include "frontend/Diagnostics.h"
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
-#include "tools/common/Registration.h"
+#include "codegen/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,6 +1,6 @@
 //===- cell-opt.cpp - mlir-opt with the cell dialect and passes -----------===//
 
-#include "tools/common/Registration.h"
+#include "codegen/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

@@ -16,7 +16,7 @@
 
 #include "codegen/Codegen.h"
 #include "frontend/Frontend.h"
-#include "tools/common/Registration.h"
+#include "codegen/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

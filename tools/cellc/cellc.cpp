@@ -13,7 +13,7 @@
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "tools/cellc/Subcommands.h"
-#include "tools/common/Registration.h"
+#include "codegen/Registration.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"

@@ -19,6 +19,7 @@
 #include "cellrt/DimExpr.h"
 #include "cellrt/Plan.h"
 #include "codegen/Codegen.h"
+#include "codegen/KernelEmitter.h"
 #include "passes/Passes.h"
 #include "schedule/Schedule.h"
 

@@ -48,21 +48,6 @@ private:
 /// `dims` array every kernel of the cell receives.
 std::vector<std::string> collectDims(mlir::cell::CellOp cell);
 
-/// A row-local scratch buffer a kernel needs: a scan kernel's current or
-/// next state, or a value a whole-vector operation reads or writes. On the
-/// CPU kernels allocate them; on the GPU the launcher passes one
-/// [rows, LEN] buffer per slot after the arguments (plan: `scratch K ...`).
-struct ScratchSlot {
-  enum Kind { CurrentState, NextState, Value } kind;
-  mlir::Value value;
-  mlir::Type type;
-};
-
-/// The scratch slots of the kernel of `fused` (its scan form if `scan`), in
-/// the order the kernel and the plan use.
-llvm::SmallVector<ScratchSlot> collectScratch(mlir::cell::FusedOp fused,
-                                              bool scan, unsigned numStates);
-
 /// How many kernels lower-to-loops makes of an optimised cell.
 int64_t countKernels(mlir::cell::CellOp cell);
 

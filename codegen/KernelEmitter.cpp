@@ -28,6 +28,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "passes/Passes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <set>
@@ -777,4 +778,27 @@ void cellc::emitKernel(FusedOp fused, func::FuncOp func,
                        const std::vector<std::string> &dims,
                        unsigned numStates, bool scan, bool gpu) {
   KernelEmitter(fused, func, dims, numStates, scan, gpu).emit();
+}
+
+SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
+                                                     unsigned numStates) {
+  SmallVector<ScratchSlot> slots;
+  if (scan)
+    for (unsigned i = 0; i < numStates; ++i) {
+      Type type = fused.getOperand(i).getType();
+      slots.push_back({ScratchSlot::CurrentState, Value(), type});
+      slots.push_back({ScratchSlot::NextState, Value(), type});
+    }
+  llvm::DenseSet<Value> seen;
+  fused.getBody().walk([&](Operation *op) {
+    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op) &&
+        seen.insert(op->getResult(0)).second)
+      slots.push_back(
+          {ScratchSlot::Value, op->getResult(0), op->getResult(0).getType()});
+    if (cellc::isWholeVector(op))
+      for (Value operand : op->getOperands())
+        if (!operand.isa<BlockArgument>() && seen.insert(operand).second)
+          slots.push_back({ScratchSlot::Value, operand, operand.getType()});
+  });
+  return slots;
 }

@@ -32,6 +32,21 @@ void emitKernel(mlir::cell::FusedOp fused, mlir::func::FuncOp func,
                 const std::vector<std::string> &dims, unsigned numStates,
                 bool scan, bool gpu);
 
+/// A row-local scratch buffer a kernel needs: a scan kernel's current or
+/// next state, or a value a whole-vector operation reads or writes. On the
+/// CPU kernels allocate them; on the GPU the launcher passes one
+/// [rows, LEN] buffer per slot after the arguments (plan: `scratch K ...`).
+struct ScratchSlot {
+  enum Kind { CurrentState, NextState, Value } kind;
+  mlir::Value value;
+  mlir::Type type;
+};
+
+/// The scratch slots of the kernel of `fused` (its scan form if `scan`), in
+/// the order the kernel and the plan use.
+llvm::SmallVector<ScratchSlot> collectScratch(mlir::cell::FusedOp fused,
+                                              bool scan, unsigned numStates);
+
 } // namespace cellc
 
 #endif // CELLC_CODEGEN_KERNELEMITTER_H

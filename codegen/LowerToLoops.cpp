@@ -96,29 +96,6 @@ std::vector<std::string> cellc::collectDims(CellOp cell) {
   return {names.begin(), names.end()};
 }
 
-SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
-                                                     unsigned numStates) {
-  SmallVector<ScratchSlot> slots;
-  if (scan)
-    for (unsigned i = 0; i < numStates; ++i) {
-      Type type = fused.getOperand(i).getType();
-      slots.push_back({ScratchSlot::CurrentState, Value(), type});
-      slots.push_back({ScratchSlot::NextState, Value(), type});
-    }
-  llvm::DenseSet<Value> seen;
-  fused.getBody().walk([&](Operation *op) {
-    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op) &&
-        seen.insert(op->getResult(0)).second)
-      slots.push_back(
-          {ScratchSlot::Value, op->getResult(0), op->getResult(0).getType()});
-    if (cellc::isWholeVector(op))
-      for (Value operand : op->getOperands())
-        if (!operand.isa<BlockArgument>() && seen.insert(operand).second)
-          slots.push_back({ScratchSlot::Value, operand, operand.getType()});
-  });
-  return slots;
-}
-
 int64_t cellc::countKernels(CellOp cell) {
   int64_t count = 0;
   cell.walk([&](FusedOp) { ++count; });

@@ -8,7 +8,10 @@
 # FLAGS (more train options, e.g. "--share-cell --tie-output"), WIDTH (the
 # embedding, state, attention and readout width, default 256; another
 # width adds -wWIDTH to the name); runs are named CELL, CELL-ARCH or
-# CELL-ARCH-LAYERS, and RUN_SUFFIX is appended. PLATEAU (default ppl, as
+# CELL-ARCH-LAYERS, and RUN_SUFFIX is appended (then SEED_SUFFIX, with
+# SEED_FLAG="--seed N" the run's seed). BIN (default BUILD_DIR/bin) holds
+# the nmt to run: a copy of it keeps a long table on one binary while the
+# build changes. PLATEAU (default ppl, as
 # nmt's) is --plateau-metric: greedy BLEU stays near 0 for a narrow
 # model's first epochs. It cannot change on --resume: a run started with
 # another value is refused.
@@ -19,7 +22,7 @@ if [ ! -f "$D/train.lc.norm.tok.en" ]; then
   echo "multi30k.sh: no Multi30k at $D: skipped"
   exit 0
 fi
-BIN=${BUILD_DIR:-build}/bin
+BIN=${BIN:-${BUILD_DIR:-build}/bin}
 OUT=${OUT:-${BUILD_DIR:-build}/m30k}
 mkdir -p "$OUT"
 ARCH=${ARCH:-rnnsearch}
@@ -33,7 +36,7 @@ for cell in ${CELLS:-atr gru lstm}; do
   fi
   width=${WIDTH:-256}
   [ "$width" = 256 ] || run=$run-w$width
-  run=$run${RUN_SUFFIX:-}
+  run=$run${RUN_SUFFIX:-}${SEED_SUFFIX:-}
   start=$(date +%s)
   "$BIN/nmt" train --task files --threads "${THREADS:-2}" \
     --out "$OUT/$run.ckpt" --no-progress --arch "$ARCH" \
@@ -44,7 +47,7 @@ for cell in ${CELLS:-atr gru lstm}; do
     --readout "$width" \
     --max-tokens 2000 --epochs "${EPOCHS:-15}" --lr "${LR:-1e-3}" \
     --lr-decay plateau --plateau-metric "${PLATEAU:-ppl}" --patience 3 \
-    --resume "${layers[@]}" ${FLAGS:-}
+    --resume "${layers[@]}" ${FLAGS:-} ${SEED_FLAG:-}
   trained=$(date +%s)
   "$BIN/nmt" translate --model "$OUT/$run.ckpt.best" --threads "${THREADS:-2}" \
     --beam 5 --input "$D/test_2016_flickr.lc.norm.tok.en" \

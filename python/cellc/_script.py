@@ -33,7 +33,6 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from .torch import CellModule, RNN, _size
 
 __all__ = ["scriptable", "ScriptRNN", "ScriptCellModule"]
 
@@ -120,8 +119,7 @@ class ScriptRNN(_Twin):
         self.dropout = rnn.dropout
         self.input_size = rnn.input_size
         self.state_names = [name for name, _ in rnn.cell.states]
-        self.state_widths = [[_size(length, dims) for _, length in
-                              rnn.cell.states] for dims in rnn._layer_dims]
+        self.state_widths = rnn._layer_state_widths()
         # TorchScript reads attributes by literal names only: each layer's
         # and direction's params (the tensors registered above) in the
         # cell's order, in h_n's order.
@@ -258,10 +256,11 @@ class ScriptCellModule(_Twin):
 
 def scriptable(module):
     """The TorchScript twin of a cellc.torch.RNN or CellModule, sharing its
-    params and buffers (its __prepare_scriptable__)."""
-    if isinstance(module, RNN):
-        return ScriptRNN(module)
-    if isinstance(module, CellModule):
-        return ScriptCellModule(module)
-    raise TypeError("scriptable takes a cellc.torch.RNN or CellModule, got "
-                    f"{type(module).__name__}")
+    params and buffers: what its __prepare_scriptable__ gives (this module
+    does not import cellc.torch, which imports it)."""
+    prepare = getattr(module, "__prepare_scriptable__", None)
+    if not isinstance(module, nn.Module) or prepare is None or \
+            type(module).__module__ != "cellc.torch":
+        raise TypeError("scriptable takes a cellc.torch.RNN or CellModule, "
+                        f"got {type(module).__name__}")
+    return prepare()

@@ -257,9 +257,9 @@ class CellModule(nn.Module):
 
     def __prepare_scriptable__(self):
         """What torch.jit.script compiles instead: the TorchScript twin
-        (cellc._script.scriptable), sharing these params."""
-        from cellc._script import scriptable
-        return scriptable(self)
+        (cellc._script), sharing these params."""
+        from cellc._script import ScriptCellModule
+        return ScriptCellModule(self)
 
     def probe(self, names, *inputs, lengths=None, init=None):
         """The values `names` (gates, intermediates of the cell's step, as
@@ -456,14 +456,18 @@ class RNN(nn.Module):
 
     def __prepare_scriptable__(self):
         """What torch.jit.script compiles instead: the TorchScript twin
-        (cellc._script.scriptable), sharing these params."""
-        from cellc._script import scriptable
-        return scriptable(self)
+        (cellc._script), sharing these params."""
+        from cellc._script import ScriptRNN
+        return ScriptRNN(self)
+
+    def _layer_state_widths(self):
+        """Each layer's state widths: [[width per state] per layer]."""
+        return [[_size(length, dims) for _, length in self.cell.states]
+                for dims in self._layer_dims]
 
     def _initial_states(self, hx, batch, unbatched):
         """h_0 as one (layers * directions, B, width) tensor per state."""
-        widths = [[_size(length, dims) for _, length in self.cell.states]
-                  for dims in self._layer_dims]
+        widths = self._layer_state_widths()
         count = self.num_layers * self.num_directions
         n_states = len(self.cell.states)
         if hx is None:

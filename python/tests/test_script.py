@@ -293,3 +293,9 @@ def test_loading_needs_only_cellc_torch(tmp_path):
                             text=True, env=os.environ.copy())
     assert result.returncode == 0, result.stderr
     assert "torch.Size([2, 1, 4])" in result.stdout
+
+
+def test_scriptable_names_what_it_takes():
+    with pytest.raises(TypeError, match="cellc.torch.RNN or CellModule, got "
+                                        "GRU"):
+        scriptable(nn.GRU(3, 4))

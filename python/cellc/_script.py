@@ -259,8 +259,8 @@ def scriptable(module):
     params and buffers: what its __prepare_scriptable__ gives (this module
     does not import cellc.torch, which imports it)."""
     prepare = getattr(module, "__prepare_scriptable__", None)
-    if not isinstance(module, nn.Module) or prepare is None or \
-            type(module).__module__ != "cellc.torch":
+    ours = any(c.__module__ == "cellc.torch" for c in type(module).__mro__)
+    if not isinstance(module, nn.Module) or prepare is None or not ours:
         raise TypeError("scriptable takes a cellc.torch.RNN or CellModule, "
                         f"got {type(module).__name__}")
     return prepare()

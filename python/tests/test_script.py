@@ -299,3 +299,11 @@ def test_scriptable_names_what_it_takes():
     with pytest.raises(TypeError, match="cellc.torch.RNN or CellModule, got "
                                         "GRU"):
         scriptable(nn.GRU(3, 4))
+
+
+def test_a_subclass_of_rnn_scripts():
+    class Tagged(cellc.torch.RNN):
+        pass
+
+    layer = Tagged(cellc.cell_path("atr"), 3, 4)
+    assert isinstance(scriptable(layer), torch.nn.Module)

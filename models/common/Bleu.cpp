@@ -11,8 +11,6 @@
 
 namespace models {
 
-namespace {
-
 std::u32string decodeUtf8(const std::string &text) {
   std::u32string out;
   const auto *s = reinterpret_cast<const unsigned char *>(text.data());
@@ -32,6 +30,15 @@ std::u32string decodeUtf8(const std::string &text) {
   }
   return out;
 }
+
+bool isPythonSpace(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
+namespace {
 
 std::string encodeUtf8(const std::u32string &text) {
   std::string out;
@@ -65,14 +72,6 @@ void replaceAll(std::string &text, const std::string &from,
 }
 
 bool isDigit(char32_t c) { return c >= U'0' && c <= U'9'; }
-
-/// Python's str.isspace() for the separators str.split() uses.
-bool isPySpace(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
-         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
-}
 
 /// [\{-\~\[-\` -\&\(-\+\:-\@\/]
 bool isRule1(char32_t c) {
@@ -159,10 +158,10 @@ std::string tokenize13a(const std::string &input) {
   std::u32string out;
   size_t i = 0;
   while (i < r4.size()) {
-    while (i < r4.size() && isPySpace(r4[i]))
+    while (i < r4.size() && isPythonSpace(r4[i]))
       ++i;
     size_t start = i;
-    while (i < r4.size() && !isPySpace(r4[i]))
+    while (i < r4.size() && !isPythonSpace(r4[i]))
       ++i;
     if (i > start) {
       if (!out.empty())
@@ -280,6 +279,14 @@ BleuScore corpusMultiBleu(const std::vector<std::string> &hyps,
                           const std::vector<std::string> &refs,
                           bool lowercase) {
   return corpus(hyps, refs, false, lowercase, false);
+}
+
+std::string bleuSignature(bool tokenize13a, bool lowercase,
+                          const std::string &version) {
+  return std::string("nrefs:1|case:") + (lowercase ? "lc" : "mixed") +
+         "|eff:no|tok:" +
+         (tokenize13a ? "13a|smooth:exp" : "none|smooth:none") +
+         "|version:cellc-" + version;
 }
 
 } // namespace models

@@ -18,6 +18,11 @@
 
 namespace models {
 
+/// UTF-8 text as code points (a sequence cut off by the end: U+FFFD).
+std::u32string decodeUtf8(const std::string &text);
+/// Python's str.isspace(): the separators str.split() splits on.
+bool isPythonSpace(char32_t c);
+
 /// sacreBLEU's Tokenizer13a on one line of UTF-8 text.
 std::string tokenize13a(const std::string &line);
 
@@ -53,6 +58,13 @@ BleuScore corpusSacreBleu(const std::vector<std::string> &hyps,
 BleuScore corpusMultiBleu(const std::vector<std::string> &hyps,
                           const std::vector<std::string> &refs,
                           bool lowercase = false);
+
+/// sacreBLEU's signature of the score corpusSacreBleu (`tokenize13a`) or
+/// corpusMultiBleu computes: one reference, BLEU-4 without effective order;
+/// 13a with 'exp' smoothing, or the text's own tokens without smoothing:
+/// `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellc-VERSION`.
+std::string bleuSignature(bool tokenize13a, bool lowercase,
+                          const std::string &version);
 
 } // namespace models
 

@@ -226,11 +226,13 @@ void addTranslateCommand(CLI::App &app, TranslateRequest &r) {
 }
 
 void addScoreCommand(CLI::App &app, ScoreRequest &r) {
-  CLI::App *cmd = app.add_subcommand("score", "Corpus BLEU-4");
+  CLI::App *cmd = app.add_subcommand(
+      "score", "Corpus BLEU-4 or chrF2 with sacreBLEU's signature");
   cmd->add_option("--ref", r.ref, "reference lines")->required();
   cmd->add_option("--hyp", r.hyp, "hypothesis lines ('-': stdin)")->required();
   option(*cmd, "tokenize", r.tokenize,
-         "13a (sacreBLEU) or none (multi-bleu on tokenised text)")
+         "BLEU's tokens: 13a (sacreBLEU, 'exp' smoothing) or none (the "
+         "text's own, multi-bleu: no smoothing)")
       ->check(CLI::IsMember({"13a", "none"}));
   cmd->add_flag("--lc", r.lc, "lower-case before scoring");
 }
@@ -259,6 +261,10 @@ void addAnalyzeCommand(CLI::App &app, AnalyzeRequest &r) {
                   "sru f,r)")
       ->delimiter(',');
   cmd->add_option("--additive", r.additive,
+  option(*cmd, "metric", r.metric,
+         "bleu, or chrf (sacreBLEU's chrF2: character 1..6-grams without "
+         "whitespace, beta 2)")
+      ->check(CLI::IsMember({"bleu", "chrf"}));
                   "input and forget gate of a cell h' = i*p + f*h for Eq. 10; "
                   "1-z is z's complement (default i,f for atr, ran, lstm; "
                   "z,1-z for gru; 'none' to skip)")

@@ -21,7 +21,7 @@ struct TranslateRequest {
 };
 
 struct ScoreRequest {
-  std::string ref, hyp, tokenize = "13a";
+  std::string ref, hyp, tokenize = "13a", metric = "bleu";
   bool lc = false;
 };
 

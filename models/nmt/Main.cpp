@@ -5,6 +5,7 @@
 //   nmt score --ref R --hyp H      corpus BLEU-4 (sacreBLEU 13a or multi-bleu)
 //   nmt task --split S --side SIDE print the embedded task's text
 //   nmt analyze --model CKPT --src F --ref F --out DIR   gate analyses
+//                                  or chrF2 (--metric chrf), with a signature
 //
 // Options are parsed by CLI11: an unknown or misspelt option, a missing or
 // malformed value, or one out of range is an error naming the option, and
@@ -15,6 +16,7 @@
 #include "models/common/Bleu.h"
 #include "models/common/CommandLine.h"
 #include "models/common/OpenMpWaits.h"
+#include "models/common/Chrf.h"
 #include "models/common/RunLock.h"
 #include "models/common/Team.h"
 #include "models/nmt/CommandLine.h"
@@ -69,9 +71,17 @@ int score(const ScoreRequest &r) {
     throw DataError("different line counts: " + r.ref + " has " +
                     std::to_string(refs.size()) + " lines, " + r.hyp + " has " +
                     std::to_string(hyps.size()));
-  BleuScore score = r.tokenize == "13a" ? corpusSacreBleu(hyps, refs, r.lc)
-                                        : corpusMultiBleu(hyps, refs, r.lc);
-  std::printf("%s\n", score.str().c_str());
+  // The score, then sacreBLEU's signature of what was computed.
+  if (r.metric == "chrf") {
+    std::printf("%s %s\n", corpusChrf(hyps, refs, r.lc).str().c_str(),
+                chrfSignature(r.lc, CELLC_VERSION).c_str());
+    return 0;
+  }
+  bool t13a = r.tokenize == "13a";
+  BleuScore score = t13a ? corpusSacreBleu(hyps, refs, r.lc)
+                         : corpusMultiBleu(hyps, refs, r.lc);
+  std::printf("%s %s\n", score.str().c_str(),
+              bleuSignature(t13a, r.lc, CELLC_VERSION).c_str());
   return 0;
 }
 

@@ -78,3 +78,12 @@ TEST(Bleu, LowercaseOption) {
   EXPECT_LT(corpusSacreBleu({"The Cat sat down"}, {"the cat sat down"}).bleu,
             100.0);
 }
+
+// The signature says what was computed: 13a comes with 'exp' smoothing,
+// --tokenize none (multi-bleu) scores the text's own tokens unsmoothed.
+TEST(Bleu, Signature) {
+  EXPECT_EQ(bleuSignature(true, false, "1.2.3"),
+            "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellc-1.2.3");
+  EXPECT_EQ(bleuSignature(false, true, "1.2.3"),
+            "nrefs:1|case:lc|eff:no|tok:none|smooth:none|version:cellc-1.2.3");
+}

@@ -32,6 +32,18 @@ double softmaxCrossEntropyInPlace(float *logits, int64_t rows,
                                   const uint8_t *mask, float scale,
                                   float *dLogits);
 
+/// softmaxCrossEntropyInPlace with label smoothing `smoothing` (eps): a
+/// counted row's loss is (1 - eps) * -log p(target) + eps * the mean of
+/// -log p(j) over all `classes` j (PyTorch's CrossEntropyLoss(
+/// label_smoothing); Szegedy et al. 2016: the target distribution is
+/// (1 - eps) onehot + eps / classes), and dLogits = scale * (softmax -
+/// that distribution). Skipped (padded) rows count nothing. eps = 0 is
+/// softmaxCrossEntropyInPlace, bit for bit.
+double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
+                                   const int32_t *targets, const uint8_t *mask,
+                                   float smoothing, float scale,
+                                   float *dLogits);
+
 /// Log-softmax of each row of logits [rows, classes], in place.
 void logSoftmax(float *logits, int64_t rows, int64_t classes);
 

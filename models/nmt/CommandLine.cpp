@@ -145,6 +145,12 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
       ->group(group);
   option(cmd, "precision", o.precision,
          "what every product reads: f32, or bf16 (weights and activations "
+  option(cmd, "label-smoothing", o.labelSmoothing,
+         "eps of the training loss (1 - eps) * -log p(target) + eps * mean "
+         "over the target vocabulary of -log p (PyTorch's label_smoothing; "
+         "padded steps excluded); validation perplexity stays unsmoothed")
+      ->check(CLI::Range(0.0, 0.999))
+      ->group(group);
          "rounded to bfloat16, f32 sums, gate math and master weights; "
          "decoding a checkpoint uses its precision)")
       ->check(CLI::IsMember({"f32", "bf16"}))

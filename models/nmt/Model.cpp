@@ -212,9 +212,10 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
   dLogits.resize(backward ? N * V : 0);
-  double total = softmaxCrossEntropyInPlace(
+  double total = smoothedCrossEntropyInPlace(
       trainReadout.logits.data(), N, V, batch.tgtOut.data(), mask.data(),
-      1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr);
+      smoothing, 1.f / float(batch.targetTokens),
+      backward ? dLogits.data() : nullptr);
   if (!backward)
     return total;
 

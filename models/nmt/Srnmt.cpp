@@ -137,8 +137,8 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
   std::vector<float> dLogits(backward ? N * V : 0);
-  double total = softmaxCrossEntropyInPlace(
-      logits.data(), N, V, batch.tgtOut.data(), mask.data(),
+  double total = smoothedCrossEntropyInPlace(
+      logits.data(), N, V, batch.tgtOut.data(), mask.data(), smoothing,
       1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr);
   if (!backward)
     return total;

@@ -67,6 +67,7 @@ std::map<std::string, std::string> TrainOptions::toMap() const {
   m["init"] = init;
   m["lr"] = f(lr);
   m["clip"] = f(clip);
+  m["label-smoothing"] = f(labelSmoothing);
   m["precision"] = precision;
   m["max-tokens"] = std::to_string(maxTokens);
   m["epochs"] = std::to_string(epochs);
@@ -165,6 +166,10 @@ TrainOptions::fromMap(const std::map<std::string, std::string> &m) {
   driverInitScheme(o.init, o.initScale); // checks the name
   number("lr", o.lr);
   number("clip", o.clip);
+  // A checkpoint from before the option trained without smoothing.
+  number("label-smoothing", o.labelSmoothing);
+  if (!(o.labelSmoothing >= 0 && o.labelSmoothing < 1))
+    throw DataError("--label-smoothing must be in [0, 1)");
   text("precision", o.precision);
   number("max-tokens", o.maxTokens);
   number("epochs", o.epochs);
@@ -306,6 +311,7 @@ void Session::build() {
       config.cell2.empty() ? nullptr
                            : &loadCell(config.cell2, config.cell2Source);
   model = makeModel(config, loadCell(config.cell, config.cellSource), cell2);
+  model->setLabelSmoothing(options.labelSmoothing);
   adam.clipNorm = options.clip;
 }
 
@@ -336,6 +342,9 @@ void Session::validate(const std::vector<std::string> &src,
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return exs[a].src.size() < exs[b].src.size();
   });
+  // Perplexity is of the plain cross-entropy, whatever training smooths.
+  const float smoothing = model->labelSmoothing();
+  model->setLabelSmoothing(0);
   for (size_t start = 0; start < order.size(); start += 64) {
     std::vector<int64_t> idx(order.begin() + start,
                              order.begin() + std::min(order.size(), start + 64));
@@ -343,6 +352,7 @@ void Session::validate(const std::vector<std::string> &src,
     total += model->loss(batch, false, nullptr);
     tokens += batch.targetTokens;
   }
+  model->setLabelSmoothing(smoothing);
   perplexity = std::exp(total / double(std::max<int64_t>(1, tokens)));
   size_t count = src.size();
   if (options.validMax > 0)

@@ -41,6 +41,9 @@ struct TrainOptions {
   std::string init = "paper";
   // Optimisation.
   float lr = 5e-4f, clip = 5.0f;
+  /// eps of the training loss's label smoothing (TranslationModel::loss);
+  /// validation perplexity is always of the plain cross-entropy.
+  float labelSmoothing = 0;
   /// What the products read: f32, or bf16 (rounded operands, f32 sums and
   /// master weights), the cells' and the layers' alike.
   std::string precision = "f32";

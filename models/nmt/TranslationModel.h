@@ -78,7 +78,9 @@ public:
   /// else `fallback`.
   virtual void initialize(uint64_t seed,
                           const cellrt::InitScheme &fallback) = 0;
-  /// The summed cross-entropy of the batch's target tokens. With `backward`
+  /// The summed cross-entropy of the batch's target tokens, label-smoothed
+  /// by labelSmoothing() (models/common/Losses.h,
+  /// smoothedCrossEntropyInPlace; padded steps count nothing). With `backward`
   /// it also ACCUMULATES the gradient of the MEAN per-token loss into every
   /// Param::grad. Dropout is applied when dropoutRng is given.
   virtual double loss(const models::Batch &batch, bool backward,
@@ -116,3 +118,11 @@ makeModel(const ModelConfig &config, const cellrt::Cell &cell,
 } // namespace nmt
 
 #endif
+
+  /// eps of loss()'s label smoothing: (1 - eps) * -log p(target) + eps *
+  /// the mean of -log p over the target vocabulary (0: none).
+  void setLabelSmoothing(float eps) { smoothing = eps; }
+  float labelSmoothing() const { return smoothing; }
+
+protected:
+  float smoothing = 0;

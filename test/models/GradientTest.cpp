@@ -85,6 +85,29 @@ INSTANTIATE_TEST_SUITE_P(Cells, GradientTest,
                          testing::Values("atr", "gru", "lstm", "ran", "lau",
                                          "rnn", "deeptrans", "sru", "srnmt"));
 
+// --label-smoothing: the smoothed loss's gradient through the whole model
+// (RNNSearch and SR-NMT, whose output layers differ), and eps = 0 is the
+// unsmoothed loss exactly.
+TEST(LabelSmoothingGradientTest, WholeModelMatchesFiniteDifferences) {
+  for (const char *arch : {"rnnsearch", "srnmt"}) {
+    ModelConfig config = tinyConfig("atr", arch, 1);
+    config.emb = config.hidden = 4;
+    std::unique_ptr<TranslationModel> model =
+        makeModel(config, loadCell(config.cell));
+    model->setLabelSmoothing(0.1f);
+    Worst worst = checkGradients(*model, 2e-3f);
+    EXPECT_LE(worst.error, 1e-2) << arch << ": " << worst.where;
+
+    Batch batch = tinyBatch();
+    double smoothed = model->loss(batch, false, nullptr);
+    model->setLabelSmoothing(0);
+    double plain = model->loss(batch, false, nullptr);
+    EXPECT_NE(smoothed, plain) << arch;
+    model->setLabelSmoothing(0.1f);
+    EXPECT_EQ(model->loss(batch, false, nullptr), smoothed) << arch;
+  }
+}
+
 // The context-aware encoder (--arch ca) in the whole model.
 class ContextAwareGradientTest : public testing::TestWithParam<std::string> {};
 

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace models;
 using namespace layercheck;
 
@@ -70,6 +72,72 @@ TEST(SoftmaxCrossEntropy, InPlaceLeavesTheSameLogProbabilities) {
   EXPECT_EQ(decoded, logProbs);
   expectClose(decoded, torch::log_softmax(toTorch(logits, {rows, classes}), 1),
               "logSoftmax");
+}
+
+// Label smoothing by hand: logits log(0.5, 0.25, 0.25) are their own
+// log-probabilities; target 0, eps = 0.1: loss = 0.9 ln 2 + 0.1 * (ln 2 +
+// ln 4 + ln 4) / 3 = (0.9 + 1/6) ln 2, and dLogits = p - q with q = (0.9 +
+// 0.1/3, 0.1/3, 0.1/3).
+TEST(SmoothedCrossEntropy, HandComputed) {
+  std::vector<float> logits = {std::log(0.5f), std::log(0.25f),
+                               std::log(0.25f)};
+  std::vector<int32_t> target = {0};
+  std::vector<float> d(3);
+  double loss = smoothedCrossEntropyInPlace(logits.data(), 1, 3, target.data(),
+                                            nullptr, 0.1f, 1.f, d.data());
+  EXPECT_NEAR(loss, (0.9 + 1.0 / 6) * std::log(2.0), 1e-6);
+  EXPECT_NEAR(d[0], 0.5 - (0.9 + 0.1 / 3), 1e-6);
+  EXPECT_NEAR(d[1], 0.25 - 0.1 / 3, 1e-6);
+  EXPECT_NEAR(d[2], 0.25 - 0.1 / 3, 1e-6);
+}
+
+// Against LibTorch's cross_entropy(label_smoothing) (the same definition:
+// eps spread over every class, the target's included), masked rows
+// excluded, and central differences; eps = 0 is the unsmoothed loss bit
+// for bit.
+TEST(SmoothedCrossEntropy, MatchesTorchAndDifferences) {
+  const int64_t rows = 5, classes = 4;
+  const float eps = 0.2f, scale = 0.25f;
+  Rng rng(23);
+  std::vector<float> logits = randomValues(rows * classes, rng, 4.f);
+  std::vector<int32_t> targets = {0, 3, 1, 1, 2};
+  std::vector<uint8_t> mask = {1, 1, 0, 1, 1};
+  std::vector<float> work = logits, dLogits(rows * classes);
+  double loss =
+      smoothedCrossEntropyInPlace(work.data(), rows, classes, targets.data(),
+                                  mask.data(), eps, scale, dLogits.data());
+
+  torch::Tensor x = toTorch(logits, {rows, classes}, true);
+  torch::Tensor t = torch::tensor({0, 3, 1, 1, 2}, torch::kLong);
+  torch::Tensor m = torch::tensor({1., 1., 0., 1., 1.}, torch::kFloat64);
+  namespace F = torch::nn::functional;
+  torch::Tensor perRow = F::cross_entropy(
+      x, t,
+      F::CrossEntropyFuncOptions().label_smoothing(eps).reduction(
+          torch::kNone));
+  torch::Tensor reference = (perRow * m).sum();
+  (reference * scale).backward();
+  EXPECT_NEAR(loss, reference.item<double>(), 1e-5);
+  expectClose(dLogits, x.grad(), "dLogits");
+
+  auto lossOnly = [&] {
+    std::vector<float> copy = logits;
+    return scale * smoothedCrossEntropyInPlace(copy.data(), rows, classes,
+                                               targets.data(), mask.data(), eps,
+                                               1.f, nullptr);
+  };
+  expectFiniteDifferences(lossOnly, logits, dLogits, "dLogits", 8, 1e-2f);
+
+  std::vector<float> plain = logits, smoothed0 = logits;
+  std::vector<float> dPlain(rows * classes), dSmoothed0(rows * classes);
+  double a =
+      softmaxCrossEntropyInPlace(plain.data(), rows, classes, targets.data(),
+                                 mask.data(), scale, dPlain.data());
+  double b = smoothedCrossEntropyInPlace(smoothed0.data(), rows, classes,
+                                         targets.data(), mask.data(), 0.f,
+                                         scale, dSmoothed0.data());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(dPlain, dSmoothed0);
 }
 
 TEST(SoftmaxCrossEntropy, ArgmaxRows) {

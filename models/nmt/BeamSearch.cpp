@@ -178,4 +178,18 @@ BeamSearch::best(std::vector<double> *scores) const {
   return result;
 }
 
+std::vector<std::vector<Hypothesis>> BeamSearch::nBest(int64_t n) const {
+  std::vector<std::vector<Hypothesis>> result(B);
+  for (int64_t b = 0; b < B; ++b) {
+    result[b] = finished[b];
+    std::stable_sort(result[b].begin(), result[b].end(),
+                     [](const Hypothesis &x, const Hypothesis &y) {
+                       return x.score > y.score;
+                     });
+    if (int64_t(result[b].size()) > n)
+      result[b].resize(size_t(n));
+  }
+  return result;
+}
+
 } // namespace nmt

@@ -23,6 +23,13 @@
 
 namespace nmt {
 
+/// A finished hypothesis: its words (without </s>) and its score, the
+/// log-probability / length^lengthPenalty.
+struct Hypothesis {
+  double score;
+  std::vector<int32_t> tokens;
+};
+
 class BeamSearch {
 public:
   /// limits[b]: the most words sentence b's hypotheses get.
@@ -51,16 +58,17 @@ public:
   /// into `scores` (when given) its normalised score.
   std::vector<std::vector<int32_t>>
   best(std::vector<double> *scores = nullptr) const;
+  /// Each sentence's `n` best finished hypotheses, best first (fewer when
+  /// the search finished fewer; equal scores in the order they finished,
+  /// so the first is best()'s).
+  std::vector<std::vector<Hypothesis>> nBest(int64_t n) const;
 
 private:
   struct Candidate {
     float score;
     int32_t row, word;
   };
-  struct Finished {
-    double score;
-    std::vector<int32_t> tokens;
-  };
+  using Finished = Hypothesis;
   /// Every row's hypothesis: the row of its parent's states, its last
   /// word, its score (-inf: none) and its words.
   struct Rows {

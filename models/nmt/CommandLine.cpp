@@ -11,6 +11,8 @@
 #include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
 
+#include <cstdio>
+
 namespace nmt {
 
 namespace {
@@ -143,14 +145,14 @@ void addOptimizerOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "clip", o.clip, "gradient norm clip (0: none)")
       ->check(models::clipNorm)
       ->group(group);
-  option(cmd, "precision", o.precision,
-         "what every product reads: f32, or bf16 (weights and activations "
   option(cmd, "label-smoothing", o.labelSmoothing,
          "eps of the training loss (1 - eps) * -log p(target) + eps * mean "
          "over the target vocabulary of -log p (PyTorch's label_smoothing; "
          "padded steps excluded); validation perplexity stays unsmoothed")
       ->check(CLI::Range(0.0, 0.999))
       ->group(group);
+  option(cmd, "precision", o.precision,
+         "what every product reads: f32, or bf16 (weights and activations "
          "rounded to bfloat16, f32 sums, gate math and master weights; "
          "decoding a checkpoint uses its precision)")
       ->check(CLI::IsMember({"f32", "bf16"}))
@@ -220,7 +222,11 @@ void addTrainCommand(CLI::App &app, TrainRequest &r) {
 
 void addTranslateCommand(CLI::App &app, TranslateRequest &r) {
   CLI::App *cmd = app.add_subcommand("translate", "Translate raw lines");
-  cmd->add_option("--model", r.model, "checkpoint")->required();
+  cmd->add_option("--model", r.models,
+                  "checkpoint; several (--model a b, or --model repeated): an "
+                  "ensemble averaging their log-probabilities at every step "
+                  "(same vocabularies)")
+      ->required();
   option(*cmd, "input", r.input, "input (default: stdin)");
   option(*cmd, "output", r.output, "output (default: stdout)");
   option(*cmd, "beam", r.beam, "beam size")->check(CLI::Range(1, 1000));
@@ -229,6 +235,24 @@ void addTranslateCommand(CLI::App &app, TranslateRequest &r) {
   option(*cmd, "batch-size", r.batchSize, "sentences per batch")
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--tokenized", r.tokenized, "print tokenised output");
+  option(*cmd, "n-best", r.nBest,
+         "print each line's K best finished hypotheses, best first, as "
+         "Moses n-best lines 'ID ||| TEXT ||| SCORE' (ID from 0; SCORE: "
+         "log-probability / length^P); K <= --beam (0: one line per input)")
+      ->check(CLI::Range(0, 1000));
+}
+
+void addAverageCommand(CLI::App &app, AverageRequest &r) {
+  CLI::App *cmd = app.add_subcommand(
+      "average", "Average the parameters of checkpoints of one model "
+                 "(same architecture and vocabularies)");
+  cmd->add_option("checkpoints", r.checkpoints, "checkpoints (two or more)")
+      ->required()
+      ->expected(2, 1000);
+  cmd->add_option("--out", r.out,
+                  "the averaged checkpoint (a new file: an "
+                  "existing one is never replaced)")
+      ->required();
 }
 
 void addScoreCommand(CLI::App &app, ScoreRequest &r) {
@@ -236,6 +260,10 @@ void addScoreCommand(CLI::App &app, ScoreRequest &r) {
       "score", "Corpus BLEU-4 or chrF2 with sacreBLEU's signature");
   cmd->add_option("--ref", r.ref, "reference lines")->required();
   cmd->add_option("--hyp", r.hyp, "hypothesis lines ('-': stdin)")->required();
+  option(*cmd, "metric", r.metric,
+         "bleu, or chrf (sacreBLEU's chrF2: character 1..6-grams without "
+         "whitespace, beta 2)")
+      ->check(CLI::IsMember({"bleu", "chrf"}));
   option(*cmd, "tokenize", r.tokenize,
          "BLEU's tokens: 13a (sacreBLEU, 'exp' smoothing) or none (the "
          "text's own, multi-bleu: no smoothing)")
@@ -267,10 +295,6 @@ void addAnalyzeCommand(CLI::App &app, AnalyzeRequest &r) {
                   "sru f,r)")
       ->delimiter(',');
   cmd->add_option("--additive", r.additive,
-  option(*cmd, "metric", r.metric,
-         "bleu, or chrf (sacreBLEU's chrF2: character 1..6-grams without "
-         "whitespace, beta 2)")
-      ->check(CLI::IsMember({"bleu", "chrf"}));
                   "input and forget gate of a cell h' = i*p + f*h for Eq. 10; "
                   "1-z is z's complement (default i,f for atr, ran, lstm; "
                   "z,1-z for gru; 'none' to skip)")
@@ -295,6 +319,7 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
   addTrainCommand(app, cli.train);
   addTranslateCommand(app, cli.translate);
   addScoreCommand(app, cli.score);
+  addAverageCommand(app, cli.average);
   addTaskCommand(app, cli.task);
   addAnalyzeCommand(app, cli.analyze);
   if (std::optional<int> exit = parseDriverCommands(
@@ -302,6 +327,14 @@ std::optional<int> parseCommandLine(int argc, char **argv, CommandLine &cli) {
           "OpenMP threads for oneDNN (1 is fastest for small models)",
           cli.command))
     return exit;
+  const TranslateRequest &t = cli.translate;
+  if (cli.command == "translate" && t.nBest > t.beam) {
+    std::fprintf(stderr,
+                 "nmt: error: --n-best %lld: the beam keeps only --beam %lld "
+                 "hypotheses\n",
+                 (long long)t.nBest, (long long)t.beam);
+    return 2;
+  }
   if (cli.command == "train")
     cli.train.given =
         givenOptions(*app.get_subcommand("train"), TrainOptions().toMap());

@@ -8,14 +8,18 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nmt {
 // The driver is built from the layer library in models/common.
 using namespace models;
 
 struct TranslateRequest {
-  std::string model, input, output;
-  int64_t beam = 5, batchSize = 32;
+  /// One checkpoint, or several: an ensemble.
+  std::vector<std::string> models;
+  std::string input, output;
+  /// 0: one translation per line; K: Moses n-best lines.
+  int64_t beam = 5, batchSize = 32, nBest = 0;
   float lengthPenalty = 1.0f;
   bool tokenized = false;
 };
@@ -23,6 +27,11 @@ struct TranslateRequest {
 struct ScoreRequest {
   std::string ref, hyp, tokenize = "13a", metric = "bleu";
   bool lc = false;
+};
+
+struct AverageRequest {
+  std::vector<std::string> checkpoints;
+  std::string out;
 };
 
 struct TaskRequest {
@@ -37,6 +46,7 @@ struct CommandLine {
   TrainRequest train;
   TranslateRequest translate;
   ScoreRequest score;
+  AverageRequest average;
   TaskRequest task;
   AnalyzeRequest analyze;
 };

@@ -86,10 +86,9 @@ public:
   void initialize(uint64_t seed,
                   const cellrt::InitScheme &fallback) override;
   double loss(const Batch &batch, bool backward, Rng *dropoutRng) override;
-  std::vector<std::vector<int32_t>>
-  translate(const Batch &batch, int64_t beam, int64_t maxLength,
-            float lengthPenalty,
-            std::vector<double> *scores = nullptr) override;
+  std::unique_ptr<IncrementalDecoder>
+  startDecoding(const Batch &batch) override;
+  int64_t targetVocabulary() const override { return config.tgtVocab; }
   std::vector<float> targetLogProbs(const Batch &batch) override;
   /// Every recorder's `probed` must be set.
   void recordProbes(ModelProbes *probes) override;
@@ -112,6 +111,8 @@ private:
   struct StateGradients;
   /// What decoding keeps of its current step (Translate.cpp).
   struct DecodeStep;
+  /// startDecoding's decoder (Translate.cpp).
+  class StepDecoder;
   /// What one context computation keeps for its backward.
   struct ContextSlot {
     AdditiveAttention::Step attention;

@@ -164,21 +164,27 @@ std::vector<float> SrnmtModel::targetLogProbs(const Batch &batch) {
   return targetLogProbsOf(logits.data(), batch, config.tgtVocab);
 }
 
-std::vector<std::vector<int32_t>>
-SrnmtModel::translate(const Batch &batch, int64_t beam, int64_t maxLength,
-                      float lengthPenalty, std::vector<double> *scores) {
-  const int64_t B = batch.B;
-  encode(batch, false);
-  BeamSearch search(batch, beam, maxLength, lengthPenalty);
-  // Each unit's scan state per row; empty: zeros (the first step).
-  std::vector<std::vector<float>> states(decoder.size());
-  int64_t stateRows = B;
-  while (search.nextStep()) {
-    decodeStep(search, states, stateRows);
+class SrnmtModel::StepDecoder : public IncrementalDecoder {
+public:
+  StepDecoder(SrnmtModel &model, int64_t B)
+      : model(model), states(model.decoder.size()), stateRows(B) {}
+  const float *step(const BeamSearch &search) override {
+    model.decodeStep(search, states, stateRows);
     stateRows = search.activeCount();
-    search.advance(logits.data(), config.tgtVocab);
+    return model.logits.data();
   }
-  return search.best(scores);
+
+private:
+  SrnmtModel &model;
+  // Each unit's scan state per row; empty: zeros (the first step).
+  std::vector<std::vector<float>> states;
+  int64_t stateRows;
+};
+
+std::unique_ptr<IncrementalDecoder>
+SrnmtModel::startDecoding(const Batch &batch) {
+  encode(batch, false);
+  return std::make_unique<StepDecoder>(*this, batch.B);
 }
 
 void SrnmtModel::decodeStep(const BeamSearch &search,

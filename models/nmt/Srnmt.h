@@ -38,10 +38,9 @@ public:
                   const cellrt::InitScheme &fallback) override;
   double loss(const models::Batch &batch, bool backward,
               models::Rng *dropoutRng) override;
-  std::vector<std::vector<int32_t>>
-  translate(const models::Batch &batch, int64_t beam, int64_t maxLength,
-            float lengthPenalty,
-            std::vector<double> *scores = nullptr) override;
+  std::unique_ptr<IncrementalDecoder>
+  startDecoding(const models::Batch &batch) override;
+  int64_t targetVocabulary() const override { return config.tgtVocab; }
   std::vector<float> targetLogProbs(const models::Batch &batch) override;
   void recordProbes(ModelProbes *probes) override;
   std::vector<models::Param *> params() override;
@@ -53,6 +52,8 @@ private:
   void encodeBackward(const models::Batch &batch);
   /// logits [rows, V] from the top decoder output.
   void outputForward(const float *top, int64_t rows, models::Rng *dropoutRng);
+  /// startDecoding's decoder.
+  class StepDecoder;
   /// One beam-search step of every decoder unit over the search's rows.
   void decodeStep(const BeamSearch &search,
                   std::vector<std::vector<float>> &states, int64_t stateRows);

@@ -1,6 +1,7 @@
 //===- models/nmt/Translate.cpp - Beam-search decoding --------------------===//
 //
-// Decoding runs the two decoder cells through CellLayer::step over the
+// Decoding (Model::StepDecoder, driven by a BeamSearch: Ensemble.h) runs
+// the two decoder cells through CellLayer::step over the
 // beam's live rows only: each row starts from its parent's states (the
 // previous step's packed rows) and attends over its own sentence.
 //
@@ -27,28 +28,42 @@ struct Model::DecodeStep {
   Readout readout;
 };
 
-std::vector<std::vector<int32_t>>
-Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
-                 float lengthPenalty, std::vector<double> *scores) {
-  const int64_t B = batch.B;
-  encode(batch, false);
-  BeamSearch search(batch, beam, maxLength, lengthPenalty);
+class Model::StepDecoder : public IncrementalDecoder {
+public:
+  StepDecoder(Model &model, int64_t B);
+  const float *step(const BeamSearch &search) override {
+    model.decodeStep(search, packed1, packed2, arrays);
+    return arrays.readout.logits.data();
+  }
 
+private:
+  Model &model;
+  DecodeStep arrays;
+  // The decoder cells' weights stay fixed while decoding: stacked once.
+  cellrt::PackedWeights packed1, packed2;
+};
+
+std::unique_ptr<IncrementalDecoder> Model::startDecoding(const Batch &batch) {
+  encode(batch, false);
+  return std::make_unique<StepDecoder>(*this, batch.B);
+}
+
+Model::StepDecoder::StepDecoder(Model &model, int64_t B)
+    : model(model), packed1(model.decoder1.packWeights()),
+      packed2(model.decoder2.packWeights()) {
   // Each sentence starts from s_0 (first state) and zeros.
-  const std::vector<int64_t> &widths = decoder1.stateWidths();
-  DecodeStep step;
+  const std::vector<int64_t> &widths = model.decoder1.stateWidths();
+  DecodeStep &step = arrays;
   step.states.resize(widths.size());
   step.between.resize(widths.size());
   step.next.resize(widths.size());
-  step.states[0] = s0;
+  step.states[0] = model.s0;
   for (size_t k = 1; k < widths.size(); ++k)
     step.states[k].assign(B * widths[k], 0.f);
   step.stateRows = B;
-  // The decoder cells' weights stay fixed while decoding: stack them once.
-  cellrt::PackedWeights packed1 = decoder1.packWeights();
-  cellrt::PackedWeights packed2 = decoder2.packWeights();
   // The upper layers start from zeros.
   UpperStep &upperArrays = step.upper;
+  const auto &upper = model.upper;
   upperArrays.states.resize(upper.size());
   upperArrays.next.resize(upper.size());
   upperArrays.outputs.resize(upper.size());
@@ -58,11 +73,6 @@ Model::translate(const Batch &batch, int64_t beam, int64_t maxLength,
     upperArrays.next[k].resize(upper[k]->stateWidths().size());
     upperArrays.packed.push_back(upper[k]->packWeights());
   }
-  while (search.nextStep()) {
-    decodeStep(search, packed1, packed2, step);
-    search.advance(step.readout.logits.data(), config.tgtVocab);
-  }
-  return search.best(scores);
 }
 
 void Model::decodeStep(const BeamSearch &search,

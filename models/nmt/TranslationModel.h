@@ -69,6 +69,19 @@ struct ModelProbes {
   models::ProbeRecorder encoderForward, encoderBackward, decoder1, decoder2;
 };
 
+class BeamSearch;
+
+/// A source batch being decoded (TranslationModel::startDecoding), one
+/// target step per call.
+class IncrementalDecoder {
+public:
+  virtual ~IncrementalDecoder() = default;
+  /// log p(next word) [search.activeCount(), vocabulary] for the rows
+  /// search.nextStep() listed, each continuing from its parent row's states
+  /// of the previous call. Valid until the next call.
+  virtual const float *step(const BeamSearch &search) = 0;
+};
+
 class TranslationModel {
 public:
   virtual ~TranslationModel() = default;
@@ -88,9 +101,16 @@ public:
   /// Beam search (beam 1 = greedy) over a source batch, scores normalised
   /// by length^lengthPenalty. Returns one id sequence (without </s>) per
   /// sentence; with `scores`, also each hypothesis' normalised score.
-  virtual std::vector<std::vector<int32_t>>
+  std::vector<std::vector<int32_t>>
   translate(const models::Batch &batch, int64_t beam, int64_t maxLength,
-            float lengthPenalty, std::vector<double> *scores = nullptr) = 0;
+            float lengthPenalty, std::vector<double> *scores = nullptr);
+  /// Encodes the batch's sources and starts decoding them step by step
+  /// (beam search, ensembles: Ensemble.h). The decoder reads the model's
+  /// encoding of this batch: one decoding per model at a time.
+  virtual std::unique_ptr<IncrementalDecoder>
+  startDecoding(const models::Batch &batch) = 0;
+  /// The target vocabulary's size (the width of step()'s rows).
+  virtual int64_t targetVocabulary() const = 0;
   /// Forced decoding: log p(tgtOut[j, b]) for every target step [Ty, B]
   /// (padded steps included). Decoding and training share no code above
   /// the cells, so the tests check each against the other with this.
@@ -101,6 +121,14 @@ public:
   virtual void recordProbes(ModelProbes *probes) = 0;
   virtual std::vector<models::Param *> params() = 0;
   virtual int64_t parameterCount() = 0;
+
+  /// eps of loss()'s label smoothing: (1 - eps) * -log p(target) + eps *
+  /// the mean of -log p over the target vocabulary (0: none).
+  void setLabelSmoothing(float eps) { smoothing = eps; }
+  float labelSmoothing() const { return smoothing; }
+
+protected:
+  float smoothing = 0;
 };
 
 /// log p(tgtOut[r]) for every row r of the batch's [Ty * B, vocab] log-
@@ -118,11 +146,3 @@ makeModel(const ModelConfig &config, const cellrt::Cell &cell,
 } // namespace nmt
 
 #endif
-
-  /// eps of loss()'s label smoothing: (1 - eps) * -log p(target) + eps *
-  /// the mean of -log p over the target vocabulary (0: none).
-  void setLabelSmoothing(float eps) { smoothing = eps; }
-  float labelSmoothing() const { return smoothing; }
-
-protected:
-  float smoothing = 0;

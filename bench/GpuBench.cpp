@@ -39,7 +39,7 @@ std::unique_ptr<Runner> makeGpuRunner(const Workload &w, std::string &why,
   const char *dir = std::getenv("CELLC_BENCH_PTX_DIR");
   std::string folder = dir ? dir : CELLC_BENCH_PTX_DIR;
   std::string plan, ptx;
-  if (!readFile(folder + "/" + w.cell + ".plan", plan) ||
+  if (!readFile(folder + "/" + w.cell + ".tables", plan) ||
       !readFile(folder + "/" + w.cell + ".ptx", ptx)) {
     why = "cell-not-compiled";
     return nullptr;

@@ -525,7 +525,7 @@ struct BuildSchedulePass : cell::impl::BuildScheduleBase<BuildSchedulePass> {
 
 } // namespace
 
-FailureOr<std::string> cellc::emitPlan(CellOp cell) {
+FailureOr<cellrt::Plan> cellc::emitPlan(CellOp cell) {
   // The schedule in a module of its own: the cell's module is left as it
   // was. Outside a pass the dialect may not be loaded yet.
   cell.getContext()->getOrLoadDialect<sched::ScheduleDialect>();
@@ -534,7 +534,7 @@ FailureOr<std::string> cellc::emitPlan(CellOp cell) {
   FailureOr<sched::ProgramOp> program = buildSchedule(cell, builder);
   if (failed(program))
     return failure();
-  return sched::printCheckedPlan(*program);
+  return sched::checkedPlan(*program);
 }
 
 FailureOr<cellrt::Precision> cellc::productPrecision(CellOp cell) {

@@ -60,11 +60,11 @@ std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
 mlir::FailureOr<mlir::sched::ProgramOp> buildSchedule(mlir::cell::CellOp cell,
                                                       mlir::OpBuilder &builder);
 
-/// The plan text of a cell that has been through fuse-elementwise and
-/// lower-to-loops (docs/plan-format.md), printed and checked by the
-/// runtime's own printer and parser; a plan it refuses is an error on the
-/// cell (a cellc bug).
-mlir::FailureOr<std::string> emitPlan(mlir::cell::CellOp cell);
+/// The plan of a cell that has been through fuse-elementwise and
+/// lower-to-loops (docs/plan-format.md), checked by the runtime's own
+/// rules (cellrt::validatePlan); a plan they refuse is an error on the cell
+/// (a cellc bug).
+mlir::FailureOr<cellrt::Plan> emitPlan(mlir::cell::CellOp cell);
 
 /// Marks every cell of the module to multiply reading bfloat16 or f32
 /// (`cellc --precision`): the `cell.precision` attribute, which

@@ -1,13 +1,15 @@
 //===- RuntimeImage.cpp - Plans and kernel tables as object data ----------===//
 //
 // An object compiled from a cell is self-describing: next to its kernels it
-// exports the plan text and a table of kernel pointers, so the runtime can
+// exports the plan's tables and a table of kernel pointers, so the runtime can
 // execute any cell from the object alone (cellrt/Kernel.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Codegen.h"
 #include "schedule/Schedule.h"
+
+#include "cellrt/PlanTables.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -60,13 +62,14 @@ struct ImageBuilder {
     return b.create<LLVM::BitcastOp>(loc, i8Ptr, pointer);
   }
 
-  /// The cell's globals, the plan being `program`'s text.
+  /// The cell's globals, the plan being `program`'s tables.
   LogicalResult addCell(CellOp cell, sched::ProgramOp program) {
     std::string prefix = ("cellc_" + cell.getSymName()).str();
-    FailureOr<std::string> plan = sched::printCheckedPlan(program);
+    FailureOr<cellrt::Plan> plan = sched::checkedPlan(program);
     if (failed(plan))
       return failure();
-    addString(prefix + "_plan", *plan, LLVM::Linkage::External);
+    addString(prefix + "_plan", cellrt::encodePlan(*plan),
+              LLVM::Linkage::External);
     int64_t numKernels = cellc::countKernels(cell);
 
     SmallVector<LLVM::GlobalOp> names;

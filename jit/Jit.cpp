@@ -8,6 +8,7 @@
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "codegen/Registration.h"
+#include "cellrt/PlanTables.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -67,7 +68,7 @@ const std::string &CompiledCell::objectPath() const { return impl->objectPath; }
 
 // Bump when the object's contract changes in a way the build identity below
 // would not catch. 2: entries keep the compile's warnings.
-const char *cellc::jit::cacheVersion() { return "cellc-jit-object-2"; }
+const char *cellc::jit::cacheVersion() { return "cellc-jit-object-3"; }
 
 std::string cellc::jit::defaultCacheDir() {
   if (auto dir = llvm::sys::Process::GetEnv("CELLC_CACHE_DIR"))
@@ -495,18 +496,18 @@ cellc::jit::compileSourceForGPU(const std::string &source,
     return cell.getStatus();
   code.cellName = cell->cellName;
   CollectedDiagnostics diagnostics(*cell->context);
-  // The plan is the CPU's (`cellc -emit=plan`): lower a copy to loops and
-  // print it; the kernels go to PTX from the original.
+  // The plan is the CPU's (`cellc -emit=tables`): lower a copy to loops and
+  // encode it; the kernels go to PTX from the original.
   mlir::OwningOpRef<mlir::ModuleOp> forPlan = cell->module->clone();
   mlir::PassManager toLoops(cell->context.get());
   toLoops.addPass(mlir::cell::createLowerToLoops());
   if (mlir::failed(toLoops.run(*forPlan)))
     return error(diagnostics.text());
   for (auto cellOp : forPlan->getOps<mlir::cell::CellOp>()) {
-    mlir::FailureOr<std::string> plan = cellc::emitPlan(cellOp);
+    mlir::FailureOr<cellrt::Plan> plan = cellc::emitPlan(cellOp);
     if (mlir::failed(plan))
       return error(diagnostics.text());
-    code.plan += *plan;
+    code.tables = cellrt::encodePlan(*plan);
   }
   mlir::PassManager toGPU(cell->context.get());
   cellc::addLoweringToGPUPasses(toGPU);

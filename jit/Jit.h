@@ -102,12 +102,12 @@ CompileResult compileSource(const std::string &source,
                             const std::string &displayName,
                             const CompileOptions &options);
 
-/// The GPU form of a cell: the plan the executor runs and the PTX of its
-/// kernels (what `cellc -emit=plan` and `cellc --target=nvptx -emit=ptx`
-/// write), for cellrt::cuda::loadCell. Not cached: PTX is compiled again
-/// by the driver anyway.
+/// The GPU form of a cell: the plan's tables the executor runs and the PTX
+/// of its kernels (what `cellc -emit=tables` and `cellc --target=nvptx
+/// -emit=ptx` write), for cellrt::cuda::loadCell. Not cached: PTX is
+/// compiled again by the driver anyway.
 struct GpuCode {
-  std::string cellName, plan, ptx, warnings;
+  std::string cellName, tables, ptx, warnings;
 };
 cellrt::Expected<GpuCode> compileFileForGPU(const std::string &path,
                                             const CompileOptions &options,

@@ -10,6 +10,8 @@
 #include "Gemm.h"
 #include "TiledSteps.h"
 
+#include "cellrt/PlanTables.h"
+
 #include <typeinfo>
 
 using namespace cellrt;
@@ -22,7 +24,7 @@ using namespace cellrt::detail;
 Expected<Cell> Cell::load(const cellrt_image &image) {
   if (!image.plan)
     return Status::error("cellrt_image has no plan");
-  Expected<Plan> plan = parsePlan(image.plan);
+  Expected<Plan> plan = decodePlanImage(image.plan);
   if (!plan)
     return plan.getStatus();
   int64_t needed = plan->numKernelsUsed();

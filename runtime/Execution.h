@@ -62,7 +62,7 @@ namespace cellrt::detail {
 inline std::string quote(const std::string &text) { return "'" + text + "'"; }
 
 inline std::string planError(const Operation &op, const std::string &message) {
-  return "plan line " + std::to_string(op.line) + ": " + message;
+  return locateOperation(op) + ": " + message;
 }
 
 /// Where an operand's rows live: `base` (already at its column offset) plus

@@ -134,11 +134,9 @@ Cell::withInputProducts(std::vector<InputProduct> &products) const {
   for (size_t index : dropped)
     derived.operations.erase(derived.operations.begin() + index);
   dropUnusedInputs(derived);
-  // The printed plan is parsed again: the rewrite passes the same checks as
-  // a plan cellc wrote.
-  Expected<Plan> checked = parsePlan(printPlan(derived));
-  if (!checked)
+  // The rewrite passes the same checks as a plan cellc wrote.
+  if (Status checked = validatePlan(derived); !checked.ok())
     return Status::error("cell " + plan.cellName +
-                         " with its input products: " + checked.error());
-  return create(std::move(*checked), device, kernelNames);
+                         " with its input products: " + checked.message());
+  return create(std::move(derived), device, kernelNames);
 }

@@ -34,9 +34,9 @@ namespace mlir::sched {
 /// undeclared keeps its name, which the runtime's check refuses).
 cellrt::Plan toPlan(ProgramOp program);
 
-/// The plan's text, checked by the runtime's own rules (cellrt::parsePlan);
-/// a plan they refuse is an error on the program.
-FailureOr<std::string> printCheckedPlan(ProgramOp program);
+/// The runtime's plan of `program`, checked by the runtime's own rules
+/// (cellrt::validatePlan); a plan they refuse is an error on the program.
+FailureOr<cellrt::Plan> checkedPlan(ProgramOp program);
 
 /// The schedule's name for a runtime reference kind, and back.
 RefKind refKindOf(cellrt::Ref::Kind kind);

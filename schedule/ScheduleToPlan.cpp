@@ -180,15 +180,15 @@ cellrt::Plan mlir::sched::toPlan(ProgramOp program) {
   return plan;
 }
 
-FailureOr<std::string> mlir::sched::printCheckedPlan(ProgramOp program) {
-  std::string text = cellrt::printPlan(toPlan(program));
-  cellrt::Expected<cellrt::Plan> checked = cellrt::parsePlan(text);
-  if (!checked) {
+FailureOr<cellrt::Plan> mlir::sched::checkedPlan(ProgramOp program) {
+  cellrt::Plan plan = toPlan(program);
+  cellrt::Status checked = cellrt::validatePlan(plan);
+  if (!checked.ok()) {
     program.emitError() << "the schedule of cell '" << program.getCell()
                         << "' does not pass the runtime's checks: "
-                        << checked.error() << "\n"
-                        << text;
+                        << checked.message() << "\n"
+                        << cellrt::printPlan(plan);
     return failure();
   }
-  return text;
+  return plan;
 }

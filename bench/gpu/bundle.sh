@@ -10,7 +10,7 @@ out=${2:-.gpu}
 ninja -C "$build" cellrt-cuda-gpu-tests cellc-bench-gpu
 rm -rf "$out" && mkdir -p "$out/lib" "$out/ptx" "$out/bench-ptx"
 cp "$build/bin/cellrt-cuda-gpu-tests" "$build/bin/cellc-bench-gpu" "$out/"
-# -a keeps the versioned names (libcellrt-cuda.so.0.1) the binaries load.
+# -a keeps the versioned names (libcellrt-cuda.so.0.2) the binaries load.
 cp -a "$build"/lib/libcellrt.so* "$build"/lib/libcellrt-cuda.so* "$out/lib/"
 cp "$build"/test/unit/ptx/*.{plan,ptx} "$out/ptx/"
 cp "$build"/bench/gen-ptx/*.{plan,ptx} "$out/bench-ptx/"

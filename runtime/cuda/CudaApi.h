@@ -60,7 +60,7 @@ struct Api {
 
 /// cuda::loadCell with the driver and cuBLAS entry points in `api` (which
 /// must outlive the cell); tests pass an emulation of them.
-Expected<Cell> loadCellWithApi(const Api &api, const std::string &planText,
+Expected<Cell> loadCellWithApi(const Api &api, const std::string &tables,
                                const std::string &ptx);
 
 } // namespace cellrt::cuda

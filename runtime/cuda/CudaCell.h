@@ -28,9 +28,10 @@ namespace cellrt::cuda {
 /// ("no CUDA driver found (...); use --device cpu").
 Status available();
 
-/// Loads the plan and the PTX module on GPU 0; fails with "no CUDA driver
-/// found (...); use --device cpu" where there is no GPU.
-Expected<Cell> loadCell(const std::string &planText, const std::string &ptx);
+/// Loads the plan's tables (`cellc --target=nvptx -emit=tables`) and the
+/// PTX module (`-emit=ptx`) on GPU 0; fails with "no CUDA driver found
+/// (...); use --device cpu" where there is no GPU.
+Expected<Cell> loadCell(const std::string &tables, const std::string &ptx);
 
 } // namespace cellrt::cuda
 

@@ -17,6 +17,7 @@
 #include "KernelLaunch.h"
 
 #include "cellrt/Device.h"
+#include "cellrt/PlanTables.h"
 
 #include <cstring>
 
@@ -355,18 +356,18 @@ Status cellrt::cuda::available() {
   return api ? Status::success() : api.getStatus();
 }
 
-Expected<Cell> cellrt::cuda::loadCell(const std::string &planText,
+Expected<Cell> cellrt::cuda::loadCell(const std::string &tables,
                                       const std::string &ptx) {
   Expected<const Api *> api = Api::get();
   if (!api)
     return api.getStatus();
-  return loadCellWithApi(**api, planText, ptx);
+  return loadCellWithApi(**api, tables, ptx);
 }
 
 Expected<Cell> cellrt::cuda::loadCellWithApi(const Api &api,
-                                             const std::string &planText,
+                                             const std::string &tables,
                                              const std::string &ptx) {
-  Expected<Plan> plan = parsePlan(planText);
+  Expected<Plan> plan = decodePlan(tables);
   if (!plan)
     return plan.getStatus();
   Expected<std::shared_ptr<CudaDevice>> device =

@@ -8,6 +8,7 @@
 
 #include "AtrCheck.h"
 #include "atr.h"
+#include "cellrt/PlanTables.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +28,10 @@ TEST(CompiledAtr, ExportsOneStepKernelAndItsBackward) {
             reinterpret_cast<void *>(&cellc_atr_k0));
   EXPECT_EQ(reinterpret_cast<void *>(cellc_atr_kernels[1]),
             reinterpret_cast<void *>(&cellc_atr_k1));
-  std::string plan = cellc_atr_plan;
+  cellrt::Expected<cellrt::Plan> tables =
+      cellrt::decodePlanImage(cellc_atr_plan);
+  ASSERT_TRUE(tables.ok()) << tables.error();
+  std::string plan = cellrt::printPlan(*tables);
   EXPECT_NE(plan.find("pre gemm"), std::string::npos) << plan;
   EXPECT_NE(plan.find("step kernel 0"), std::string::npos) << plan;
   EXPECT_NE(plan.find("bstep kernel 1"), std::string::npos) << plan;

@@ -10,6 +10,7 @@
 
 #include "AtrCheck.h"
 #include "test/support/AtrTrainingPlan.h"
+#include "test/support/PlanText.h"
 
 #include <gtest/gtest.h>
 
@@ -84,12 +85,14 @@ const char *const atrKernelNames[] = {"atr_step", "atr_step_backward"};
 } // namespace
 
 TEST(AtrNumericsTest, HandWrittenGradientsMatchLibTorchAutograd) {
-  cellrt_image image = {atrTrainingPlan, atrKernels, atrKernelNames, 2};
+  cellrt_image image = {cellc_test::planTables(atrTrainingPlan), atrKernels,
+                        atrKernelNames, 2};
   cellrt_test::runAtrGradientCheck(image);
 }
 
 TEST(AtrNumericsTest, HandWrittenForwardMatchesLibTorch) {
   // forward() without a tape ignores the backward directives.
-  cellrt_image image = {atrTrainingPlan, atrKernels, atrKernelNames, 2};
+  cellrt_image image = {cellc_test::planTables(atrTrainingPlan), atrKernels,
+                        atrKernelNames, 2};
   cellrt_test::runAtrCheck(image);
 }

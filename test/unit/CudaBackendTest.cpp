@@ -81,7 +81,7 @@ TEST(CudaLaunch, OneBlockPerRowOfWholeWarps) {
 }
 
 TEST(CudaBackend, WithoutADriverSaysUseTheCpu) {
-  std::string plan = readTextFile(std::string(CELLC_PTX_DIR) + "/gru.plan");
+  std::string plan = readTextFile(std::string(CELLC_PTX_DIR) + "/gru.tables");
   std::string ptx = readTextFile(std::string(CELLC_PTX_DIR) + "/gru.ptx");
   auto cell = loadCell(plan, ptx);
   if (cell.ok())

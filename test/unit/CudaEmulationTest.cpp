@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaApi.h"
+#include "cellrt/PlanTables.h"
 #include "test/unit/CellRunner.h"
 
 #include "atr.h"
@@ -287,13 +288,14 @@ void expectSameAsCpu(cellrt_image image) {
   Emulation state;
   emulation = &state;
   for (int64_t k = 0; k < image.num_kernels; ++k)
-    state.kernels["cellc_" + std::string(parsePlan(image.plan)->cellName) +
+    state.kernels["cellc_" + std::string(decodePlanImage(image.plan)->cellName) +
                   "_k" + std::to_string(k)] = image.kernels[k];
   static const cuda::Api api = emulatedApi();
   {
     Expected<Cell> onCpu = Cell::load(image);
     ASSERT_TRUE(onCpu.ok()) << onCpu.error();
-    Expected<Cell> onGpu = cuda::loadCellWithApi(api, image.plan, "PTX");
+    Expected<Cell> onGpu = cuda::loadCellWithApi(
+        api, std::string(image.plan, planTablesSize(image.plan)), "PTX");
     ASSERT_TRUE(onGpu.ok()) << onGpu.error();
     Problem problem(onCpu->getPlan(), 11);
     for (bool reverse : {false, true})

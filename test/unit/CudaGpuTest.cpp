@@ -11,7 +11,7 @@
 // from oneDNN's.
 //
 // Skipped where no CUDA driver or GPU is found (CI has none). On a GPU
-// machine: CELLC_PTX_DIR names the folder of <cell>.plan and <cell>.ptx
+// machine: CELLC_PTX_DIR names the folder of <cell>.tables and <cell>.ptx
 // when the build folder is not where it was built.
 //
 //===----------------------------------------------------------------------===//
@@ -80,10 +80,10 @@ void expectGpuMatchesCpu(const char *name, cellrt_image image,
   Status usable = cuda::available();
   if (!usable.ok())
     GTEST_SKIP() << usable.message();
-  std::string plan = readTextFile(ptxDir() + "/" + name + ".plan");
+  std::string plan = readTextFile(ptxDir() + "/" + name + ".tables");
   std::string ptx = readTextFile(ptxDir() + "/" + name + ".ptx");
   ASSERT_FALSE(plan.empty() || ptx.empty())
-      << "no " << name << ".plan/.ptx in " << ptxDir();
+      << "no " << name << ".tables/.ptx in " << ptxDir();
   Expected<Cell> onCpu = Cell::load(image);
   ASSERT_TRUE(onCpu.ok()) << onCpu.error();
   Expected<Cell> onGpu = cuda::loadCell(plan, ptx);
@@ -120,7 +120,7 @@ void expectGpuStepMatchesCpu(const char *name, cellrt_image image) {
   Status usable = cuda::available();
   if (!usable.ok())
     GTEST_SKIP() << usable.message();
-  std::string plan = readTextFile(ptxDir() + "/" + name + ".plan");
+  std::string plan = readTextFile(ptxDir() + "/" + name + ".tables");
   std::string ptx = readTextFile(ptxDir() + "/" + name + ".ptx");
   Expected<Cell> onCpu = Cell::load(image);
   ASSERT_TRUE(onCpu.ok()) << onCpu.error();

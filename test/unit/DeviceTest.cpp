@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cellrt/PlanTables.h"
 #include "cellrt/Runtime.h"
 #include "cellrt/cellrt.h"
 #include "runtime/Gemm.h"
@@ -183,7 +184,7 @@ std::shared_ptr<SeparateMemoryDevice> separateDevice(const cellrt_image &image) 
 /// The image's cell on `device`.
 Expected<Cell> cellOn(const std::shared_ptr<SeparateMemoryDevice> &device,
                       const cellrt_image &image) {
-  Expected<Plan> plan = parsePlan(image.plan);
+  Expected<Plan> plan = decodePlanImage(image.plan);
   if (!plan)
     return plan.getStatus();
   return Cell::create(std::move(*plan), device);
@@ -374,7 +375,7 @@ TEST(SeparateMemoryDevice, OutOfMemoryIsAnError) {
   cellrt_image image = cellc_atr_image();
   std::vector<cellrt_kernel_fn> kernels(image.kernels,
                                         image.kernels + image.num_kernels);
-  Expected<Plan> plan = parsePlan(image.plan);
+  Expected<Plan> plan = decodePlanImage(image.plan);
   ASSERT_TRUE(plan.ok());
   Expected<Cell> cell =
       Cell::create(std::move(*plan), std::make_shared<Full>(kernels));
@@ -602,7 +603,7 @@ TEST(CApi, DescribesTheCell) {
 // bf16 plan, and its cells do not switch to bf16.
 TEST(DevicePrecision, AnF32DeviceRefusesBf16) {
   cellrt_image image = cellc_gru_image();
-  Expected<Plan> plan = parsePlan(image.plan);
+  Expected<Plan> plan = decodePlanImage(image.plan);
   ASSERT_TRUE(plan.ok());
   Plan bf16Plan = *plan;
   bf16Plan.precision = Precision::BF16;

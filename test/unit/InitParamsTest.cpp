@@ -9,6 +9,7 @@
 
 #include "cellrt/Runtime.h"
 #include "cellrt/cellrt.h"
+#include "test/support/PlanText.h"
 
 #include <gtest/gtest.h>
 
@@ -45,7 +46,9 @@ void noKernel(int64_t, int64_t, int64_t, const int32_t *, const int64_t *,
 const cellrt_kernel_fn kernels[] = {noKernel};
 const char *const kernelNames[] = {"none"};
 
-cellrt_image image() { return {initPlan, kernels, kernelNames, 1}; }
+cellrt_image image() {
+  return {cellc_test::planTables(initPlan), kernels, kernelNames, 1};
+}
 
 constexpr int64_t H = 24, I = 40;
 
@@ -194,7 +197,7 @@ TEST(InitSchemeTest, ReadsSchemesAsCellsWriteThem) {
 //===----------------------------------------------------------------------===//
 
 TEST(InitPlanTest, ParsesAndPrintsInitialisers) {
-  Expected<Plan> plan = parsePlan(initPlan);
+  Expected<Plan> plan = cellc_test::readPlanText(initPlan);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->findParam("W")->init, InitScheme::uniform(0.05));
   EXPECT_EQ(plan->findParam("bf")->init, InitScheme::constant(1));
@@ -210,7 +213,7 @@ TEST(InitPlanTest, DimensionsNamedInit) {
                      "param V H init\nparam b init init constant 2\n"
                      "param c init\noutput H\n"
                      "step kernel 0 input:x state:h next:h out\n";
-  Expected<Plan> plan = parsePlan(text);
+  Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->findParam("W")->shape.size(), 2u);
   EXPECT_EQ(plan->findParam("W")->init, InitScheme::orthogonal());
@@ -225,11 +228,11 @@ TEST(InitPlanTest, RefusesBadInitialisers) {
   auto errorFor = [](const std::string &line) {
     std::string text = initPlan;
     text.replace(text.find("param b H\n"), 10, line + "\n");
-    Expected<Plan> plan = parsePlan(text);
+    Expected<Plan> plan = cellc_test::readPlanText(text);
     return plan.ok() ? std::string("parsed") : plan.error();
   };
   EXPECT_EQ(errorFor("param b H init orthogonal"),
-            "plan line 13: param 'b': 'orthogonal' needs a matrix param "
+            "plan: param 'b': 'orthogonal' needs a matrix param "
             "[R, C], not a vector");
   EXPECT_EQ(errorFor("param b H init uniform -1"),
             "plan line 13: 'init' takes constant C, uniform A, normal S, "

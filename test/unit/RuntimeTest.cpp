@@ -2,6 +2,7 @@
 
 #include "cellrt/Runtime.h"
 #include "test/support/AtrTrainingPlan.h"
+#include "test/support/PlanText.h"
 
 #include <gtest/gtest.h>
 
@@ -92,7 +93,7 @@ std::string replaceOnce(std::string text, const std::string &from,
 }
 
 std::string parseError(const std::string &text) {
-  Expected<Plan> plan = parsePlan(text);
+  Expected<Plan> plan = cellc_test::readPlanText(text);
   EXPECT_FALSE(plan.ok()) << "parsed:\n" << text;
   return plan.ok() ? "" : plan.error();
 }
@@ -112,7 +113,7 @@ void expectRefusedWith(const std::string &text, const std::string &fragment) {
 //===----------------------------------------------------------------------===//
 
 TEST(PlanTest, ParsesDocumentedExample) {
-  Expected<Plan> plan = parsePlan(atrPlan);
+  Expected<Plan> plan = cellc_test::readPlanText(atrPlan);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->cellName, "atr");
   EXPECT_EQ(plan->dims, (std::vector<std::string>{"H", "I"}));
@@ -141,7 +142,7 @@ TEST(PlanTest, ParsesDocumentedExample) {
 TEST(PlanTest, ProbesWidenTheKernelsOutRows) {
   std::string text = replaceOnce(atrPlan, "output H\n",
                                  "output H\nprobe i H\nprobe h' 2*H\n");
-  Expected<Plan> plan = parsePlan(text);
+  Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   ASSERT_EQ(plan->probes.size(), 2u);
   EXPECT_EQ(plan->probes[1].name, "h'");
@@ -159,17 +160,17 @@ TEST(PlanTest, ProbesWidenTheKernelsOutRows) {
 
 TEST(PlanTest, PrintsWhatItParsed) {
   for (const char *text : {atrPlan, linearPlan}) {
-    Expected<Plan> plan = parsePlan(text);
+    Expected<Plan> plan = cellc_test::readPlanText(text);
     ASSERT_TRUE(plan.ok()) << plan.error();
     EXPECT_EQ(printPlan(*plan), text);
-    Expected<Plan> again = parsePlan(printPlan(*plan));
+    Expected<Plan> again = cellc_test::readPlanText(printPlan(*plan));
     ASSERT_TRUE(again.ok()) << again.error();
     EXPECT_EQ(printPlan(*again), text);
   }
 }
 
 TEST(PlanTest, ParsesOffsetsAndWidths) {
-  Expected<Plan> plan = parsePlan(linearPlan);
+  Expected<Plan> plan = cellc_test::readPlanText(linearPlan);
   ASSERT_TRUE(plan.ok()) << plan.error();
   const Operation &kernel = plan->operations[2];
   EXPECT_EQ(kernel.operands[1].name, "ab");
@@ -186,7 +187,7 @@ TEST(PlanTest, CanonicalisesExpressionsAndToleratesBlankLines) {
   std::string text =
       replaceOnce(linearPlan, "buffer step q 2*H+1", "buffer step q 1+H+H");
   text = replaceOnce(text, "cell lin\n", "cell lin\n\n");
-  Expected<Plan> plan = parsePlan(text);
+  Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(printPlan(*plan), linearPlan);
 }
@@ -210,12 +211,12 @@ TEST(PlanErrorTest, Header) {
 
 // `precision` is optional (f32), printed only for bf16, and read back.
 TEST(PlanTest, Precision) {
-  Expected<Plan> f32 = parsePlan(atrPlan);
+  Expected<Plan> f32 = cellc_test::readPlanText(atrPlan);
   ASSERT_TRUE(f32.ok()) << f32.error();
   EXPECT_EQ(f32->precision, Precision::F32);
   std::string text =
       replaceOnce(atrPlan, "cell atr\n", "cell atr\nprecision bf16\n");
-  Expected<Plan> bf16 = parsePlan(text);
+  Expected<Plan> bf16 = cellc_test::readPlanText(text);
   ASSERT_TRUE(bf16.ok()) << bf16.error();
   EXPECT_EQ(bf16->precision, Precision::BF16);
   EXPECT_EQ(printPlan(*bf16), text);
@@ -238,7 +239,7 @@ TEST(PlanErrorTest, Syntax) {
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wx H I", "param Wx H 3*")),
             "plan line 6: malformed dimension expression '3*'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wx H I", "param Wx H J")),
-            "plan line 6: unknown dimension 'J' in 'J' (declare it in 'dims' "
+            "plan: unknown dimension 'J' in param 'Wx' (declare it in 'dims' "
             "first)");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "state:h next:h", "state:h nxt:h")),
             "plan line 15: unknown reference kind 'nxt' in 'nxt:h'");
@@ -256,19 +257,19 @@ TEST(PlanErrorTest, Syntax) {
 TEST(PlanErrorTest, Declarations) {
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wh H H",
                                    "param Wh H H\nparam Wx H")),
-            "plan line 8: param 'Wx' is declared twice (first on line 6)");
+            "plan: param 'Wx' is declared twice");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "output H\n", "")),
             "plan: missing 'output LEN'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "output H", "output h")),
-            "plan line 8: unknown dimension 'h' in 'h' (declare it in 'dims' "
+            "plan: unknown dimension 'h' in the output (declare it in 'dims' "
             "first)");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "next:h out", "next:h")),
             "plan: no step or scan operation writes the output ('out')");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "weight W1 Wh", "weight W1 Wh Wx")),
-            "plan line 12: weight 'W1' stacks params with different COLS: "
+            "plan: weight 'W1' stacks params with different COLS: "
             "'Wh' has H, 'Wx' has I");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "weight W1 Wh", "weight W1 Wq")),
-            "plan line 12: weight 'W1' stacks unknown param 'Wq'");
+            "plan: weight 'W1' stacks unknown param 'Wq'");
 }
 
 TEST(PlanErrorTest, References) {
@@ -292,19 +293,19 @@ TEST(PlanErrorTest, References) {
 
 TEST(PlanTest, ParsesAndPrintsTrainingPlans) {
   for (const char *text : {atrTrainingPlan, linearTrainingPlan}) {
-    Expected<Plan> plan = parsePlan(text);
+    Expected<Plan> plan = cellc_test::readPlanText(text);
     ASSERT_TRUE(plan.ok()) << plan.error();
     EXPECT_TRUE(plan->hasBackward());
     EXPECT_EQ(printPlan(*plan), text);
-    Expected<Plan> again = parsePlan(printPlan(*plan));
+    Expected<Plan> again = cellc_test::readPlanText(printPlan(*plan));
     ASSERT_TRUE(again.ok()) << again.error();
     EXPECT_EQ(printPlan(*again), text);
   }
-  Expected<Plan> forwardOnly = parsePlan(atrPlan);
+  Expected<Plan> forwardOnly = cellc_test::readPlanText(atrPlan);
   ASSERT_TRUE(forwardOnly.ok());
   EXPECT_FALSE(forwardOnly->hasBackward());
 
-  Expected<Plan> plan = parsePlan(atrTrainingPlan);
+  Expected<Plan> plan = cellc_test::readPlanText(atrTrainingPlan);
   ASSERT_TRUE(plan.ok()) << plan.error();
   ASSERT_EQ(plan->operations.size(), 8u);
   EXPECT_EQ(plan->numKernelsUsed(), 2);
@@ -330,7 +331,7 @@ TEST(PlanTest, ParsesAndPrintsTrainingPlans) {
   EXPECT_EQ(wgrad.wgradX().str(), "state:h");
   EXPECT_EQ(wgrad.line, 21);
 
-  Expected<Plan> linear = parsePlan(linearTrainingPlan);
+  Expected<Plan> linear = cellc_test::readPlanText(linearTrainingPlan);
   ASSERT_TRUE(linear.ok()) << linear.error();
   const Operation &pgrad = linear->operations.back();
   EXPECT_EQ(pgrad.kind, Operation::Kind::Pgrad);
@@ -346,7 +347,7 @@ TEST(PlanTest, WrittenBuffersAndInputs) {
       replaceOnce(atrTrainingPlan, "buffer seq dv0 H\n",
                   "buffer seq dv0 H written\n"),
       "input x I\n", "input x I written\n");
-  Expected<Plan> plan = parsePlan(text);
+  Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_TRUE(plan->findBuffer("dv0")->written);
   EXPECT_FALSE(plan->findBuffer("dv1")->written);
@@ -484,7 +485,8 @@ const cellrt_kernel_fn linearKernels[] = {linearKernel, linearBackwardKernel};
 const char *const linearKernelNames[] = {"lin_step", "lin_step_backward"};
 
 cellrt_image imageFor(const char *plan, int64_t numKernels = 1) {
-  return {plan, linearKernels, linearKernelNames, numKernels};
+  return {cellc_test::planTables(plan), linearKernels, linearKernelNames,
+          numKernels};
 }
 
 std::vector<float> randomVector(std::mt19937 &rng, size_t count) {
@@ -597,10 +599,13 @@ TEST(ExecutorTest, LoadChecksKernelCount) {
   EXPECT_EQ(
       cell.error(),
       "plan of cell 'atr' uses kernel 0 but the image has only 0 kernels");
-  Expected<Cell> broken = Cell::load(imageFor("cellc-plan 1\ncell x\n"));
-  ASSERT_FALSE(broken.ok());
-  EXPECT_EQ(broken.error(), "plan: missing 'dims' (write 'dims' alone if the "
-                            "cell has no symbolic dimensions)");
+  // An object from before the tables carried the plan as text.
+  Expected<Cell> old =
+      Cell::load({atrPlan, linearKernels, linearKernelNames, 1});
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.error(), "the object carries its plan as text, from a cellc "
+                         "older than this runtime: recompile the cell with "
+                         "this cellc");
   Expected<Cell> loaded = Cell::load(imageFor(linearPlan));
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   EXPECT_EQ(loaded->getKernelName(0), "lin_step");
@@ -760,8 +765,8 @@ TEST(ExecutorErrorTest, ColumnsOutsideTheirArray) {
   Status status = narrowCell->forward(problem.args(nullptr, nullptr, false));
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(),
-            "plan line 16: gemm output 'step:q+H' needs columns [5, 10) but "
-            "its array has 6");
+            "plan operation 'step gemm step:q+H W1 state:h': gemm output "
+            "'step:q+H' needs columns [5, 10) but its array has 6");
 }
 
 TEST(ExecutorErrorTest, NoValueOfADimensionMatches) {
@@ -974,7 +979,8 @@ TEST(BackwardErrorTest, TapeAndPlan) {
       "backward: the arguments bind T=2 B=3 H=6 I=4 but the tape was "
       "recorded with T=2 B=3 H=5 I=4");
   Expected<Cell> atr =
-      Cell::load({atrTrainingPlan, linearKernels, linearKernelNames, 2});
+      Cell::load({cellc_test::planTables(atrTrainingPlan), linearKernels,
+                  linearKernelNames, 2});
   ASSERT_TRUE(atr.ok()) << atr.error();
   ForwardArgs atrArgs;
   atrArgs.inputs = args.inputs;
@@ -1117,7 +1123,8 @@ TEST(ScanTest, TrainingRunsTheScanUnlessThePlanHasSteps) {
   for (bool steps : {true, false}) {
     std::string plan = accumulatePlan(steps);
     Expected<Cell> cell = Cell::load(
-        {plan.c_str(), accumulateKernels, accumulateKernelNames, 3});
+        {cellc_test::planTables(plan.c_str()), accumulateKernels,
+         accumulateKernelNames, 3});
     ASSERT_TRUE(cell.ok()) << cell.error();
     for (bool training : {false, true}) {
       SCOPED_TRACE(std::string(steps ? "step and scan" : "scan only") +

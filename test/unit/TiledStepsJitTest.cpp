@@ -19,6 +19,7 @@
 #include "jit/Jit.h"
 #include "runtime/Gemm.h"
 #include "runtime/TiledSteps.h"
+#include "test/support/PlanText.h"
 
 #include <cmath>
 #include <optional>
@@ -375,7 +376,8 @@ TEST(TiledPanels, InputProductsStayHoistedWhereAProductReadsThem) {
        {std::pair<std::string, int64_t>{"state:h", 2}, {"seq:v0", 1}}) {
     SCOPED_TRACE(input);
     std::string plan = projectionPlan(input);
-    Expected<Cell> cell = Cell::load({plan.c_str(), kernels, names, 1});
+    Expected<Cell> cell =
+        Cell::load({cellc_test::planTables(plan.c_str()), kernels, names, 1});
     ASSERT_TRUE(cell.ok()) << cell.error();
     auto forward = [&](cellrt::detail::TiledMode mode) {
       std::vector<float> out(T * B * H, -1.0f);

@@ -584,7 +584,7 @@ loadOnDevice(const RunOptions &options,
       auto code = jit::compileFileForGPU(options.cellFile, compileOptions);
       if (!code)
         return code.getStatus();
-      auto cell = cellrt::cuda::loadCell(code->plan, code->ptx);
+      auto cell = cellrt::cuda::loadCell(code->tables, code->ptx);
       if (cell)
         log << "device: gpu\n";
       return cell;

@@ -1,4 +1,4 @@
-//===- Subcommands.h - `cellc run` and `cellc check` ------------*- C++ -*-===//
+//===- Subcommands.h - `cellc run`, `cellc plan`, `cellc check` -*- C++ -*-===//
 //
 // `cellc run FILE.cell --dir D` JIT-compiles a cell and runs it on .npy
 // arrays from D (RunCommand.cpp). `cellc check FILE.cell` runs the separate
@@ -59,6 +59,10 @@ std::string runOnDirectory(const RunOptions &options, llvm::raw_ostream &log);
 
 /// `cellc run ...`: argv[0] is "run". Returns the exit code.
 int runCommand(int argc, char **argv);
+
+/// `cellc plan FILE`: prints the plan an object, shared library or tables
+/// file carries, as text (argv[0] is "plan"). Returns the exit code.
+int planCommand(int argc, char **argv);
 
 /// `cellc check ...`: runs `cellc-check` from cellc's own folder with the
 /// remaining arguments (argv[0] is "check"). Returns its exit code.

@@ -13,6 +13,7 @@
 #include "frontend/Frontend.h"
 #include "ir/CellOps.h"
 #include "tools/cellc/Subcommands.h"
+#include "cellrt/PlanTables.h"
 #include "codegen/Registration.h"
 
 #include "mlir/IR/AsmState.h"
@@ -44,6 +45,7 @@ enum class Emit {
   OptimizedMLIR,
   Schedule,
   Plan,
+  Tables,
   LLVMIR,
   Object,
   Header,
@@ -72,7 +74,10 @@ cl::opt<Emit> emitAction(
                    "the schedule as IR (sched.program): buffers, weights, "
                    "products and kernels per phase"),
         clEnumValN(Emit::Plan, "plan",
-                   "the runtime's execution plan: the schedule's text"),
+                   "the runtime's execution plan as text, for people"),
+        clEnumValN(Emit::Tables, "tables",
+                   "the plan's binary tables, as objects carry them (for "
+                   "cellrt::cuda::loadCell with -emit=ptx)"),
         clEnumValN(Emit::LLVMIR, "llvm", "optimised LLVM IR of the kernels"),
         clEnumValN(Emit::Object, "obj", "an object file (default)"),
         clEnumValN(Emit::Header, "header", "the C header of the object"),
@@ -343,7 +348,8 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
     PassManager lowering(&context);
     applyPassManagerCLOptions(lowering);
     applyDefaultTimingPassManagerCLOptions(lowering);
-    if (emitAction == Emit::Plan || emitAction == Emit::Schedule) {
+    if (emitAction == Emit::Plan || emitAction == Emit::Tables ||
+        emitAction == Emit::Schedule) {
       lowering.addPass(cell::createLowerToLoops());
       lowering.addPass(cell::createBuildSchedule());
       if (failed(lowering.run(module)))
@@ -354,10 +360,12 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
           output->os() << "\n";
           continue;
         }
-        FailureOr<std::string> plan = sched::printCheckedPlan(program);
+        FailureOr<cellrt::Plan> plan = sched::checkedPlan(program);
         if (failed(plan))
           return failure();
-        output->os() << *plan;
+        output->os() << (emitAction == Emit::Tables
+                             ? cellrt::encodePlan(*plan)
+                             : cellrt::printPlan(*plan));
       }
     } else if (emitAction == Emit::PTX || emitAction == Emit::Cubin) {
       if (failed(emitGPU(module, lowering, output->os())))
@@ -381,11 +389,14 @@ LogicalResult emitOutput(ModuleOp module, MLIRContext &context) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // `cellc run ...` and `cellc check ...` are subcommands (Subcommands.h).
+  // `cellc run ...`, `cellc plan ...` and `cellc check ...` are
+  // subcommands (Subcommands.h).
   if (argc > 1 && llvm::StringRef(argv[1]) == "run")
     return cellc::runCommand(argc - 1, argv + 1);
   if (argc > 1 && llvm::StringRef(argv[1]) == "check")
     return cellc::checkCommand(argc - 1, argv + 1, argv[0]);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "plan")
+    return cellc::planCommand(argc - 1, argv + 1);
   llvm::InitLLVM initLLVM(argc, argv);
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -410,6 +421,7 @@ int main(int argc, char **argv) {
       "  cellc cells/gru.cell -emit=mlir-opt    IR after hoisting/fusion\n"
       "  cellc cells/gru.cell --target=nvptx -emit=ptx   PTX for NVIDIA GPUs\n"
       "  cellc run cells/atr.cell --dir D       run on .npy arrays in D\n"
+      "  cellc plan atr_kernel.o                the plan the object carries\n"
       "  cellc check cells/atr.cell             check against LibTorch\n\n"
       "MLIR's options work too (--mlir-print-ir-after-all, "
       "--mlir-print-debuginfo, ...): --help-hidden lists every option.\n");

@@ -3,7 +3,7 @@
 |* Every fused kernel cellc emits has the same C signature, so the runtime    *|
 |* can run any cell through one executor without knowing its shape. An object *|
 |* compiled from a cell exports one `cellrt_image` worth of symbols:          *|
-|*   const char cellc_<cell>_plan[];             the execution plan (text)    *|
+|*   const char cellc_<cell>_plan[];             the plan's tables (binary)   *|
 |*   const cellrt_kernel_fn cellc_<cell>_kernels[]; kernels, in plan order    *|
 |*   const char *const cellc_<cell>_kernel_names[];                           *|
 |*   const int64_t cellc_<cell>_num_kernels;                                  *|
@@ -45,6 +45,7 @@ typedef void (*cellrt_kernel_fn)(int64_t row_begin, int64_t row_end,
 
 /// What one compiled cell gives the runtime.
 typedef struct cellrt_image {
+  /** The plan's tables (cellrt/PlanTables.h); their header gives the size. */
   const char *plan;
   const cellrt_kernel_fn *kernels;
   const char *const *kernel_names;

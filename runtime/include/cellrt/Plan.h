@@ -2,8 +2,11 @@
 //
 // cellc compiles a cell into fused kernels plus a plan: which buffers to
 // allocate, which matrix products to run and in what order to call the
-// kernels. The plan travels as text (docs/plan-format.md); this header holds
-// its parsed form, the parser and the printer. Nothing here depends on LLVM.
+// kernels. The plan travels as typed, versioned tables (PlanTables.h,
+// docs/plan-format.md); this header holds its in-memory form, the one
+// validator of its rules and the printer of its text form, which is for
+// people and tests: nothing reads it back to run. Nothing here depends on
+// LLVM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,7 +149,8 @@ struct Operation {
   /// Gemm: {OUT, IN}. Kernel: its arguments in order. Wgrad: {DY, X}.
   /// Pgrad: {REF}.
   std::vector<Ref> operands;
-  /// 1-based line of the plan text it came from; 0 if built in memory.
+  /// 1-based line of the plan text it came from (tests write plans as
+  /// text); 0 otherwise. Errors name the line when there is one.
   int line = 0;
 
   const Ref &gemmOutput() const { return operands[0]; }
@@ -213,11 +217,29 @@ struct Plan {
   bool hasBackward() const;
 };
 
-/// Parses and validates plan text. Errors read `plan line N: message`.
-Expected<Plan> parsePlan(std::string_view text);
+/// Checks every rule of a plan (docs/plan-format.md): names are
+/// identifiers declared once, dimension expressions use only the declared
+/// dims, references name a declaration of the right kind, each phase uses
+/// only the operands it may, products and gradients fit their arrays, and
+/// some step or scan operation writes the output. This is the one place the
+/// rules live: the decoder of the tables, the schedule's verifier and
+/// Cell::withInputProducts all call it. Errors read `plan: message`, or
+/// `plan operation 'TEXT': message` for an operation (locateOperation).
+Status validatePlan(const Plan &plan);
 
-/// Prints the canonical text of a plan; parsePlan(printPlan(p)) == p.
+/// Prints the canonical text of a plan, for people and for tests.
 std::string printPlan(const Plan &plan);
+
+/// One operation's line of the text form, e.g. `step gemm step:q W1 state:h`.
+std::string printOperation(const Operation &op);
+
+/// Where an error about `op` is: `plan line N` for a plan read from text,
+/// else `plan operation 'TEXT'`.
+std::string locateOperation(const Operation &op);
+
+/// The text names of the enums (`pre`, `bstep`, `seq`, `dnext`, ...).
+const char *phaseName(Phase phase);
+const char *refKindName(Ref::Kind kind);
 
 } // namespace cellrt
 

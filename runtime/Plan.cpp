@@ -10,54 +10,54 @@ using namespace cellrt;
 // Ref and Plan helpers
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Whether an enum's values are 0, 1, ... in order (the tables store them
+/// as bytes and the reader bounds them by the count).
+template <size_t N> constexpr bool isDense(const int (&values)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (values[i] != static_cast<int>(i))
+      return false;
+  return true;
+}
+
+#define CELLRT_ENUM_VALUE(name, value, text) value,
+#define CELLRT_ENUM_TEXT(name, value, text) text,
+constexpr int kPhaseValues[] = {CELLRT_PLAN_PHASES(CELLRT_ENUM_VALUE)};
+constexpr int kRefKindValues[] = {CELLRT_PLAN_REF_KINDS(CELLRT_ENUM_VALUE)};
+constexpr int kExtentValues[] = {CELLRT_PLAN_BUFFER_EXTENTS(CELLRT_ENUM_VALUE)};
+const char *const kPhaseNames[] = {CELLRT_PLAN_PHASES(CELLRT_ENUM_TEXT)};
+const char *const kRefKindNames[] = {CELLRT_PLAN_REF_KINDS(CELLRT_ENUM_TEXT)};
+const char *const kExtentNames[] = {
+    CELLRT_PLAN_BUFFER_EXTENTS(CELLRT_ENUM_TEXT)};
+#undef CELLRT_ENUM_TEXT
+#undef CELLRT_ENUM_VALUE
+static_assert(isDense(kPhaseValues) && isDense(kRefKindValues) &&
+                  isDense(kExtentValues),
+              "schedule/PlanEnums.td: number each enum's cases 0, 1, ...");
+
+template <typename Enum, size_t N>
+const char *nameIn(const char *const (&names)[N], Enum value) {
+  size_t index = static_cast<size_t>(value);
+  return index < N ? names[index] : "?";
+}
+
+} // namespace
+
 const char *cellrt::refKindName(Ref::Kind kind) {
-  switch (kind) {
-  case Ref::Kind::Input:
-    return "input";
-  case Ref::Kind::State:
-    return "state";
-  case Ref::Kind::Next:
-    return "next";
-  case Ref::Kind::Param:
-    return "param";
-  case Ref::Kind::Seq:
-    return "seq";
-  case Ref::Kind::Step:
-    return "step";
-  case Ref::Kind::Out:
-    return "out";
-  case Ref::Kind::Dnext:
-    return "dnext";
-  case Ref::Kind::Dstate:
-    return "dstate";
-  case Ref::Kind::Dout:
-    return "dout";
-  case Ref::Kind::Dinput:
-    return "dinput";
-  }
-  return "?";
+  return nameIn(kRefKindNames, kind);
+}
+
+const char *cellrt::phaseName(Phase phase) {
+  return nameIn(kPhaseNames, phase);
+}
+
+const char *cellrt::bufferExtentName(BufferDecl::Extent extent) {
+  return nameIn(kExtentNames, extent);
 }
 
 static bool isNameless(Ref::Kind kind) {
   return kind == Ref::Kind::Out || kind == Ref::Kind::Dout;
-}
-
-const char *cellrt::phaseName(Phase phase) {
-  switch (phase) {
-  case Phase::Pre:
-    return "pre";
-  case Phase::Step:
-    return "step";
-  case Phase::Scan:
-    return "scan";
-  case Phase::BStep:
-    return "bstep";
-  case Phase::BPre:
-    return "bpre";
-  case Phase::End:
-    return "end";
-  }
-  return "?";
 }
 
 bool Ref::operator==(const Ref &other) const {

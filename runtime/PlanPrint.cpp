@@ -62,8 +62,7 @@ std::string cellrt::printPlan(const Plan &plan) {
   for (const VectorDecl &probe : plan.probes)
     out += "probe " + probe.name + " " + probe.length.str() + "\n";
   for (const BufferDecl &buffer : plan.buffers)
-    out += std::string("buffer ") +
-           (buffer.extent == BufferDecl::Extent::Sequence ? "seq " : "step ") +
+    out += std::string("buffer ") + bufferExtentName(buffer.extent) + " " +
            buffer.name + " " + buffer.length.str() +
            (buffer.written ? " written\n" : "\n");
   for (const WeightDecl &weight : plan.weights) {

@@ -34,12 +34,12 @@ private:
     pos += sizeof(T);
     return true;
   }
-  /// An enum stored as a byte, no larger than `last`.
-  template <typename E> bool getEnum(E &value, E last, const char *what) {
+  /// An enum stored as a byte, one of its `count` values.
+  template <typename E> bool getEnum(E &value, int count, const char *what) {
     uint8_t raw;
     if (!get(raw))
       return false;
-    if (raw > static_cast<uint8_t>(last))
+    if (raw >= count)
       return fail(std::string("unknown ") + what + " " + std::to_string(raw));
     value = static_cast<E>(raw);
     return true;
@@ -141,7 +141,9 @@ bool TableReader::getParams() {
     for (DimExpr &extent : param.shape)
       if (!getExpr(extent))
         return false;
-    if (!getEnum(param.init.kind, InitScheme::Kind::FanOut, "initialiser") ||
+    if (!getEnum(param.init.kind,
+                 static_cast<int>(InitScheme::Kind::FanOut) + 1,
+                 "initialiser") ||
         !get(param.init.value))
       return false;
   }
@@ -155,7 +157,7 @@ bool TableReader::getBuffers() {
   plan.buffers.resize(count);
   for (BufferDecl &buffer : plan.buffers) {
     uint8_t written;
-    if (!getEnum(buffer.extent, BufferDecl::Extent::Step, "buffer extent") ||
+    if (!getEnum(buffer.extent, kNumBufferExtents, "buffer extent") ||
         !getString(buffer.name) || !getExpr(buffer.length) || !get(written))
       return false;
     buffer.written = written & 1;
@@ -184,7 +186,7 @@ bool TableReader::getWeights() {
 
 bool TableReader::getRef(Ref &ref) {
   int32_t index;
-  if (!getEnum(ref.kind, Ref::Kind::Dinput, "reference kind"))
+  if (!getEnum(ref.kind, kNumRefKinds, "reference kind"))
     return false;
   auto resolve = [&](const auto &table) {
     if (!getIndex(index, table.size(), refKindName(ref.kind)))
@@ -223,8 +225,9 @@ bool TableReader::getRef(Ref &ref) {
 bool TableReader::getOperation(Operation &op) {
   int32_t declaration;
   size_t operands;
-  if (!getEnum(op.phase, Phase::End, "phase") ||
-      !getEnum(op.kind, Operation::Kind::Pgrad, "operation kind"))
+  if (!getEnum(op.phase, kNumPhases, "phase") ||
+      !getEnum(op.kind, static_cast<int>(Operation::Kind::Pgrad) + 1,
+               "operation kind"))
     return false;
   if (op.kind == Operation::Kind::Pgrad) {
     if (!getIndex(declaration, plan.params.size(), "param"))
@@ -270,7 +273,8 @@ bool TableReader::getScratch() {
 bool TableReader::getAll() {
   size_t dims, operations;
   if (!getString(plan.cellName) ||
-      !getEnum(plan.precision, Precision::BF16, "precision") ||
+      !getEnum(plan.precision, static_cast<int>(Precision::BF16) + 1,
+               "precision") ||
       !getCount(dims, 4))
     return false;
   plan.dims.resize(dims);

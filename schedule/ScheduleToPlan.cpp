@@ -1,8 +1,8 @@
 //===- ScheduleToPlan.cpp - A schedule as the runtime's plan --------------===//
 //
-// One declaration or operation of the program is one line of the plan
-// (docs/plan-format.md), in program order; the runtime's printer writes the
-// text and its parser checks it.
+// One declaration or operation of the program is one entry of the plan's
+// tables (docs/plan-format.md), in program order; cellrt::validatePlan
+// checks the result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,36 +15,18 @@ using namespace mlir::sched;
 
 namespace {
 
-constexpr std::pair<RefKind, cellrt::Ref::Kind> kKinds[] = {
-    {RefKind::Input, cellrt::Ref::Kind::Input},
-    {RefKind::State, cellrt::Ref::Kind::State},
-    {RefKind::Next, cellrt::Ref::Kind::Next},
-    {RefKind::Param, cellrt::Ref::Kind::Param},
-    {RefKind::Seq, cellrt::Ref::Kind::Seq},
-    {RefKind::Step, cellrt::Ref::Kind::Step},
-    {RefKind::Out, cellrt::Ref::Kind::Out},
-    {RefKind::Dnext, cellrt::Ref::Kind::Dnext},
-    {RefKind::Dstate, cellrt::Ref::Kind::Dstate},
-    {RefKind::Dout, cellrt::Ref::Kind::Dout},
-    {RefKind::Dinput, cellrt::Ref::Kind::Dinput},
-};
+// The dialect's enums and the runtime's come from one list
+// (schedule/PlanEnums.td), so a case converts by its value.
+#define CELLC_SAME_CASE(Runtime, Schedule)                                     \
+  static_assert(static_cast<int>(cellrt::Runtime) ==                           \
+                static_cast<int>(Schedule));
+CELLC_SAME_CASE(Phase::End, Phase::End)
+CELLC_SAME_CASE(Ref::Kind::Dinput, RefKind::Dinput)
+CELLC_SAME_CASE(BufferDecl::Extent::Step, Extent::Step)
+#undef CELLC_SAME_CASE
 
 cellrt::Phase runtimePhaseOf(Phase phase) {
-  switch (phase) {
-  case Phase::Pre:
-    return cellrt::Phase::Pre;
-  case Phase::Step:
-    return cellrt::Phase::Step;
-  case Phase::Scan:
-    return cellrt::Phase::Scan;
-  case Phase::BStep:
-    return cellrt::Phase::BStep;
-  case Phase::BPre:
-    return cellrt::Phase::BPre;
-  case Phase::End:
-    return cellrt::Phase::End;
-  }
-  llvm_unreachable("unknown phase");
+  return static_cast<cellrt::Phase>(static_cast<int>(phase));
 }
 
 std::string nameOf(FlatSymbolRefAttr symbol) {
@@ -99,9 +81,8 @@ void addToPlan(Operation &op, cellrt::Plan &plan) {
       })
       .Case([&](BufferOp buffer) {
         cellrt::BufferDecl decl;
-        decl.extent = buffer.getExtent() == Extent::Sequence
-                          ? cellrt::BufferDecl::Extent::Sequence
-                          : cellrt::BufferDecl::Extent::Step;
+        decl.extent = static_cast<cellrt::BufferDecl::Extent>(
+            static_cast<int>(buffer.getExtent()));
         decl.name = buffer.getSymName().str();
         decl.length = buffer.getLength();
         decl.written = buffer.getWritten();
@@ -153,17 +134,11 @@ void addToPlan(Operation &op, cellrt::Plan &plan) {
 } // namespace
 
 RefKind mlir::sched::refKindOf(cellrt::Ref::Kind kind) {
-  for (auto [schedule, runtime] : kKinds)
-    if (runtime == kind)
-      return schedule;
-  llvm_unreachable("unknown reference kind");
+  return static_cast<RefKind>(static_cast<int>(kind));
 }
 
 cellrt::Ref::Kind mlir::sched::runtimeKindOf(RefKind kind) {
-  for (auto [schedule, runtime] : kKinds)
-    if (schedule == kind)
-      return runtime;
-  llvm_unreachable("unknown reference kind");
+  return static_cast<cellrt::Ref::Kind>(static_cast<int>(kind));
 }
 
 cellrt::Plan mlir::sched::toPlan(ProgramOp program) {

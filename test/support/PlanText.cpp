@@ -19,6 +19,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <type_traits>
 
 using namespace cellrt;
 
@@ -56,6 +58,25 @@ static bool isIdentifier(const std::string &text) {
   });
 }
 
+/// The case of an enum whose text name is `name` (cellrt's names of the
+/// plan's enums, listed once in schedule/PlanEnums.td).
+template <typename Enum>
+static std::optional<Enum> enumNamed(const std::string &name, int count) {
+  for (int value = 0; value < count; ++value) {
+    Enum candidate = static_cast<Enum>(value);
+    const char *text;
+    if constexpr (std::is_same_v<Enum, Phase>)
+      text = phaseName(candidate);
+    else if constexpr (std::is_same_v<Enum, Ref::Kind>)
+      text = refKindName(candidate);
+    else
+      text = bufferExtentName(candidate);
+    if (name == text)
+      return candidate;
+  }
+  return std::nullopt;
+}
+
 static std::string quote(const std::string &text) { return "'" + text + "'"; }
 
 Status PlanTextReader::parseName(int line, const std::string &token,
@@ -76,12 +97,6 @@ Status PlanTextReader::parseDim(int line, const std::string &token,
 }
 
 Status PlanTextReader::parseRef(int line, const std::string &token, Ref &ref) {
-  static const std::pair<const char *, Ref::Kind> prefixes[] = {
-      {"input", Ref::Kind::Input},  {"state", Ref::Kind::State},
-      {"next", Ref::Kind::Next},    {"param", Ref::Kind::Param},
-      {"seq", Ref::Kind::Seq},      {"step", Ref::Kind::Step},
-      {"dnext", Ref::Kind::Dnext},  {"dstate", Ref::Kind::Dstate},
-      {"dinput", Ref::Kind::Dinput}};
   auto isBare = [&](const std::string &word) {
     return token.rfind(word, 0) == 0 &&
            (token.size() == word.size() || token[word.size()] == '+');
@@ -97,12 +112,11 @@ Status PlanTextReader::parseRef(int line, const std::string &token, Ref &ref) {
       return error(line, "expected a reference like 'state:h' or 'out', got " +
                              quote(token));
     std::string prefix = token.substr(0, colon);
-    auto it = std::find_if(std::begin(prefixes), std::end(prefixes),
-                           [&](const auto &p) { return prefix == p.first; });
-    if (it == std::end(prefixes))
+    std::optional<Ref::Kind> kind = enumNamed<Ref::Kind>(prefix, kNumRefKinds);
+    if (!kind || *kind == Ref::Kind::Out || *kind == Ref::Kind::Dout)
       return error(line, "unknown reference kind " + quote(prefix) + " in " +
                              quote(token));
-    ref.kind = it->second;
+    ref.kind = *kind;
     nameEnd = token.find('+', colon);
     if (nameEnd == std::string::npos)
       nameEnd = token.size();
@@ -273,13 +287,12 @@ Status PlanTextReader::parseLine(int line,
     }
     if (!(status = expectArity(3, "buffer seq|step NAME LEN [written]")).ok())
       return status;
-    if (tokens[1] == "seq")
-      decl.extent = BufferDecl::Extent::Sequence;
-    else if (tokens[1] == "step")
-      decl.extent = BufferDecl::Extent::Step;
-    else
+    std::optional<BufferDecl::Extent> extent =
+        enumNamed<BufferDecl::Extent>(tokens[1], kNumBufferExtents);
+    if (!extent)
       return error(line, "buffer extent must be 'seq' or 'step', got " +
                              quote(tokens[1]));
+    decl.extent = *extent;
     if (!(status = parseName(line, tokens[2], decl.name)).ok() ||
         !(status = parseDim(line, tokens[3], decl.length)).ok())
       return status;
@@ -324,9 +337,9 @@ Status PlanTextReader::parseLine(int line,
     return Status::success();
   }
 
-  if (directive == "wgrad" || directive == "pgrad" || directive == "pre" ||
-      directive == "step" || directive == "bpre" || directive == "bstep" ||
-      directive == "scan")
+  std::optional<Phase> phase = enumNamed<Phase>(directive, kNumPhases);
+  if (directive == "wgrad" || directive == "pgrad" ||
+      (phase && *phase != Phase::End))
     return parseOperation(line, tokens);
 
   return error(line, "unknown directive " + quote(directive));
@@ -367,11 +380,7 @@ Status PlanTextReader::parseOperation(int line,
 
   {
     Operation op;
-    op.phase = directive == "pre"    ? Phase::Pre
-               : directive == "step" ? Phase::Step
-               : directive == "scan" ? Phase::Scan
-               : directive == "bpre" ? Phase::BPre
-                                     : Phase::BStep;
+    op.phase = *enumNamed<Phase>(directive, kNumPhases);
     if (op.phase == Phase::Scan && (arity < 1 || tokens[1] != "kernel"))
       return error(line, "'scan' takes only 'kernel K ARGS...'");
     op.line = line;

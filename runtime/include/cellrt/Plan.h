@@ -15,6 +15,7 @@
 
 #include "cellrt/DimExpr.h"
 #include "cellrt/InitScheme.h"
+#include "cellrt/PlanEnums.inc"
 #include "cellrt/Precision.h"
 #include "cellrt/Status.h"
 
@@ -36,22 +37,15 @@ using cellc::DimExpr;
 /// gradient references `dnext:h`, `dstate:h`, `dout` and `dinput:x`;
 /// optionally with a column offset (`seq:p+2*H`).
 struct Ref {
+  /// Input, State, Next, Param, Seq, Step, Out; in backward only Dnext (the
+  /// gradient flowing into the state after this step), Dstate (the gradient
+  /// of the state before it), Dout (the caller's output gradient at this
+  /// step) and Dinput (the caller's input gradient). Listed once, in
+  /// schedule/PlanEnums.td.
   enum class Kind {
-    Input,
-    State,
-    Next,
-    Param,
-    Seq,
-    Step,
-    Out,
-    /// Gradient flowing into the state after this step (backward only).
-    Dnext,
-    /// Gradient of the state before this step (backward only).
-    Dstate,
-    /// The caller's output gradient at this step (backward only).
-    Dout,
-    /// The caller's input gradient (backward only).
-    Dinput,
+#define CELLRT_ENUM_CASE(name, value, text) name = value,
+    CELLRT_PLAN_REF_KINDS(CELLRT_ENUM_CASE)
+#undef CELLRT_ENUM_CASE
   };
 
   Kind kind = Kind::Out;
@@ -92,7 +86,12 @@ struct ParamDecl {
 /// `buffer seq NAME LEN` ([T*B, LEN]) or `buffer step NAME LEN` ([B, LEN]),
 /// optionally followed by `written`.
 struct BufferDecl {
-  enum class Extent { Sequence, Step };
+  /// Sequence (`seq`) or Step (`step`); schedule/PlanEnums.td.
+  enum class Extent {
+#define CELLRT_ENUM_CASE(name, value, text) name = value,
+    CELLRT_PLAN_BUFFER_EXTENTS(CELLRT_ENUM_CASE)
+#undef CELLRT_ENUM_CASE
+  };
 
   Extent extent = Extent::Step;
   std::string name;
@@ -109,23 +108,31 @@ struct WeightDecl {
   std::vector<std::string> params;
 };
 
-/// When an operation runs.
+/// When an operation runs (schedule/PlanEnums.td lists them once):
+/// - Pre: once per call over all T*B rows, before the time loop;
+/// - Step: every time step over the B rows of that step;
+/// - Scan: one kernel that runs all steps itself (time-scan) and replaces
+///   the `step` operations; in training it writes every step's state into
+///   the history (a plan with both, from before 2026-11-24, trains by
+///   steps);
+/// - BStep: backward, every step from T-1 down to 0, over its B rows;
+/// - BPre: backward, once over all T*B rows, after the backward step loop;
+/// - End: backward, `wgrad` and `pgrad`, at the very end.
 enum class Phase {
-  /// Once per call over all T*B rows, before the time loop.
-  Pre,
-  /// Every time step over the B rows of that step.
-  Step,
-  /// One kernel that runs all steps itself (time-scan) and replaces the
-  /// `step` operations; in training it writes every step's state into the
-  /// history. (A plan with both, from before 2026-11-24, trains by steps.)
-  Scan,
-  /// Backward: every step from T-1 down to 0, over the B rows of that step.
-  BStep,
-  /// Backward: once over all T*B rows, after the backward step loop.
-  BPre,
-  /// Backward: `wgrad` and `pgrad`, at the very end.
-  End,
+#define CELLRT_ENUM_CASE(name, value, text) name = value,
+  CELLRT_PLAN_PHASES(CELLRT_ENUM_CASE)
+#undef CELLRT_ENUM_CASE
 };
+
+/// How many cases each enum has; their values are 0 to count - 1 (the
+/// tables store them as bytes).
+#define CELLRT_ENUM_COUNT(name, value, text) +1
+inline constexpr int kNumPhases = 0 CELLRT_PLAN_PHASES(CELLRT_ENUM_COUNT);
+inline constexpr int kNumRefKinds =
+    0 CELLRT_PLAN_REF_KINDS(CELLRT_ENUM_COUNT);
+inline constexpr int kNumBufferExtents =
+    0 CELLRT_PLAN_BUFFER_EXTENTS(CELLRT_ENUM_COUNT);
+#undef CELLRT_ENUM_COUNT
 
 /// True for the phases of the backward pass.
 inline bool isBackward(Phase phase) {
@@ -240,6 +247,7 @@ std::string locateOperation(const Operation &op);
 /// The text names of the enums (`pre`, `bstep`, `seq`, `dnext`, ...).
 const char *phaseName(Phase phase);
 const char *refKindName(Ref::Kind kind);
+const char *bufferExtentName(BufferDecl::Extent extent);
 
 } // namespace cellrt
 

@@ -1,6 +1,7 @@
 //===- models/common/CommandLine.cpp - The drivers' CLI11 options ---------===//
 
 #include "models/common/CommandLine.h"
+#include "models/common/ConfigFile.h"
 #include "models/common/Team.h"
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 namespace models {
 
@@ -72,9 +74,12 @@ std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
   app.require_subcommand(1);
   std::string list;
   bool known = false;
-  for (const CLI::App *cmd : app.get_subcommands({})) {
+  // Every command reads --config FILE and writes --print-config.
+  std::vector<std::unique_ptr<CommandConfig>> configs;
+  for (CLI::App *cmd : app.get_subcommands({})) {
     list += (list.empty() ? "" : ", ") + cmd->get_name();
     known = known || (argc > 1 && cmd->get_name() == argv[1]);
+    configs.push_back(std::make_unique<CommandConfig>(*cmd));
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
     std::fprintf(stderr,
@@ -83,17 +88,36 @@ std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
                  name.c_str(), argv[1], list.c_str(), name.c_str());
     return 2;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    if (error.get_exit_code() == 0)
-      return app.exit(error);
+  auto usageError = [&](const CLI::ParseError &error) {
     std::string command = app.get_subcommands().empty()
                               ? ""
                               : " " + app.get_subcommands()[0]->get_name();
     std::fprintf(stderr, "%s: error: %s\nrun '%s%s --help' for the options\n",
                  name.c_str(), error.what(), name.c_str(), command.c_str());
     return 2;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    for (auto &config : configs)
+      config->restoreRequired();
+    if (error.get_exit_code() == 0)
+      return app.exit(error);
+    return usageError(error);
+  }
+  CLI::App *given = app.get_subcommands()[0];
+  for (auto &config : configs) {
+    if (&config->command() != given)
+      continue;
+    try {
+      config->finish();
+    } catch (const CLI::ParseError &error) {
+      return usageError(error);
+    }
+    if (config->printRequested()) {
+      std::fputs(config->text().c_str(), stdout);
+      return 0;
+    }
   }
   return std::nullopt;
 }

@@ -57,10 +57,12 @@ CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
 }
 
 /// Parses argv with `app`, whose subcommands are the commands (exactly one
-/// is required). Returns the exit code when the program must stop here: 0
-/// after --help or --version, 2 after a usage error, printed as
-/// `NAME: error: ...` with a hint to run --help (an unknown command is
-/// named as such).
+/// is required). Every command also gets --config FILE and --print-config
+/// (ConfigFile.h). Returns the exit code when the program must stop here: 0
+/// after --help, --version or --print-config, 2 after a usage error,
+/// printed as `NAME: error: ...` with a hint to run --help (an unknown
+/// command is named as such; an error in --config's file names the file
+/// and the key).
 std::optional<int> parseCommands(CLI::App &app, int argc, char **argv);
 
 /// A driver's command line: every command of `app` gets --threads (into

@@ -138,6 +138,10 @@ int64_t field(const std::string &line, const std::string &key) {
 /// and `updates` updates.
 bool afterCheckpoint(const std::string &line, int64_t epochsDone,
                      int64_t updates) {
+  // A process's options, when all it logged after them is dropped too: the
+  // process resuming writes its own.
+  if (line.find("\"event\": \"config\"") != std::string::npos)
+    return field(line, "update") >= updates;
   if (field(line, "update") > updates)
     return true;
   return line.find("\"event\": \"epoch\"") != std::string::npos &&
@@ -208,8 +212,7 @@ void RunLog::warnLost(const std::string &path, int error) {
 
 RunLog::~RunLog() { timestamped->flush(); }
 
-void RunLog::event(const std::string &name,
-                   const std::vector<std::pair<std::string, double>> &fields) {
+std::string RunLog::eventStart(const std::string &name) const {
   std::ostringstream line;
   line << std::setprecision(8) << "{\"time\": \"" << localTimestamp()
        << "\", \"seconds\": "
@@ -217,6 +220,22 @@ void RunLog::event(const std::string &name,
                                         start)
               .count()
        << ", \"event\": \"" << name << "\"";
+  return line.str();
+}
+
+void RunLog::writeEvent(const std::string &line) {
+  eventFile << line << "}\n";
+  eventFile.flush();
+  if (!eventFile) {
+    warnLost(eventPath, errno);
+    eventFile.clear(); // a disk that frees up takes the next lines
+  }
+}
+
+void RunLog::event(const std::string &name,
+                   const std::vector<std::pair<std::string, double>> &fields) {
+  std::ostringstream line;
+  line << std::setprecision(8) << eventStart(name);
   for (const auto &[key, value] : fields) {
     line << ", \"" << key << "\": ";
     // JSON has no NaN or Infinity.
@@ -225,12 +244,50 @@ void RunLog::event(const std::string &name,
     else
       line << "null";
   }
-  eventFile << line.str() << "}\n";
-  eventFile.flush();
-  if (!eventFile) {
-    warnLost(eventPath, errno);
-    eventFile.clear(); // a disk that frees up takes the next lines
+  writeEvent(line.str());
+}
+
+namespace {
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += char(c);
+    }
   }
+  return out + "\"";
+}
+
+/// Whether `text` is a JSON number as it stands.
+bool jsonNumber(const std::string &text) {
+  static const std::regex number(
+      "-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
+  return std::regex_match(text, number);
+}
+
+} // namespace
+
+void RunLog::configEvent(int64_t update,
+                         const std::map<std::string, std::string> &options) {
+  // "update" comes before the options: dropEventsAfter reads the first.
+  std::string line = eventStart("config") +
+                     ", \"update\": " + std::to_string(update) +
+                     ", \"options\": {";
+  bool first = true;
+  for (const auto &[key, value] : options) {
+    line += (first ? "" : ", ") + jsonString(key) + ": " +
+            (jsonNumber(value) ? value : jsonString(value));
+    first = false;
+  }
+  writeEvent(line + "}");
 }
 
 } // namespace models

@@ -5,7 +5,8 @@
 // one object per logged update, validation and epoch, for plots:
 //   {"time": "2026-11-23T06:20:01", "seconds": 12.5, "event": "update",
 //    "epoch": 1, "update": 100, "loss": 2.31, ...}
-// `seconds` counts from the RunLog's creation (this process).
+// `seconds` counts from the RunLog's creation (this process). Each process
+// of a run starts its events with a "config" event holding its options.
 //
 // A log only ever appends to a log: a new or empty file, a device or pipe
 // (/dev/null, /dev/stderr), or a file whose first line is a run log's. It
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -46,10 +48,21 @@ public:
   void event(const std::string &name,
              const std::vector<std::pair<std::string, double>> &fields);
 
+  /// Appends {"time", "seconds", "event": "config", "update", "options":
+  /// {KEY: VALUE, ...}}: the options this process trains with from update
+  /// `update` on (0 for a new run), so that every run's settings are in
+  /// its log. Written first, before the process's other events; numbers as
+  /// JSON numbers, other values as strings.
+  void configEvent(int64_t update,
+                   const std::map<std::string, std::string> &options);
+
   /// Whether a write to either file failed (and was warned about).
   bool lost() const { return lostWrites; }
 
 private:
+  /// The start of an event's line: {"time": ..., "seconds": ..., "event".
+  std::string eventStart(const std::string &name) const;
+  void writeEvent(const std::string &line);
   void warnLost(const std::string &path, int error);
 
   std::string program, textPath, eventPath;

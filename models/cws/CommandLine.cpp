@@ -127,7 +127,7 @@ void addTrainCommand(CLI::App &app, TrainRequest &r) {
   cmd->add_flag("--force", r.force, "overwrite another run's checkpoint")
       ->group(group);
   cmd->add_flag_function(
-         "--no-progress", [&o](int64_t) { o.progress = false; },
+         "--no-progress", [&o](int64_t count) { o.progress = count <= 0; },
          "no progress output on stderr")
       ->group(group);
 }

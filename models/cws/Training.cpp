@@ -175,6 +175,7 @@ void Session::train(const TrainData &data) {
   models::RunLog runLog(
       "cws", team.leader() ? options.logPath() : "/dev/null",
       team.leader() ? options.eventLogPath() : "/dev/null", runFiles);
+  runLog.configEvent(state.updates, options.toMap());
   std::ostream &log = runLog.text();
   report(log,
          format("cell %s: %lld parameters (%lld in the recurrent layers), "

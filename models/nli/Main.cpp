@@ -12,6 +12,7 @@
 #include "models/common/Cells.h"
 #include "models/common/CommandLine.h"
 #include "models/common/OpenMpWaits.h"
+#include "models/common/OptionMap.h"
 #include "models/common/RunFiles.h"
 #include "models/common/RunLock.h"
 #include "models/common/Team.h"
@@ -19,6 +20,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sys/stat.h>
 
@@ -51,6 +53,7 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
          },
          "what the attention reads of the encoders' states: tanh (default) "
          "or raw (an ATR state is unbounded; raw: before 2026-11-28)")
+      ->default_str("tanh")
       ->check(CLI::IsMember({"tanh", "raw"}));
   option(cmd, "init", o.init,
          "how a param without an initialiser in its cell file starts: paper "
@@ -74,6 +77,34 @@ void addTrainOptions(CLI::App &cmd, TrainOptions &o) {
   option(cmd, "max-updates", o.maxUpdates, "stop after N updates (0: no)");
   option(cmd, "seed", o.seed, "random seed");
   option(cmd, "out", o.out, "checkpoint (best one: OUT.best)");
+}
+
+/// The options a run trains with, under their option names.
+std::map<std::string, std::string> optionMap(const TrainOptions &o) {
+  using models::optionText;
+  return {{"train", o.train},
+          {"valid", o.valid},
+          {"model", o.model.kind},
+          {"cell", o.model.cell},
+          {"emb", optionText(o.model.emb)},
+          {"hidden", optionText(o.model.hidden)},
+          {"between-layers", o.model.squashStates ? "tanh" : "raw"},
+          {"init", o.init},
+          {"init-scale", optionText(o.initScale)},
+          {"dropout", optionText(o.model.dropout)},
+          {"embeddings", o.embeddings},
+          {"freeze-embeddings", optionText(o.freezeEmbeddings)},
+          {"lowercase", optionText(o.lowercase)},
+          {"vocab-max", optionText(o.vocabMax)},
+          {"min-count", optionText(o.minCount)},
+          {"lr", optionText(o.lr)},
+          {"clip", optionText(o.clip)},
+          {"batch", optionText(o.batch)},
+          {"epochs", optionText(o.epochs)},
+          {"max-updates", optionText(o.maxUpdates)},
+          {"seed", optionText(o.seed)},
+          {"out", o.out},
+          {"progress", optionText(o.progress)}};
 }
 
 int train(TrainOptions options, bool resume, int threads) {
@@ -105,6 +136,7 @@ int train(TrainOptions options, bool resume, int threads) {
                             session->updatesDone());
   models::RunLog runLog("nli", writes ? used.out + ".log" : "/dev/null",
                         writes ? used.out + ".jsonl" : "/dev/null", runFiles);
+  runLog.configEvent(session ? session->updatesDone() : 0, optionMap(used));
   std::ostream &logFile = runLog.text();
   if (!session)
     session = std::make_unique<Session>(options, trainPairs, logFile);

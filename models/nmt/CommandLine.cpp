@@ -216,7 +216,7 @@ void addTrainCommand(CLI::App &app, TrainRequest &r) {
                 "stopping")
       ->group(group);
   cmd->add_flag_function(
-      "--no-progress", [&r](int64_t) { r.options.progress = false; },
+      "--no-progress", [&r](int64_t count) { r.options.progress = count <= 0; },
       "no progress output on stderr");
 }
 

@@ -333,6 +333,7 @@ void Session::train(const TrainData &data) {
     models::dropEventsAfter("nmt", eventPath, state.epoch, state.updates);
   RunLog runLog("nmt", team.leader() ? logPath : "/dev/null",
                 team.leader() ? eventPath : "/dev/null", runFiles);
+  runLog.configEvent(state.updates, options.toMap());
   std::ostream &log = runLog.text();
   team.requireSame(model->parameterCount(), "the parameter count");
   team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),

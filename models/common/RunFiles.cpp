@@ -6,6 +6,7 @@
 #include "models/common/Data.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 #include <random>
 #include <sys/stat.h>
@@ -79,11 +80,19 @@ std::string resumeSource(const std::string &program, const std::string &out,
   return "";
 }
 
+bool samePath(const std::string &a, const std::string &b) {
+  std::error_code errorA, errorB;
+  auto canonicalA = std::filesystem::weakly_canonical(a, errorA);
+  auto canonicalB = std::filesystem::weakly_canonical(b, errorB);
+  return !errorA && !errorB && canonicalA == canonicalB;
+}
+
 void checkSameSetup(const std::string &path,
                     const std::map<std::string, std::string> &stored,
                     const std::map<std::string, std::string> &requested,
                     const std::set<std::string> &given,
-                    const std::set<std::string> &changeable) {
+                    const std::set<std::string> &changeable,
+                    const std::set<std::string> &paths) {
   auto value = [](const std::map<std::string, std::string> &m,
                   const std::string &key) {
     auto it = m.find(key);
@@ -92,7 +101,9 @@ void checkSameSetup(const std::string &path,
   std::string differences;
   for (const std::string &key : given) {
     std::string theirs = value(stored, key), ours = value(requested, key);
-    if (!changeable.count(key) && theirs != ours)
+    bool same = theirs == ours || (paths.count(key) && !theirs.empty() &&
+                                   !ours.empty() && samePath(theirs, ours));
+    if (!changeable.count(key) && !same)
       differences += "\n  --" + key + ": the checkpoint has '" + theirs +
                      "', the command line '" + ours + "'";
   }

@@ -48,12 +48,18 @@ std::string resumeSource(const std::string &program, const std::string &out,
 /// Throws DataError listing every option the command line gave (`given`)
 /// with another value than the checkpoint at `path` stored, except the
 /// `changeable` ones: a resumed run keeps its architecture, data and
-/// optimiser.
+/// optimiser. The `paths` options name files: two spellings of one file
+/// (`a/../b/f` and `b/f`) are the same value.
 void checkSameSetup(const std::string &path,
                     const std::map<std::string, std::string> &stored,
                     const std::map<std::string, std::string> &requested,
                     const std::set<std::string> &given,
-                    const std::set<std::string> &changeable);
+                    const std::set<std::string> &changeable,
+                    const std::set<std::string> &paths = {});
+
+/// Whether `a` and `b` name one file, existing or not (compared as
+/// std::filesystem::weakly_canonical paths from the working folder).
+bool samePath(const std::string &a, const std::string &b);
 
 /// The options a resumed run trains with: the checkpoint's, except the
 /// `changeable` ones the command line gave and the `fromCommandLine` ones

@@ -52,6 +52,8 @@ struct RunRules {
                      const std::string &path)>
       continues;
   std::function<Data(const Options &)> loadData;
+  /// Options naming files, compared by their canonical paths on resume.
+  std::set<std::string> paths = {};
 };
 
 /// The checkpoint at `path` with the command line's changeable options, or
@@ -63,7 +65,7 @@ resumeSession(const RunRules<Session, Options, Data> &rules,
               const std::string &path, const RunRequest<Options> &request) {
   std::unique_ptr<Session> session = Session::load(path);
   checkSameSetup(path, session->options.toMap(), request.options.toMap(),
-                 request.given, rules.changeable);
+                 request.given, rules.changeable, rules.paths);
   session->options = Options::fromMap(
       resumedOptions(session->options.toMap(), request.options.toMap(),
                      request.given, rules.changeable, rules.fromCommandLine));

@@ -31,7 +31,7 @@ std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data) {
   models::RunRules<Session, TrainOptions, TrainData> rules{
       "cws", optionsChangeableOnResume(), optionsOfTheCommandLine(),
-      continues, loadTrainData};
+      continues, loadTrainData, {"train", "valid", "dict"}};
   return models::prepareTraining(rules, request, data);
 }
 

@@ -36,8 +36,14 @@ std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
       optionsChangeableOnResume(),
       {"out", "log", "progress", "skip-nonfinite"},
       continues,
-      loadTrainData};
-  return models::prepareTraining(rules, request, data);
+      loadTrainData,
+      {"train-src", "train-tgt", "valid-src", "valid-tgt", "spm-src",
+       "spm-tgt"}};
+  // --enc-layers 0 means the architecture's count, which the checkpoint
+  // stores: compare that.
+  TrainRequest resolved = request;
+  resolved.options.model.resolveLayers();
+  return models::prepareTraining(rules, resolved, data);
 }
 
 } // namespace nmt

@@ -1,11 +1,15 @@
 //===- RunLogTest.cpp - A run's event log across kills ---------------------===//
 
 #include "models/common/Data.h"
+#include "models/common/OptionMap.h"
+#include "models/common/RunFiles.h"
 #include "models/common/RunLog.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace models;
@@ -60,3 +64,63 @@ TEST(RunLog, NeverShortensAFileThatIsNoLog) {
 }
 
 } // namespace
+
+// Each process starts its events with its options, as JSON: numbers as
+// numbers, other text as strings.
+TEST(RunLog, ConfigEventComesFirst) {
+  std::string stem = ::testing::TempDir() + "runlog-config";
+  std::remove((stem + ".log").c_str());
+  std::remove((stem + ".jsonl").c_str());
+  {
+    RunLog log("test", stem + ".log", stem + ".jsonl");
+    log.configEvent(0, {{"cell", "gru"}, {"lr", "0.001"}, {"out", "a\"b"}});
+    log.event("epoch", {{"epoch", 1}, {"update", 5}});
+  }
+  std::ifstream in(stem + ".jsonl");
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first.rfind("{\"time\": \"", 0), 0u) << first;
+  EXPECT_NE(first.find("\"event\": \"config\", \"update\": 0, \"options\": "
+                       "{\"cell\": \"gru\", \"lr\": 0.001, \"out\": "
+                       "\"a\\\"b\"}}"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(second.find("\"event\": \"epoch\""), std::string::npos);
+}
+
+// A process resumed at update 5 logged its options and updates 6-10, and
+// was killed before its next save: its options go with its events; those
+// of the process that made the checkpoint stay.
+TEST(RunLog, DropsTheOptionsOfAProcessWhoseEventsAreDropped) {
+  std::string path = ::testing::TempDir() + "runlog-drop-config.jsonl";
+  auto config = [](int update) {
+    return "{\"time\": \"2026-11-28T08:00:00\", \"seconds\": 0.1, "
+           "\"event\": \"config\", \"update\": " +
+           std::to_string(update) + ", \"options\": {\"max-updates\": 9}}\n";
+  };
+  std::string kept = config(0) + event("update", 1, 2) + event("epoch", 1, 5);
+  std::string after = config(5) + event("update", 2, 6) + event("epoch", 2, 10);
+  std::ofstream(path) << kept + after;
+  dropEventsAfter("test", path, 1, 5);
+  EXPECT_EQ(contents(path), kept);
+  // Options logged before the checkpoint's update stay.
+  std::ofstream(path) << kept + config(3);
+  dropEventsAfter("test", path, 1, 5);
+  EXPECT_EQ(contents(path), kept + config(3));
+}
+
+// --resume compares data files by what they name, not how they are spelt.
+TEST(RunFiles, SameFileSpeltTwoWaysIsTheSameSetup) {
+  std::set<std::string> given = {"train-src"}, paths = {"train-src"};
+  OptionMap stored = {{"train-src", "data/train.en"}};
+  OptionMap respelt = {{"train-src", "other/../data/./train.en"}};
+  EXPECT_NO_THROW(checkSameSetup("x.ckpt", stored, respelt, given, {}, paths));
+  EXPECT_TRUE(samePath("data/train.en", "other/../data/./train.en"));
+  // Options that are no paths still compare as text.
+  EXPECT_THROW(checkSameSetup("x.ckpt", stored, respelt, given, {}, {}),
+               DataError);
+  OptionMap other = {{"train-src", "data/train.de"}};
+  EXPECT_THROW(checkSameSetup("x.ckpt", stored, other, given, {}, paths),
+               DataError);
+}

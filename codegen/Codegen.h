@@ -7,6 +7,8 @@
 #include "ir/CellOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "ir/KernelAnalysis.h"
+#include "schedule/BuildSchedule.h"
 #include "schedule/Schedule.h"
 #include "llvm/Support/CodeGen.h"
 
@@ -44,36 +46,11 @@ private:
   bool rewriting = false;
 };
 
-/// The symbolic dimensions a cell's types mention, sorted: the order of the
-/// `dims` array every kernel of the cell receives.
-std::vector<std::string> collectDims(mlir::cell::CellOp cell);
-
 /// How many kernels lower-to-loops makes of an optimised cell.
 int64_t countKernels(mlir::cell::CellOp cell);
 
 /// The name of kernel `index` of `cellName`.
 std::string kernelSymbol(llvm::StringRef cellName, int64_t index);
-
-/// The schedule of a cell that has been through fuse-elementwise and
-/// lower-to-loops: a `sched.program` built at `builder`'s insertion point
-/// (cell-build-schedule builds one per cell at the end of the module).
-mlir::FailureOr<mlir::sched::ProgramOp> buildSchedule(mlir::cell::CellOp cell,
-                                                      mlir::OpBuilder &builder);
-
-/// The plan of a cell that has been through fuse-elementwise and
-/// lower-to-loops (docs/plan-format.md), checked by the runtime's own
-/// rules (cellrt::validatePlan); a plan they refuse is an error on the cell
-/// (a cellc bug).
-mlir::FailureOr<cellrt::Plan> emitPlan(mlir::cell::CellOp cell);
-
-/// Marks every cell of the module to multiply reading bfloat16 or f32
-/// (`cellc --precision`): the `cell.precision` attribute, which
-/// buildSchedule reads into the program and so the plan's `precision` line.
-/// Unmarked cells are f32.
-void setProductPrecision(mlir::ModuleOp module, llvm::StringRef precision);
-/// The precision a cell is marked with (f32 when unmarked); an error on the
-/// cell for a value other than "f32" or "bf16".
-mlir::FailureOr<cellrt::Precision> productPrecision(mlir::cell::CellOp cell);
 
 /// Adds the cell-level passes (hoist, stack, fuse and, for training,
 /// derive-backward).

@@ -36,10 +36,6 @@
 using namespace mlir;
 using namespace mlir::cell;
 
-bool cellc::isWholeVector(Operation *op) {
-  return isa<LayerNormOp, LayerNormGradOp, ConcatOp, SplitOp, SliceOp>(op);
-}
-
 namespace {
 
 using cellc::isWholeVector;
@@ -780,25 +776,3 @@ void cellc::emitKernel(FusedOp fused, func::FuncOp func,
   KernelEmitter(fused, func, dims, numStates, scan, gpu).emit();
 }
 
-SmallVector<cellc::ScratchSlot> cellc::collectScratch(FusedOp fused, bool scan,
-                                                     unsigned numStates) {
-  SmallVector<ScratchSlot> slots;
-  if (scan)
-    for (unsigned i = 0; i < numStates; ++i) {
-      Type type = fused.getOperand(i).getType();
-      slots.push_back({ScratchSlot::CurrentState, Value(), type});
-      slots.push_back({ScratchSlot::NextState, Value(), type});
-    }
-  llvm::DenseSet<Value> seen;
-  fused.getBody().walk([&](Operation *op) {
-    if (isa<LayerNormOp, LayerNormGradOp, ConcatOp>(op) &&
-        seen.insert(op->getResult(0)).second)
-      slots.push_back(
-          {ScratchSlot::Value, op->getResult(0), op->getResult(0).getType()});
-    if (cellc::isWholeVector(op))
-      for (Value operand : op->getOperands())
-        if (!operand.isa<BlockArgument>() && seen.insert(operand).second)
-          slots.push_back({ScratchSlot::Value, operand, operand.getType()});
-  });
-  return slots;
-}

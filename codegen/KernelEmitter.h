@@ -13,6 +13,7 @@
 #include "codegen/Codegen.h"
 #include "cellrt/DimExpr.h"
 
+#include "ir/KernelAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -22,30 +23,12 @@
 
 namespace cellc {
 
-/// Operations that read or write whole rows rather than one element.
-bool isWholeVector(mlir::Operation *op);
-
 /// Fills `func` (entry block created, signature of cellrt_kernel_fn) with
 /// the kernel of `fused`; `scan`: its whole-sequence form; `gpu`: one thread
 /// per row, scratch from the launcher.
 void emitKernel(mlir::cell::FusedOp fused, mlir::func::FuncOp func,
                 const std::vector<std::string> &dims, unsigned numStates,
                 bool scan, bool gpu);
-
-/// A row-local scratch buffer a kernel needs: a scan kernel's current or
-/// next state, or a value a whole-vector operation reads or writes. On the
-/// CPU kernels allocate them; on the GPU the launcher passes one
-/// [rows, LEN] buffer per slot after the arguments (plan: `scratch K ...`).
-struct ScratchSlot {
-  enum Kind { CurrentState, NextState, Value } kind;
-  mlir::Value value;
-  mlir::Type type;
-};
-
-/// The scratch slots of the kernel of `fused` (its scan form if `scan`), in
-/// the order the kernel and the plan use.
-llvm::SmallVector<ScratchSlot> collectScratch(mlir::cell::FusedOp fused,
-                                              bool scan, unsigned numStates);
 
 } // namespace cellc
 

@@ -75,27 +75,6 @@ struct LowerToLoopsPass : cell::impl::LowerToLoopsBase<LowerToLoopsPass> {
 
 } // namespace
 
-std::vector<std::string> cellc::collectDims(CellOp cell) {
-  std::set<std::string> names;
-  auto addType = [&](Type type) {
-    SmallVector<const cellc::DimExpr *> exprs;
-    if (auto vec = type.dyn_cast<VecType>())
-      exprs.push_back(&vec.getLength());
-    if (auto mat = type.dyn_cast<MatType>())
-      exprs.append({&mat.getRows(), &mat.getCols()});
-    for (const cellc::DimExpr *expr : exprs)
-      for (const auto &term : expr->getTerms())
-        names.insert(term.first);
-  };
-  for (Type type : cell.getBodyBlock()->getArgumentTypes())
-    addType(type);
-  cell.walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      addType(type);
-  });
-  return {names.begin(), names.end()};
-}
-
 int64_t cellc::countKernels(CellOp cell) {
   int64_t count = 0;
   cell.walk([&](FusedOp) { ++count; });

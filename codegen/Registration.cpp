@@ -9,6 +9,7 @@
 #include "codegen/Codegen.h"
 #include "ir/CellDialect.h"
 #include "passes/Passes.h"
+#include "schedule/BuildSchedule.h"
 #include "schedule/Schedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,5 +28,6 @@ void cellc::registerAllCellDialects(mlir::DialectRegistry &registry) {
 
 void cellc::registerAllCellPasses() {
   mlir::cell::registerCellPasses();
+  mlir::cell::registerCellSchedulePasses();
   registerCodegenPasses();
 }

@@ -9,19 +9,19 @@
 // data-gradient GEMM per product, and the weight and bias gradients as
 // single reductions over all T*B rows.
 //
-// The plan (docs/plan-format.md) is the schedule's text, printed through
-// the runtime's own printer and checked by its parser: the format and its
-// rules live once, in runtime/Plan.cpp, and a schedule the runtime would
-// refuse fails here, at compile time, as a cellc bug.
+// The program converts to the runtime's plan (docs/plan-format.md), checked
+// by the runtime's own rules (cellrt::validatePlan, the one place they
+// live): a schedule the runtime would refuse fails here, at compile time,
+// as a cellc bug.
 //
 //===----------------------------------------------------------------------===//
 
+#include "schedule/BuildSchedule.h"
+
 #include "cellrt/DimExpr.h"
 #include "cellrt/Plan.h"
-#include "codegen/Codegen.h"
-#include "codegen/KernelEmitter.h"
+#include "ir/KernelAnalysis.h"
 #include "passes/Passes.h"
-#include "schedule/Schedule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
@@ -31,7 +31,7 @@
 
 namespace mlir::cell {
 #define GEN_PASS_DEF_BUILDSCHEDULE
-#include "codegen/Passes.h.inc"
+#include "schedule/Passes.h.inc"
 } // namespace mlir::cell
 
 using namespace mlir;

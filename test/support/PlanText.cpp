@@ -41,6 +41,8 @@ private:
   Status parseDim(int line, const std::string &token, DimExpr &expr);
   Status parseRef(int line, const std::string &token, Ref &ref);
   Status parseOperation(int line, const std::vector<std::string> &tokens);
+  Status checkArity(int line, const std::vector<std::string> &tokens,
+                    size_t arity, size_t count, const char *usage) const;
 
   Plan plan;
   bool sawCell = false, sawDims = false, sawOutput = false,
@@ -180,16 +182,25 @@ Status PlanTextReader::parseParam(int line,
   return Status::success();
 }
 
+/// Success when the line (of `arity` operands, its flags not counted) has
+/// `count` operands, else the error with the directive's usage.
+Status PlanTextReader::checkArity(int line,
+                                  const std::vector<std::string> &tokens,
+                                  size_t arity, size_t count,
+                                  const char *usage) const {
+  if (arity == count)
+    return Status::success();
+  return error(line, quote(tokens[0]) + " takes " + std::to_string(count) +
+                         " operand" + (count == 1 ? "" : "s") + " (" + usage +
+                         "), got " + quote(joinTokens(tokens)));
+}
+
 Status PlanTextReader::parseLine(int line,
                                  const std::vector<std::string> &tokens) {
   const std::string &directive = tokens[0];
   size_t arity = tokens.size() - 1;
   auto expectArity = [&](size_t count, const char *usage) {
-    if (arity == count)
-      return Status::success();
-    return error(line, quote(directive) + " takes " + std::to_string(count) +
-                           " operand" + (count == 1 ? "" : "s") + " (" + usage +
-                           "), got " + quote(joinTokens(tokens)));
+    return checkArity(line, tokens, arity, count, usage);
   };
   Status status;
 
@@ -351,11 +362,7 @@ Status PlanTextReader::parseOperation(int line,
   const std::string &directive = tokens[0];
   size_t arity = tokens.size() - 1;
   auto expectArity = [&](size_t count, const char *usage) {
-    if (arity == count)
-      return Status::success();
-    return error(line, quote(directive) + " takes " + std::to_string(count) +
-                           " operand" + (count == 1 ? "" : "s") + " (" + usage +
-                           "), got " + quote(joinTokens(tokens)));
+    return checkArity(line, tokens, arity, count, usage);
   };
   Status status;
   if (directive == "wgrad" || directive == "pgrad") {

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache lld-16 clang-16
-  llvm-16-dev llvm-16-tools libmlir-16-dev mlir-16-tools
+  llvm-16 llvm-16-dev llvm-16-tools libmlir-16-dev mlir-16-tools
   antlr4 libantlr4-runtime-dev
   libfuzzer-16-dev libclang-rt-16-dev
   libdnnl-dev libopenblas-dev libsentencepiece-dev

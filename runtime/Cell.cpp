@@ -235,12 +235,11 @@ Status Cell::forward(const ForwardArgs &args) const {
   auto bound = workspaces->sizes.bind(plan, args);
   if (!bound)
     return bound.getStatus();
-  const Sizes *sizes = bound->get();
-  // Inference reuses the blocks of an earlier call.
-  std::unique_ptr<Workspace> work = workspaces->take();
-  work->blocks.use(device);
+  // Inference reuses the blocks and bound operations of an earlier call.
+  std::unique_ptr<Workspace> work = workspaces->take(*bound);
+  work->use(device);
   Status status =
-      Execution(plan, *device, args, *sizes, *work, /*training=*/false)
+      Execution(plan, *device, args, *bound, *work, /*training=*/false)
           .forward();
   workspaces->give(std::move(work));
   return status;
@@ -265,8 +264,8 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
     tape.storage = std::make_unique<Tape::Storage>();
   Tape::Storage &record = *tape.storage;
   record.recorded = false;
-  record.workspace.blocks.use(device);
-  Status status = Execution(plan, *device, args, *sizes, record.workspace,
+  record.workspace.use(device);
+  Status status = Execution(plan, *device, args, *bound, record.workspace,
                             /*training=*/true)
                       .forward();
   if (!status.ok())
@@ -414,7 +413,7 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
   if (!status.ok())
     return status;
   tape.storage->gradientBlocks.use(device);
-  return Execution(plan, *device, args, *sizes, tape.storage->workspace,
-                   /*training=*/true)
+  return Execution(plan, *device, args, *bound, tape.storage->workspace,
+                   /*training=*/true, /*backwardPass=*/true)
       .backward(gradients, tape.storage->gradientBlocks);
 }

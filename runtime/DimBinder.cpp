@@ -81,24 +81,33 @@ Status DimBinder::collect() {
 
   // Params first: when shapes disagree, blame the activations, not the
   // weights.
+  bool byIndex = !args.paramsByIndex.empty();
+  if (byIndex && args.paramsByIndex.size() != plan.params.size())
+    return Status::error("cell " + quote(plan.cellName) + " has " +
+                         std::to_string(plan.params.size()) +
+                         " params, got " +
+                         std::to_string(args.paramsByIndex.size()) +
+                         " in paramsByIndex");
   for (const auto &entry : args.params)
-    if (!plan.findParam(entry.first)) {
+    if (!byIndex && !plan.findParam(entry.first)) {
       std::string known;
       for (const ParamDecl &decl : plan.params)
         known += " " + decl.name;
       return Status::error("unknown param " + quote(entry.first) + " (cell " +
                            quote(plan.cellName) + " has params:" + known + ")");
     }
-  for (const ParamDecl &param : plan.params) {
+  for (size_t i = 0; i < plan.params.size(); ++i) {
+    const ParamDecl &param = plan.params[i];
     auto it = args.params.find(param.name);
-    if (it == args.params.end())
+    if (!byIndex && it == args.params.end())
       return Status::error("missing param " + quote(param.name));
-    if (!it->second.data)
+    const ConstArray &array = byIndex ? args.paramsByIndex[i] : it->second;
+    if (!array.data)
       return Status::error("param " + quote(param.name) + " is null");
     std::vector<std::string> text;
     for (const DimExpr &extent : param.shape)
       text.push_back(extent.str());
-    add("param " + quote(param.name), text, param.shape, it->second.shape);
+    add("param " + quote(param.name), text, param.shape, array.shape);
   }
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     std::string label = "input " + quote(plan.inputs[i].name);
@@ -222,6 +231,10 @@ Expected<Sizes> DimBinder::bind() {
   if (!(status = checkLengths(args, sizes)).ok())
     return status;
   sizes.layout = std::make_shared<const PlanLayout>(plan, sizes);
+  if (args.paramsByIndex.empty())
+    for (const auto &entry : args.params)
+      sizes.paramOrder.push_back(
+          int32_t(plan.findParam(entry.first) - plan.params.data()));
   return sizes;
 }
 
@@ -253,6 +266,7 @@ static void shapeSignature(const ForwardArgs &args,
   signature.push_back(int64_t(args.probes.size()));
   signature.push_back(int64_t(args.finalStates.size()));
   signature.push_back(int64_t(args.params.size()));
+  signature.push_back(int64_t(args.paramsByIndex.size()));
   for (const ConstArray &input : args.inputs)
     addArray(input.data, input.shape);
   for (const ConstArray &state : args.initialStates)
@@ -263,6 +277,8 @@ static void shapeSignature(const ForwardArgs &args,
   for (const MutableArray &state : args.finalStates)
     addArray(state.data, state.shape);
   for (const auto &[name, param] : args.params)
+    addArray(param.data, param.shape);
+  for (const ConstArray &param : args.paramsByIndex)
     addArray(param.data, param.shape);
 }
 

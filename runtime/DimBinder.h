@@ -35,6 +35,11 @@ struct Sizes {
     std::vector<int64_t> shape; // formatted only for an error message
   };
   std::map<std::string, Source> boundBy;
+  /// Params passed by name: the plan index of each entry of
+  /// ForwardArgs::params, in the map's order (SizesCache gives these sizes
+  /// only to calls with the same names), so that a call finds its params
+  /// in one walk of the map.
+  std::vector<int32_t> paramOrder;
 
   int64_t eval(const DimExpr &expr) const { return *expr.evaluate(dims); }
 };

@@ -22,12 +22,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "Execution.h"
+#include "Schedules.h"
 
+#include <atomic>
 #include <cstring>
 
 using namespace cellrt;
 
 namespace cellrt::detail {
+
+static std::atomic<int64_t> bindings{0};
+int64_t forwardBindings() { return bindings.load(); }
 
 /// Copies `source` [T, B, width] into `target` with every sequence reversed
 /// within its length; padded steps become zeros. Host memory.
@@ -192,23 +197,38 @@ void Execution::exportReversed(const float *source, float *target,
   device.upload(target, reversed.data(), reversed.size() * sizeof(float));
 }
 
+void Execution::findCallerParams() {
+  work.callerParams.resize(plan.params.size());
+  if (!args.paramsByIndex.empty()) {
+    for (size_t i = 0; i < plan.params.size(); ++i)
+      work.callerParams[i] = args.paramsByIndex[i].data;
+    return;
+  }
+  size_t entry = 0;
+  for (const auto &[name, array] : args.params)
+    work.callerParams[sizes.paramOrder[entry++]] = array.data;
+}
+
 Status Execution::setUp() {
   int64_t steps = sizes.steps, batch = sizes.batch;
   Blocks &blocks = work.blocks;
-  work.reset();
+  work.reset(plan);
+  findCallerParams();
   // Allocate everything first: nothing is written unless all of it fits.
+  // A call with the same BindingKey asks for the same blocks in the same
+  // order, so the operands bound by an earlier call still point at them.
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     int64_t rows =
         plan.buffers[i].extent == BufferDecl::Extent::Sequence || training
             ? steps * batch
             : batch;
-    work.buffers.push_back(blocks.allocate(rows * layout.bufferLengths[i]));
+    work.buffers[i] = blocks.allocate(rows * layout.bufferLengths[i]);
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
     int64_t count = batch * layout.stateWidths[i];
-    work.currentStates.push_back(
-        blocks.allocate(training ? (steps + 1) * count : count));
-    work.nextStates.push_back(training ? nullptr : blocks.allocate(count));
+    work.currentStates[i] =
+        blocks.allocate(training ? (steps + 1) * count : count);
+    work.nextStates[i] = training ? nullptr : blocks.allocate(count);
   }
   outputWidth = layout.kernelOutputWidth;
   if (!readsOutRows()) {
@@ -232,18 +252,17 @@ Status Execution::setUp() {
   std::vector<float *> reversedInputs(plan.inputs.size(), nullptr);
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     int64_t count = steps * batch * layout.inputWidths[i];
-    if (args.reverse)
-      work.inputs.push_back(reversedInputs[i] = blocks.allocate(count));
-    else
-      work.inputs.push_back(mirror(args.inputs[i].data, count, blocks));
+    work.inputs[i] = args.reverse
+                         ? (reversedInputs[i] = blocks.allocate(count))
+                         : mirror(args.inputs[i].data, count, blocks);
   }
   const DeviceWeights *resident = residentWeights();
   for (size_t i = 0; i < plan.params.size(); ++i) {
     const std::string &name = plan.params[i].name;
     float *onDevice = resident ? resident->find(name) : nullptr;
-    work.params.push_back(onDevice ? onDevice
-                                   : mirror(args.params.at(name).data,
-                                            layout.paramCounts[i], blocks));
+    work.params[i] = onDevice ? onDevice
+                              : mirror(paramData(i), layout.paramCounts[i],
+                                       blocks);
   }
   stackWeights();
   Status status = blocks.status();
@@ -260,17 +279,17 @@ Status Execution::setUp() {
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (reversedInputs[i])
       importReversed(args.inputs[i].data, /*fromCaller=*/true,
-                     reversedInputs[i], width(plan.inputs[i]));
+                     reversedInputs[i], layout.inputWidths[i]);
   // Training: steps no sequence reaches are never run, but weight gradients
   // read every row; keep those rows finite.
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (training && plan.buffers[i].extent == BufferDecl::Extent::Step) {
-      int64_t length = sizes.eval(plan.buffers[i].length);
+      int64_t length = layout.bufferLengths[i];
       device.zero(work.buffers[i] + maxLength * batch * length,
                   (steps - maxLength) * batch * length);
     }
   for (size_t i = 0; i < plan.states.size(); ++i) {
-    int64_t count = batch * width(plan.states[i]);
+    int64_t count = batch * layout.stateWidths[i];
     if (i < args.initialStates.size() && args.initialStates[i].data)
       importCaller(work.currentStates[i], args.initialStates[i].data, count);
     else
@@ -286,7 +305,7 @@ Status Execution::setUp() {
     float *row = const_cast<float *>(work.weights[w]);
     for (int64_t param : layout.weightParams[w]) {
       int64_t count = layout.paramRows[param] * cols;
-      importCaller(row, args.params.at(plan.params[param].name).data, count);
+      importCaller(row, paramData(param), count);
       row += count;
     }
   }
@@ -302,14 +321,11 @@ void Execution::stackWeights() {
     work.weights = args.packedWeights->pointers();
     return;
   }
-  for (size_t w = 0; w < plan.weights.size(); ++w) {
-    if (layout.weightParams[w].size() == 1) {
-      work.weights.push_back(work.params[layout.weightParams[w][0]]);
-      continue;
-    }
-    work.weights.push_back(
-        work.blocks.allocate(layout.weightRows[w] * layout.weightCols[w]));
-  }
+  for (size_t w = 0; w < plan.weights.size(); ++w)
+    work.weights[w] =
+        layout.weightParams[w].size() == 1
+            ? work.params[layout.weightParams[w][0]]
+            : work.blocks.allocate(layout.weightRows[w] * layout.weightCols[w]);
 }
 
 /// backward() may get the same values at other addresses than forward did:
@@ -326,7 +342,7 @@ void Execution::refreshCallerPointers() {
     for (size_t i = 0; i < plan.inputs.size(); ++i)
       work.inputs[i] = const_cast<float *>(args.inputs[i].data);
   for (size_t i = 0; i < plan.params.size(); ++i)
-    work.params[i] = const_cast<float *>(args.params.at(plan.params[i].name).data);
+    work.params[i] = const_cast<float *>(paramData(i));
   for (size_t w = 0; w < plan.weights.size(); ++w)
     if (layout.weightParams[w].size() == 1)
       work.weights[w] = work.params[layout.weightParams[w][0]];
@@ -348,9 +364,9 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref,
   int64_t stepFloats = perStep ? rowsPerStep * arrayWidth : 0;
   switch (ref.kind) {
   case Ref::Kind::Input:
-    operand.base = work.inputs[at.index];
+    operand.array = &work.inputs[at.index];
     operand.stepAdvance = stepFloats;
-    break;
+    return operand;
   case Ref::Kind::Seq:
     operand.base = work.buffers[at.index];
     operand.stepAdvance = stepFloats;
@@ -376,15 +392,15 @@ Expected<Operand> Execution::bindOperand(const Operation &op, const Ref &ref,
     break;
   }
   case Ref::Kind::Param: {
-    operand.base = work.params[at.index];
+    operand.array = &work.params[at.index];
     // A vector param is broadcast to every row.
     operand.stride = plan.params[at.index].isMatrix() ? arrayWidth : 0;
-    break;
+    return operand;
   }
   case Ref::Kind::Out:
-    operand.base = work.outputBase;
+    operand.array = &work.outputBase;
     operand.stepAdvance = work.outputStepAdvance;
-    break;
+    return operand;
   case Ref::Kind::Dnext:
   case Ref::Kind::Dstate: {
     int64_t index = at.index;
@@ -485,7 +501,7 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       continue;
     if (op.phase == Phase::Scan && stepsRecordHistory)
       continue;
-    BoundOperation &bound = listFor(op.phase, work.bound).append();
+    BoundOperation &bound = listFor(op.phase, program).append();
     bound.op = &op;
     for (size_t i = 0; i < op.operands.size(); ++i) {
       Expected<Operand> operand = bindOperand(op, op.operands[i],
@@ -514,17 +530,10 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
       if (!(status = bindGradients(bound, at)).ok())
         return status;
     } else {
-      bound.weight = work.weights[at.weight];
+      bound.weightIndex = at.weight;
       bound.weightRows = layout.weightRows[at.weight];
       bound.weightCols = layout.weightCols[at.weight];
-      if (usesPackedWeights() && shared && !isBackward(op.phase))
-        bound.packedProduct = args.packedWeights->product(
-            at.weight, bound.weightRows, bound.weightCols);
-      // Packed by a cell of the other precision: as if none were given,
-      // so that the call packs its own.
-      if (bound.packedProduct &&
-          bound.packedProduct->precision() != device.precision())
-        bound.packedProduct = nullptr;
+      bindWeight(bound);
       if (op.kind == Operation::Kind::Wgrad) {
         status = bindGradients(bound, at);
       } else {
@@ -549,6 +558,27 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
   // Scan kernels take a second stride per argument (its per-step advance).
   kernelStrides.reserve(2 * maxOperands);
   return scratchBlocks.status();
+}
+
+void Execution::bindWeight(BoundOperation &bound) {
+  bound.weight = work.weights[bound.weightIndex];
+  bound.packedProduct = nullptr;
+  if (usesPackedWeights() && shared && !isBackward(bound.op->phase))
+    bound.packedProduct = args.packedWeights->product(
+        bound.weightIndex, bound.weightRows, bound.weightCols);
+  // Packed by a cell of the other precision: as if none were given, so
+  // that the call packs its own.
+  if (bound.packedProduct &&
+      bound.packedProduct->precision() != device.precision())
+    bound.packedProduct = nullptr;
+}
+
+void Execution::refreshWeights() {
+  for (BoundList *list : {&sequenceOperations, &stepOperations,
+                          &endOperations, &scanOperations})
+    for (BoundOperation &bound : *list)
+      if (bound.weightIndex >= 0)
+        bindWeight(bound);
 }
 
 /// oneDNN's sgemm multiplies up to 3 rows by a weight read transposed as
@@ -694,7 +724,7 @@ Status Execution::finish() {
       exportCaller(args.output.data, work.outputBase, sizes.steps * stepFloats);
   }
   for (size_t i = 0; i < plan.states.size(); ++i) {
-    int64_t count = batch * width(plan.states[i]);
+    int64_t count = batch * layout.stateWidths[i];
     const float *last = work.currentStates[i];
     if (training) {
       // The skipped steps carry the state: keep the history complete.
@@ -749,57 +779,38 @@ Status Execution::forward() {
   Status status = setUp();
   if (!status.ok())
     return status;
-  if (!(status = bindOperations(/*backwardPhases=*/false, work.blocks)).ok())
-    return status;
-
-  // The tiled steps may compute products of inputs per step (absorbed);
-  // they fail only before they start (no micro-kernel for the shape), and
-  // the default schedule then runs, with every product.
-  TiledSteps tiled;
-  bool tiles = scanOperations.empty()
-                   ? describeTiledSteps(tiled, /*backwardPass=*/false)
-                   : describeScanProducts(tiled);
-  // A scan cell's products, all absorbed, run now, before the scan.
-  if (tiles && !scanOperations.empty() && !runTiledSteps(tiled).ok())
-    tiles = false;
-  int64_t allRows = sizes.steps * sizes.batch;
-  for (const BoundOperation &bound : sequenceOperations)
-    if (!(tiles && tiled.absorbs(&bound)) &&
-        !(status = runOperation(bound, 0, 0, allRows)).ok())
+  // Bound by an earlier call for the same key: only the weights change.
+  BindingKey key = bindingKey();
+  if (work.boundFor && *work.boundFor == key) {
+    refreshWeights();
+  } else {
+    work.boundFor.reset();
+    work.scratch.rewind();
+    if (!(status = bindOperations(/*backwardPhases=*/false, work.scratch)).ok())
       return status;
-  if (!scanOperations.empty()) {
-    for (const BoundOperation &bound : scanOperations)
-      if (!(status = runScan(bound)).ok())
-        return status;
-    // Inference: the scan wrote the final states into the next buffers.
-    if (!training)
-      for (size_t i = 0; i < plan.states.size(); ++i)
-        std::swap(work.currentStates[i], work.nextStates[i]);
-    return finish();
+    work.schedule = pickSchedule();
+    work.boundFor = std::move(key);
+    ++bindings;
   }
-  if (tiles) {
-    if (runTiledSteps(tiled).ok()) {
-      // Inference states are double buffers that swapped every step.
-      if (!training && maxLength % 2)
-        for (size_t i = 0; i < plan.states.size(); ++i)
-          std::swap(work.currentStates[i], work.nextStates[i]);
-      return finish();
-    }
-    for (const BoundOperation &bound : sequenceOperations)
-      if (tiled.absorbs(&bound) &&
-          !(status = runOperation(bound, 0, 0, allRows)).ok())
-        return status;
+  switch (work.schedule) {
+  case ScheduleKind::Scan:
+    return ScanSchedule(*this).forward();
+  case ScheduleKind::Tiled:
+    return TiledSchedule(*this).forward();
+  case ScheduleKind::Steps:
+    break;
   }
-  packStepProducts();
-  for (int64_t step = 0; step < maxLength; ++step) {
-    for (const BoundOperation &bound : stepOperations)
-      if (!(status = runOperation(bound, step, 0, rowsPerStep)).ok())
-        return status;
-    if (!training)
-      for (size_t i = 0; i < plan.states.size(); ++i)
-        std::swap(work.currentStates[i], work.nextStates[i]);
-  }
-  return finish();
+  return StepSchedule(*this).forward();
+}
+
+/// A scan replaces the steps; the tiles need the CPU's kernels and
+/// libxsmm (each call then decides whether they pay).
+ScheduleKind Execution::pickSchedule() const {
+  if (!scanOperations.empty())
+    return ScheduleKind::Scan;
+  if (dynamic_cast<HostDevice *>(&device) && tiledStepsAvailable())
+    return ScheduleKind::Tiled;
+  return ScheduleKind::Steps;
 }
 
 } // namespace cellrt::detail

@@ -17,6 +17,7 @@
 #include "Gemm.h"
 #include "HostDevice.h"
 #include "PlanLayout.h"
+#include "Schedules.h"
 #include "TiledSteps.h"
 #include "cellrt/Device.h"
 #include "cellrt/Runtime.h"
@@ -25,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,19 +67,23 @@ inline std::string planError(const Operation &op, const std::string &message) {
   return locateOperation(op) + ": " + message;
 }
 
-/// Where an operand's rows live: `base` (already at its column offset) plus
-/// `stepAdvance` floats per step or, when `slot` is set, `*slot + column`
-/// (one half of a double-buffered array whose halves swap every step).
+/// Where an operand's rows live: `base` (already at its column offset),
+/// `*array + column` (a caller's array, or the device's copy of it: the
+/// workspace's entry for it is filled by every call, so that the binding
+/// outlives the call), or `*slot + column` (one half of a double-buffered
+/// array whose halves swap every step); plus `stepAdvance` floats per step.
 struct Operand {
   float *const *slot = nullptr;
+  float *const *array = nullptr;
   float *base = nullptr;
   int64_t column = 0;
   int64_t stride = 0;
   int64_t stepAdvance = 0;
 
-  float *at(int64_t step) const {
-    return (slot ? *slot + column : base) + step * stepAdvance;
+  float *origin() const {
+    return slot ? *slot + column : array ? *array + column : base;
   }
+  float *at(int64_t step) const { return origin() + step * stepAdvance; }
 };
 
 /// One stacked part of a `wgrad`: its rows in the stacked weight and the
@@ -95,8 +101,10 @@ struct BoundOperation {
   std::vector<std::pair<float *, int64_t>> scratch;
   /// Kernels on devices that provide scratch per thread: each LEN.
   std::vector<int64_t> scratchLengths;
-  /// Gemm, Wgrad: the stacked weight and its shape.
+  /// Gemm, Wgrad: the stacked weight (refreshed by every call from the
+  /// workspace's weight `weightIndex`) and its shape.
   const float *weight = nullptr;
+  int64_t weightIndex = -1;
   int64_t weightRows = 0, weightCols = 0;
   /// Gemm: the weight packed for oneDNN's matmul, where the caller's
   /// PackedWeights hold it (forward) or the per-step schedule packed it for
@@ -114,6 +122,7 @@ struct BoundOperation {
     scratch.clear();
     scratchLengths.clear();
     weight = nullptr;
+    weightIndex = -1;
     weightRows = weightCols = 0;
     packedProduct = nullptr;
     parts.clear();
@@ -167,6 +176,9 @@ public:
   Blocks &operator=(const Blocks &) = delete;
   ~Blocks() { releaseAll(); }
 
+  bool isOn(const std::shared_ptr<Device> &wanted) const {
+    return device == wanted;
+  }
   /// Blocks of another device are released first.
   void use(const std::shared_ptr<Device> &wanted) {
     if (device == wanted)
@@ -225,20 +237,63 @@ private:
   size_t failedBytes = 0;
 };
 
-/// The arrays of one forward call, all device addresses; a training-mode
+/// What a forward binding depends on besides the plan: the sizes (kept
+/// alive, so that their address identifies them) and the choices that
+/// change which blocks a call allocates, in which order, and where the
+/// operands point.
+struct BindingKey {
+  std::shared_ptr<const Sizes> sizes;
+  bool training = false, reverse = false, readsOut = false,
+       callerOnDevice = false, packedWeights = false;
+
+  bool operator==(const BindingKey &other) const {
+    return sizes == other.sizes && training == other.training &&
+           reverse == other.reverse && readsOut == other.readsOut &&
+           callerOnDevice == other.callerOnDevice &&
+           packedWeights == other.packedWeights;
+  }
+};
+
+/// The arrays of one forward call, all device addresses, and its bound
+/// operations, kept for the next call: a call with the same BindingKey
+/// (a decoder's every step, a training loop's batches of one shape) finds
+/// its blocks, operations and operands where the previous one left them and
+/// only fills the entries below with its own arrays. A training-mode
 /// forward keeps them in the tape for backward().
 struct Workspace {
   Blocks blocks;
-  BoundProgram bound;
+  /// The forward kernels' scratch, apart from `blocks`: what a call
+  /// allocates there may change from call to call (a caller's arrays used
+  /// in place or copied), the bound scratch may not.
+  Blocks scratch;
 
-  void reset() {
+  /// Blocks of another device are released, and their bindings forgotten.
+  void use(const std::shared_ptr<Device> &device) {
+    if (!blocks.isOn(device))
+      boundFor.reset();
+    blocks.use(device);
+    scratch.use(device);
+  }
+
+  /// The forward operations, bound for `boundFor` (none when unset), and
+  /// the backward ones, bound by every backward call.
+  BoundProgram bound, backwardBound;
+  std::optional<BindingKey> boundFor;
+  /// How the bound forward runs its steps (and backward, training's).
+  ScheduleKind schedule = ScheduleKind::Steps;
+
+  /// Sized for `plan` (a no-op after the first call), every entry cleared.
+  void reset(const Plan &plan) {
     blocks.rewind();
-    inputs.clear();
-    buffers.clear();
-    currentStates.clear();
-    nextStates.clear();
-    weights.clear();
-    params.clear();
+    auto clear = [](auto &entries, size_t count) {
+      entries.assign(count, nullptr);
+    };
+    clear(inputs, plan.inputs.size());
+    clear(buffers, plan.buffers.size());
+    clear(currentStates, plan.states.size());
+    clear(nextStates, plan.states.size());
+    clear(weights, plan.weights.size());
+    clear(params, plan.params.size());
     outputBase = nullptr;
     outputStepAdvance = 0;
     lengths = nullptr;
@@ -258,6 +313,9 @@ struct Workspace {
   /// Every param, in the plan's order: the caller's array or the device's
   /// copy.
   std::vector<float *> params;
+  /// Every param as the caller passed it (by index, or by name), in the
+  /// plan's order.
+  std::vector<const float *> callerParams;
   float *outputBase = nullptr;
   int64_t outputStepAdvance = 0;
   /// The kernels' lengths and dims arrays.
@@ -299,12 +357,19 @@ class WorkspacePool {
 public:
   SizesCache sizes;
 
-  std::unique_ptr<Workspace> take() {
+  /// A spare workspace bound for `sizes` if there is one (a call of the
+  /// same kind binds nothing), else the last one given back, else a new
+  /// one.
+  std::unique_ptr<Workspace> take(const std::shared_ptr<const Sizes> &sizes) {
     std::lock_guard<std::mutex> lock(mutex);
     if (spare.empty())
       return std::make_unique<Workspace>();
-    std::unique_ptr<Workspace> work = std::move(spare.back());
-    spare.pop_back();
+    auto bound = std::find_if(spare.rbegin(), spare.rend(), [&](auto &work) {
+      return work->boundFor && work->boundFor->sizes == sizes;
+    });
+    auto chosen = bound == spare.rend() ? spare.end() - 1 : bound.base() - 1;
+    std::unique_ptr<Workspace> work = std::move(*chosen);
+    spare.erase(chosen);
     return work;
   }
   void give(std::unique_ptr<Workspace> work) {
@@ -317,15 +382,26 @@ private:
   std::vector<std::unique_ptr<Workspace>> spare;
 };
 
+/// How many times forward calls have bound their operations in this
+/// process (tests check that a shape already bound is not bound again).
+int64_t forwardBindings();
+
 /// Runs the forward or backward operations of one call on a device.
 class Execution {
 public:
+  /// `backwardPass`: the call will run backward() (its operations are
+  /// bound apart from the forward ones, which stay bound for the next
+  /// forward).
   Execution(const Plan &plan, Device &device, const ForwardArgs &args,
-            const Sizes &sizes, Workspace &work, bool training)
+            std::shared_ptr<const Sizes> boundSizes, Workspace &work,
+            bool training, bool backwardPass = false)
       : plan(plan), device(device), shared(device.sharesHostMemory()),
         callerOnDevice(!shared && args.memory == Memory::Device),
-        inPlace(shared || callerOnDevice), args(args), sizes(sizes), work(work),
-        training(training), rowsPerStep(sizes.batch),
+        inPlace(shared || callerOnDevice), args(args),
+        sizesHandle(std::move(boundSizes)), sizes(*sizesHandle), work(work),
+        training(training),
+        program(backwardPass ? work.backwardBound : work.bound),
+        rowsPerStep(sizes.batch),
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
         layout(*sizes.layout), dimValues(layout.dimValues) {}
   /// The bound lists outlive the call in the workspace: none keeps a
@@ -345,10 +421,25 @@ public:
   Status backward(const BackwardArgs &gradients, Blocks &gradientBlocks);
 
 private:
+  friend class StepSchedule;
+  friend class TiledSchedule;
+  friend class ScanSchedule;
+
   Status setUp();
   void stackWeights();
   void refreshCallerPointers();
+  /// The key this call's forward binding is valid for.
+  ScheduleKind pickSchedule() const;
+  BindingKey bindingKey() const {
+    return {sizesHandle,        training,
+            args.reverse,       readsOutRows(),
+            callerOnDevice,     usesPackedWeights()};
+  }
   Status bindOperations(bool backwardPhases, Blocks &scratchBlocks);
+  /// Points a product's weight and packed weight at this call's.
+  void bindWeight(BoundOperation &bound);
+  /// Every bound product's weight, after setUp filled this call's.
+  void refreshWeights();
   Expected<Operand> bindOperand(const Operation &op, const Ref &ref,
                                 const OperandLayout &at);
   Status checkColumns(const Operation &op, const Ref &ref,
@@ -364,7 +455,6 @@ private:
   Status runGemm(const BoundOperation &bound, int64_t step, int64_t rowBegin,
                  int64_t rowEnd);
   Status runScan(const BoundOperation &bound);
-  Status runBackwardSteps();
   /// Whether backward's operations after the steps are products and sums
   /// alone (no kernel writes memory between them).
   bool onlyProductsAfterTheSteps() const;
@@ -411,6 +501,12 @@ private:
   const DeviceWeights *residentWeights() const {
     return usesPackedWeights() && !shared ? args.packedWeights->onDevice()
                                           : nullptr;
+  }
+  /// Fills work.callerParams from the arguments.
+  void findCallerParams();
+  /// The caller's param `index`, given by index or by name.
+  const float *paramData(size_t index) const {
+    return work.callerParams[index];
   }
   int64_t paramCount(const std::string &name) const {
     return layout.paramCounts[plan.findParam(name) - plan.params.data()];
@@ -463,9 +559,12 @@ private:
   /// This call's per-step weights packed for oneDNN's matmul
   /// (packStepProducts), where the caller's PackedWeights hold none.
   std::vector<std::unique_ptr<PackedProduct>> callProducts;
+  const std::shared_ptr<const Sizes> sizesHandle;
   const Sizes &sizes;
   Workspace &work;
   const bool training;
+  /// The bound operations this call runs.
+  BoundProgram &program;
   const int64_t rowsPerStep;
   /// Steps at or past the longest sequence would only carry states.
   const int64_t maxLength;
@@ -484,12 +583,12 @@ private:
   std::vector<WriteBack> pendingUploads;
 
   /// The bound operations by phase group, in `work` (see BoundProgram).
-  BoundList &sequenceOperations = work.bound.sequence;
-  BoundList &stepOperations = work.bound.steps;
-  BoundList &endOperations = work.bound.end;
-  BoundList &scanOperations = work.bound.scan;
-  std::vector<float *> &kernelPointers = work.bound.kernelPointers;
-  std::vector<int64_t> &kernelStrides = work.bound.kernelStrides;
+  BoundList &sequenceOperations = program.sequence;
+  BoundList &stepOperations = program.steps;
+  BoundList &endOperations = program.end;
+  BoundList &scanOperations = program.scan;
+  std::vector<float *> &kernelPointers = program.kernelPointers;
+  std::vector<int64_t> &kernelStrides = program.kernelStrides;
 };
 
 } // namespace cellrt::detail

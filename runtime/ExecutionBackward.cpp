@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Execution.h"
+#include "Schedules.h"
 
 using namespace cellrt;
 
@@ -168,25 +169,10 @@ Status Execution::finishBackward(const BackwardArgs &gradients) {
   return device.synchronize();
 }
 
-/// The backward step loop on the device, one operation at a time.
-Status Execution::runBackwardSteps() {
-  packStepProducts();
-  for (int64_t step = maxLength - 1; step >= 0; --step) {
-    for (size_t i = 0; i < plan.states.size(); ++i)
-      device.zero(grads.dstate[i], sizes.batch * width(plan.states[i]));
-    for (const BoundOperation &bound : stepOperations)
-      if (Status status = runOperation(bound, step, 0, rowsPerStep);
-          !status.ok())
-        return status;
-    for (size_t i = 0; i < plan.states.size(); ++i)
-      std::swap(grads.dnext[i], grads.dstate[i]);
-  }
-  return Status::success();
-}
-
 Status Execution::backward(const BackwardArgs &gradients,
                            Blocks &gradientBlocks) {
   gradientArgs = &gradients;
+  findCallerParams();
   refreshCallerPointers();
   Status status = setUpGradients(gradients, gradientBlocks);
   if (!status.ok())
@@ -195,15 +181,12 @@ Status Execution::backward(const BackwardArgs &gradients,
   if (!(status = bindOperations(/*backwardPhases=*/true, gradientBlocks)).ok())
     return status;
 
-  if (TiledSteps tiled; describeTiledSteps(tiled, /*backwardPass=*/true) &&
-                        runTiledSteps(tiled).ok()) {
-    if (maxLength % 2)
-      for (size_t i = 0; i < plan.states.size(); ++i)
-        std::swap(grads.dnext[i], grads.dstate[i]);
-  } else {
-    if (!(status = runBackwardSteps()).ok())
-      return status;
-  }
+  // The forward's schedule: a scan's plan keeps its steps for training.
+  status = work.schedule == ScheduleKind::Tiled
+               ? TiledSchedule(*this).backwardSteps()
+               : StepSchedule(*this).backwardSteps();
+  if (!status.ok())
+    return status;
   int64_t allRows = sizes.steps * sizes.batch;
 
   // In bf16 the products below round the same gradients and inputs for the

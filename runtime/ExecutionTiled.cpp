@@ -379,7 +379,7 @@ bool Execution::describeTiledArg(
       return false;
     }
   }
-  arg.base = operand.base;
+  arg.base = operand.origin();
   arg.stepAdvance = operand.stepAdvance;
   return true;
 }

@@ -125,6 +125,7 @@ Status Cell::step(const StepArgs &args) const {
   forwardArgs.lengths = batch > 0 ? scratch.lengths.data() : nullptr;
   if (!sameParams(forwardArgs.params, args.params))
     forwardArgs.params = args.params;
+  forwardArgs.paramsByIndex = args.paramsByIndex;
 
   // Beam search: gather each row's parent state. The states may have any
   // number of rows (the previous step's live hypotheses); the step has

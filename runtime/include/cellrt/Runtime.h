@@ -131,6 +131,10 @@ struct ForwardArgs {
   std::vector<ConstArray> initialStates;
   /// Every plan param by name: [ROWS, COLS] or [LEN].
   std::map<std::string, ConstArray> params;
+  /// Or every plan param by index, in Plan::params' order: when not empty,
+  /// it replaces `params` (which is then ignored), and a call finds no
+  /// param by its name.
+  std::vector<ConstArray> paramsByIndex;
   /// Run each sequence from step lengths[b]-1 down to 0. Outputs stay aligned
   /// with the inputs (output t belongs to input t); padding stays at the end.
   bool reverse = false;
@@ -197,7 +201,9 @@ struct StepArgs {
   /// may then have any number of rows, e.g. only the previous step's live
   /// hypotheses.
   const int32_t *sourceRows = nullptr;
+  /// The params by name or, when not empty, by index (as in ForwardArgs).
   std::map<std::string, ConstArray> params;
+  std::vector<ConstArray> paramsByIndex;
   /// [B, output width]; null data: not written.
   MutableArray output;
   /// One per plan probe, in plan order, [B, LEN]; empty, or null data: not

@@ -1,0 +1,37 @@
+//===- ScanSchedule.cpp - Every step of a call in one scan kernel ---------===//
+//
+// A plan with a `scan` operation (a cell whose state is updated
+// element-wise, with no recurrent product: SRU, SR-NMT) runs its sequence
+// operations (the products of inputs) over all rows, then the scan kernel
+// once over every step of every row. A decoding step's products may run as
+// tiles first (Execution::describeScanProducts).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Execution.h"
+#include "Schedules.h"
+
+using namespace cellrt;
+
+namespace cellrt::detail {
+
+Status ScanSchedule::forward() {
+  TiledSteps tiled;
+  bool tiles = call.describeScanProducts(tiled) && runTiledSteps(tiled).ok();
+  int64_t allRows = call.sizes.steps * call.sizes.batch;
+  for (const BoundOperation &bound : call.sequenceOperations)
+    if (!(tiles && tiled.absorbs(&bound)))
+      if (Status status = call.runOperation(bound, 0, 0, allRows);
+          !status.ok())
+        return status;
+  for (const BoundOperation &bound : call.scanOperations)
+    if (Status status = call.runScan(bound); !status.ok())
+      return status;
+  // Inference: the scan wrote the final states into the next buffers.
+  if (!call.training)
+    for (size_t i = 0; i < call.plan.states.size(); ++i)
+      std::swap(call.work.currentStates[i], call.work.nextStates[i]);
+  return call.finish();
+}
+
+} // namespace cellrt::detail

@@ -2,13 +2,16 @@
 """Learning curves from training event logs (nmt train's OUT.jsonl).
 
   plot_training.py OUT_STEM RUN.jsonl [RUN.jsonl ...] [--label NAME ...]
+                   [--smoothing S]
 
-Writes OUT_STEM.png and OUT_STEM.svg: training loss by update, and the
-validation perplexity (log scale) and BLEU by epoch and by training time
-(added up across resumes), one line per run (several runs on one plot
-compare cells or settings). Labels
-default to the file names. Uses Debian's python3-matplotlib
-(scripts/setup.sh).
+Writes OUT_STEM.png and OUT_STEM.svg: the training loss by update,
+smoothed; the validation perplexity (log scale) and BLEU by update, every
+validation (the epochs' ends, marked, and those within an epoch,
+--valid-every); and BLEU by training time (added up across resumes). One
+line per run (several runs on one plot compare cells or settings). Labels
+default to the file names. The loss is an exponential moving average over
+the logged updates with weight S on the past (default 0.9; 0 plots the raw
+losses). Uses Debian's python3-matplotlib (scripts/setup.sh).
 """
 
 import json
@@ -52,45 +55,133 @@ def run_seconds(events):
     return events
 
 
-def series(events, kind, x, y):
-    points = [(e[x], e[y]) for e in events
-              if e.get("event") == kind and e.get(x) is not None
-              and e.get(y) is not None]
-    return [p[0] for p in points], [p[1] for p in points]
+def interval_losses(events):
+    """(update, mean loss since the previous logged update) for every
+    "update" event.
+
+    An update event's `loss` is the mean over its epoch so far, which
+    drops at each epoch's start (a staircase). The mean over the updates
+    since the previous event is recovered from two such means, weighting
+    updates alike (token batches are of similar sizes).
+    """
+    epoch_start = {1: 0}  # epoch -> updates before it
+    for event in events:
+        if event.get("event") == "epoch" and event.get("update") is not None:
+            epoch_start[event["epoch"] + 1] = event["update"]
+    points, previous = [], {}  # epoch -> (updates into it, running mean)
+    for event in events:
+        if event.get("event") != "update" or event.get("loss") is None:
+            continue
+        epoch, update, mean = event["epoch"], event["update"], event["loss"]
+        start = epoch_start.get(epoch)
+        if start is None:  # an epoch whose start is unknown: its mean
+            points.append((update, mean))
+            continue
+        done = update - start
+        before, before_mean = previous.get(epoch, (0, 0.0))
+        if done > before:
+            total = mean * done - before_mean * before
+            points.append((update, total / (done - before)))
+        previous[epoch] = (done, mean)
+    return points
 
 
-def main():
-    args = sys.argv[1:]
-    labels = []
+def smoothed(values, smoothing):
+    """Exponential moving average with weight `smoothing` on the past,
+    corrected for its start at 0 (the first value is itself)."""
+    average, out = 0.0, []
+    for count, value in enumerate(values, 1):
+        average = smoothing * average + (1 - smoothing) * value
+        out.append(average / (1 - smoothing ** count) if smoothing else value)
+    return out
+
+
+def validations(events):
+    """Every validation, by update: (update, event) of the epochs' ends
+    ("epoch") and of those within an epoch ("validation"). A validation at
+    an epoch's last update is that epoch's end."""
+    by_update = {}
+    for event in events:
+        kind = event.get("event")
+        if kind in ("validation", "epoch") and event.get("update") is not None:
+            if kind == "epoch" or event["update"] not in by_update:
+                by_update[event["update"]] = event
+    return [by_update[update] for update in sorted(by_update)]
+
+
+def plot_validations(panel, found, x, y, label):
+    points = [(e[x], e[y], e["event"] == "epoch") for e in found
+              if e.get(x) is not None and e.get(y) is not None]
+    if not points:
+        return
+    xs, ys, ends = zip(*points)
+    line, = panel.plot(xs, ys, marker=".", markersize=3, label=label)
+    # The epochs' ends, bigger: the mid-epoch ones fall between.
+    panel.plot([p for p, end in zip(xs, ends) if end],
+               [q for q, end in zip(ys, ends) if end], linestyle="none",
+               marker="o", markersize=4, color=line.get_color())
+
+
+def plot_loss(panel, events, smoothing, label):
+    points = interval_losses(events)
+    if not points:
+        return
+    updates, losses = zip(*points)
+    color = None
+    if smoothing:  # the raw losses faintly behind their average
+        raw, = panel.plot(updates, losses, alpha=0.25, linewidth=0.8)
+        color = raw.get_color()
+    panel.plot(updates, smoothed(losses, smoothing), label=label, color=color)
+
+
+def parse_args(args):
+    labels, smoothing = [], 0.9
     while "--label" in args:
         at = args.index("--label")
         labels.append(args[at + 1])
         del args[at:at + 2]
+    if "--smoothing" in args:
+        at = args.index("--smoothing")
+        smoothing = float(args[at + 1])
+        del args[at:at + 2]
+        if not 0 <= smoothing < 1:
+            sys.exit("--smoothing: a weight in [0, 1)")
     if len(args) < 2:
         sys.exit(__doc__)
     stem, runs = args[0], args[1:]
     labels += [os.path.basename(path).split(".")[0]
                for path in runs[len(labels):]]
+    return stem, runs, labels, smoothing
+
+
+def main():
+    stem, runs, labels, smoothing = parse_args(sys.argv[1:])
     figure, axes = plt.subplots(2, 2, figsize=(10, 7))
-    panels = [
-        (axes[0][0], "update", "update", "loss", "training loss (epoch mean)"),
-        (axes[0][1], "epoch", "epoch", "valid_ppl", "validation perplexity"),
-        (axes[1][0], "epoch", "epoch", "valid_bleu", "validation BLEU"),
-        (axes[1][1], "epoch", "run_seconds", "valid_bleu",
-         "validation BLEU by training time (s, across resumes)"),
+    loss_panel = axes[0][0]
+    valid_panels = [
+        (axes[0][1], "update", "valid_ppl",
+         "validation perplexity (o: an epoch's end)"),
+        (axes[1][0], "update", "valid_bleu",
+         "validation BLEU (o: an epoch's end)"),
+        (axes[1][1], "run_seconds", "valid_bleu",
+         "validation BLEU by training time (across resumes)"),
     ]
     for path, label in zip(runs, labels):
         events = run_seconds(read_events(path))
-        for panel, kind, x, y, _ in panels:
-            xs, ys = series(events, kind, x, y)
-            if xs:
-                panel.plot(xs, ys, marker="o", markersize=3, label=label)
-    for panel, _, x, _, title in panels:
+        plot_loss(loss_panel, events, smoothing, label)
+        found = validations(events)
+        for panel, x, y, _ in valid_panels:
+            plot_validations(panel, found, x, y, label)
+    loss_title = ("training loss (moving average over updates, "
+                  f"weight {smoothing:g})" if smoothing else "training loss")
+    titles = [(loss_panel, "update", loss_title)] + [
+        (panel, x, title) for panel, x, _, title in valid_panels]
+    for panel, x, title in titles:
         panel.set_title(title, fontsize=9)
         panel.set_xlabel("seconds" if x == "run_seconds" else x)
-        if x in ("update", "epoch"):
+        if x == "update":
             panel.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if panel.lines:
+        if panel.get_legend_handles_labels()[0]:
             panel.legend(fontsize=8)
     # Early perplexities are 10x the final ones: a log scale shows the end.
     if axes[0][1].lines:

@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev libopenblas-dev libsentencepiece-dev
   libtorch-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev zlib1g-dev
+  libcli11-dev zlib1g-dev nlohmann-json3-dev libspdlog-dev
   fasttext libxsmm-dev
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-torch

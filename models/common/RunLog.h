@@ -1,12 +1,14 @@
 //===- models/common/RunLog.h - A training run's log files ------*- C++ -*-===//
 //
 // Two files a training run appends to: the text log (OUT.log), every line
-// after its local time, for people; and a JSON-lines stream (OUT.jsonl),
-// one object per logged update, validation and epoch, for plots:
-//   {"time": "2026-11-23T06:20:01", "seconds": 12.5, "event": "update",
-//    "epoch": 1, "update": 100, "loss": 2.31, ...}
+// after its local time with the time zone (spdlog), for people; and a
+// JSON-lines stream (OUT.jsonl), one object per logged update, validation
+// and epoch (nlohmann::json), for plots:
+//   {"time":"2026-11-23T06:20:01+01:00","seconds":12.5,"event":"update",
+//    "epoch":1,"update":100,"loss":2.31,...}
 // `seconds` counts from the RunLog's creation (this process). Each process
-// of a run starts its events with a "config" event holding its options.
+// of a run starts its events with a "config" event holding its options,
+// the machine it runs on and the versions it was built with.
 //
 // A log only ever appends to a log: a new or empty file, a device or pipe
 // (/dev/null, /dev/stderr), or a file whose first line is a run log's. It
@@ -20,6 +22,11 @@
 #ifndef CELLC_MODELS_COMMON_RUNLOG_H
 #define CELLC_MODELS_COMMON_RUNLOG_H
 
+// Declarations only, keeping the library's header out of every file that
+// includes this one: a file giving an event its fields includes
+// nlohmann/json.hpp.
+#include <nlohmann/json_fwd.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -27,10 +34,16 @@
 #include <memory>
 #include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
+namespace spdlog {
+class logger;
+} // namespace spdlog
+
 namespace models {
+
+/// One event's fields, in the order written.
+using EventFields = nlohmann::ordered_json;
 
 class RunLog {
 public:
@@ -42,17 +55,25 @@ public:
          const std::vector<std::string> &runFiles = {});
   ~RunLog();
 
-  /// The text log: each line it is given starts with the time.
-  std::ostream &text() { return *timestamped; }
-  /// Appends {"time", "seconds", "event", then the fields} to the stream.
-  void event(const std::string &name,
-             const std::vector<std::pair<std::string, double>> &fields);
+  /// The text log: each line it is given is written after the time.
+  std::ostream &text() { return *textStream; }
+  /// Lines for the console too (the model line, epoch summaries): each
+  /// goes to the text log and, after the same time, to stderr, so that
+  /// they are there also with --no-progress.
+  std::ostream &summaries() { return *summaryStream; }
+
+  /// Appends {"time", "seconds", "event", then `fields`} to the stream.
+  /// Give counts as integers: they stay integers in the JSON. A NaN or an
+  /// infinity is written as null (JSON has neither).
+  void event(const std::string &name, const EventFields &fields);
 
   /// Appends {"time", "seconds", "event": "config", "update", "options":
-  /// {KEY: VALUE, ...}}: the options this process trains with from update
-  /// `update` on (0 for a new run), so that every run's settings are in
-  /// its log. Written first, before the process's other events; numbers as
-  /// JSON numbers, other values as strings.
+  /// {KEY: VALUE, ...}, "machine": {...}, "versions": {...}}: the options
+  /// this process trains with from update `update` on (0 for a new run),
+  /// numbers as JSON numbers and other values as strings; the host, CPU,
+  /// core and thread counts; and the cellc, compiler and oneDNN versions.
+  /// Written first, before the process's other events, so that every run's
+  /// settings are in its log.
   void configEvent(int64_t update,
                    const std::map<std::string, std::string> &options);
 
@@ -60,21 +81,27 @@ public:
   bool lost() const { return lostWrites; }
 
 private:
-  /// The start of an event's line: {"time": ..., "seconds": ..., "event".
-  std::string eventStart(const std::string &name) const;
-  void writeEvent(const std::string &line);
+  /// {"time": ..., "seconds": ..., "event": `name`}.
+  EventFields eventStart(const std::string &name) const;
+  void writeEvent(const EventFields &event);
   void warnLost(const std::string &path, int error);
 
   std::string program, textPath, eventPath;
   bool lostWrites = false;
-  std::ofstream textFile, eventFile;
-  std::unique_ptr<std::streambuf> timestamper;
-  std::unique_ptr<std::ostream> timestamped;
+  std::ofstream eventFile;
+  std::shared_ptr<spdlog::logger> textLogger, consoleLogger;
+  std::unique_ptr<std::streambuf> textLines, summaryLines;
+  std::unique_ptr<std::ostream> textStream, summaryStream;
   std::chrono::steady_clock::time_point start;
 };
 
-/// Local time as "2026-11-23T06:20:01".
+/// Local time with its offset from UTC, as "2026-11-23T06:20:01+01:00"
+/// (ISO 8601; the text log's lines start with it too).
 std::string localTimestamp();
+
+/// The "machine" and "versions" objects of the config event (configEvent).
+nlohmann::ordered_json machineDescription();
+nlohmann::ordered_json buildVersions();
 
 /// A resumed run redoes, bit for bit, what its killed predecessor did after
 /// the checkpoint's save (updates, validations, an epoch's end), and logs

@@ -13,6 +13,8 @@
 #include "models/common/UpdateGuard.h"
 #include "models/cws/Session.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -21,13 +23,6 @@
 namespace cws {
 
 namespace {
-
-/// `line` to the log and to stderr (also with --no-progress, which hides
-/// only the bar).
-void report(std::ostream &log, const std::string &line) {
-  log << line << std::endl;
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
 
 std::string format(const char *pattern, ...)
     __attribute__((format(printf, 1, 2)));
@@ -128,8 +123,8 @@ void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
                            : 0);
   state.validF1.push_back(f1);
   bool improved = f1 > state.bestF1;
-  runLog.event("epoch", {{"epoch", double(state.epoch + 1)},
-                         {"update", double(state.updates)},
+  runLog.event("epoch", {{"epoch", state.epoch + 1},
+                         {"update", state.updates},
                          {"train_loss", state.epochLoss.back()},
                          {"valid_f1", f1},
                          {"valid_precision", valid.precision()},
@@ -137,15 +132,17 @@ void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
                          {"valid_oov_recall", valid.oovRecall()},
                          {"chars_per_s", rate},
                          {"lr", double(adam.lr)},
-                         {"best", improved ? 1.0 : 0.0}});
-  report(log,
-         format("epoch %lld: train loss %.4f, valid F1 %.4f (P %.4f R "
+                         {"best", improved ? 1 : 0}});
+  // On stderr too, also with --no-progress (which hides only the bar).
+  runLog.summaries()
+      << format("epoch %lld: train loss %.4f, valid F1 %.4f (P %.4f R "
                 "%.4f, OOV recall %.4f)%s, %.0f chars/s, lr %.3g, %.0f s "
                 "training in all",
                 (long long)state.epoch + 1, state.epochLoss.back(), f1,
                 valid.precision(), valid.recall(), valid.oovRecall(),
                 improved ? " best" : "", rate, double(adam.lr),
-                state.trainSeconds));
+                state.trainSeconds)
+      << std::endl;
   if (improved)
     state.bestF1 = f1;
   ++state.epoch;
@@ -177,14 +174,15 @@ void Session::train(const TrainData &data) {
       team.leader() ? options.eventLogPath() : "/dev/null", runFiles);
   runLog.configEvent(state.updates, options.toMap());
   std::ostream &log = runLog.text();
-  report(log,
-         format("cell %s: %lld parameters (%lld in the recurrent layers), "
+  runLog.summaries()
+      << format("cell %s: %lld parameters (%lld in the recurrent layers), "
                 "%lld characters in the vocabulary, %lld words in --dict, "
                 "%zu training and %zu validation sentences",
                 options.cell.c_str(), (long long)model->parameterCount(),
                 (long long)model->recurrentParameterCount(),
                 (long long)vocab.size(), (long long)lexicon.words().size(),
-                data.train.size(), data.valid.size()));
+                data.train.size(), data.valid.size())
+      << std::endl;
   while (state.epoch < options.epochs) {
     double rate = runEpoch(train, log);
     finishEpoch(data, runLog, rate);

@@ -38,7 +38,8 @@ run() {
   local f r oov params seconds
   f=$(awk -F'\t' '/F MEASURE/ {print $2}' "$OUT/$name.score")
   oov=$(awk -F'\t' '/OOV Recall/ {print $2}' "$OUT/$name.score")
-  params=$(grep -o '^cell [^:]*: [0-9]* parameters' "$OUT/$name.ckpt.log" |
+  # Log lines start with the time: the model line is found after it.
+  params=$(grep -o ' cell [^:]*: [0-9]* parameters' "$OUT/$name.ckpt.log" |
            tail -1 | awk '{print $3}')
   seconds=$(grep -o '[0-9]* s training in all' "$OUT/$name.ckpt.log" |
             tail -1 | awk '{print $1}')

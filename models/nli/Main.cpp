@@ -148,22 +148,9 @@ int train(TrainOptions options, bool resume, int threads) {
                                                : "")
             << ", " << model.params().count() << " parameters ("
             << model.recurrentParameterCount() << " recurrent)\n";
-  struct Tee : std::streambuf {
-    std::streambuf *a, *b;
-    int overflow(int c) override {
-      if (c != EOF) {
-        a->sputc(char(c));
-        b->sputc(char(c));
-      }
-      return c;
-    }
-  } tee;
-  tee.a = std::cerr.rdbuf();
-  tee.b = logFile.rdbuf();
-  std::ostream log(&tee);
   session->events = &runLog;
-  session->train(trainPairs, validPairs, log);
-  log.flush();
+  // The epochs' lines on stderr too, also with --no-progress.
+  session->train(trainPairs, validPairs, runLog.summaries());
   std::cerr << "nli: best validation accuracy "
             << 100 * session->bestAccuracy() << "%, saved in " << used.out
             << ".best\n";

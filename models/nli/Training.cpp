@@ -10,6 +10,8 @@
 #include "models/common/Team.h"
 #include "models/common/UpdateGuard.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -246,13 +248,13 @@ void Session::train(const std::vector<Pair> &trainPairs,
                   double(pairs) / std::max(seconds, 1e-9));
     log << line << std::endl;
     if (events)
-      events->event("epoch", {{"epoch", double(epoch)},
-                              {"update", double(updates)},
+      events->event("epoch", {{"epoch", epoch},
+                              {"update", updates},
                               {"train_loss", loss},
                               {"valid_accuracy", valid.accuracy()},
                               {"pairs_per_s", double(pairs) /
                                                   std::max(seconds, 1e-9)},
-                              {"best", best ? 1.0 : 0.0}});
+                              {"best", best ? 1 : 0}});
     if (team.leader()) {
       save(options.out);
       if (best)

@@ -6,13 +6,14 @@
 #include "models/common/GateAnalysis.h"
 #include "models/nmt/Trainer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 namespace nmt {
 
@@ -152,34 +153,26 @@ void collect(const Recorded &recorded, const std::vector<int32_t> &lengths,
   }
 }
 
-std::string jsonString(const std::string &text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
+using Json = nlohmann::ordered_json;
+
+/// `value` to six significant digits, as the CSVs have it: the plots need
+/// no more, and the file stays small.
+double sixDigits(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return std::strtod(text, nullptr);
 }
 
-template <typename T> std::string jsonArray(const std::vector<T> &values) {
-  std::ostringstream out;
-  out.precision(6);
-  out << "[";
-  for (size_t k = 0; k < values.size(); ++k)
-    out << (k ? ", " : "") << values[k];
-  return out.str() + "]";
+Json sixDigits(const std::vector<double> &values) {
+  Json array = Json::array();
+  for (double value : values)
+    array.push_back(sixDigits(value));
+  return array;
 }
 
 /// Pearson's r of the additive pair (else the first two gates): per
-/// position (the paper's) and over all steps; empty without two gates.
-std::string pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
+/// position (the paper's) and over all steps; null without two gates.
+Json pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
   std::vector<std::string> pair = r.additive;
   // A complement (GRU's 1-z) would give r = -1 by construction.
   if (pair.size() != 2 || isComplement(pair[0]) || isComplement(pair[1]))
@@ -188,36 +181,34 @@ std::string pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
   size_t a = indexOf(stats.gates, pair.size() == 2 ? pair[0] : "");
   size_t b = indexOf(stats.gates, pair.size() == 2 ? pair[1] : "");
   if (a >= stats.gates.size() || b >= stats.gates.size())
-    return "";
-  std::ostringstream out;
-  out.precision(6);
-  out << "\"pearson\": {\"gates\": [" << jsonString(pair[0]) << ", "
-      << jsonString(pair[1]) << "], \"per_position\": "
-      << models::pearson(stats.means(a), stats.means(b))
-      << ", \"all_steps\": " << models::pearson(stats.all[a], stats.all[b])
-      << "}, ";
-  return out.str();
+    return nullptr;
+  // A NaN r (a gate constant over the positions) is written as null.
+  return {{"gates", pair},
+          {"per_position",
+           sixDigits(models::pearson(stats.means(a), stats.means(b)))},
+          {"all_steps",
+           sixDigits(models::pearson(stats.all[a], stats.all[b]))}};
 }
 
-std::string sideJson(const SideStats &stats, const AnalyzeRequest &r) {
-  std::string out = "{\"side\": " + jsonString(stats.side) + ", ";
-  out += "\"counts\": " + jsonArray(stats.counts) + ", \"gates\": {";
+Json sideJson(const SideStats &stats, const AnalyzeRequest &r) {
+  Json side = {{"side", stats.side}, {"counts", stats.counts}};
+  Json gates = Json::object();
   for (size_t g = 0; g < stats.gates.size(); ++g)
-    out += (g ? ", " : "") + jsonString(stats.gates[g]) + ": " +
-           jsonArray(stats.means(g));
-  out += "}, " + pearsonJson(stats, r) + "\"sentences\": [";
-  for (size_t s = 0; s < stats.sentences.size(); ++s) {
-    const SideStats::Sentence &sentence = stats.sentences[s];
-    out += s ? ", " : "";
-    out += "{\"words\": [";
-    for (size_t w = 0; w < sentence.words.size(); ++w)
-      out += (w ? ", " : "") + jsonString(sentence.words[w]);
-    out += "], \"links\": " + jsonArray(sentence.links) + ", \"weights\": [";
-    for (size_t t = 0; t < sentence.weights.size(); ++t)
-      out += (t ? ", " : "") + jsonArray(sentence.weights[t]);
-    out += "]}";
+    gates[stats.gates[g]] = sixDigits(stats.means(g));
+  side["gates"] = gates;
+  if (Json pearson = pearsonJson(stats, r); !pearson.is_null())
+    side["pearson"] = pearson;
+  Json sentences = Json::array();
+  for (const SideStats::Sentence &sentence : stats.sentences) {
+    Json weights = Json::array();
+    for (const std::vector<double> &row : sentence.weights)
+      weights.push_back(sixDigits(row));
+    sentences.push_back({{"words", sentence.words},
+                         {"links", sentence.links},
+                         {"weights", weights}});
   }
-  return out + "]}";
+  side["sentences"] = sentences;
+  return side;
 }
 
 void writeCsv(const SideStats &stats, const std::string &path) {
@@ -351,13 +342,17 @@ void Analysis::addBatch(Session &session, const cellrt::Cell &probed,
 std::string Analysis::write(const std::string &cell) const {
   std::filesystem::create_directories(request.out);
   std::string json = request.out + "/analysis.json";
+  Json analysis = {
+      {"cell", cell},
+      {"sentences", sentences},
+      {"forced", request.ownTranslation ? "own translation" : "reference"},
+      {"sides",
+       {sideJson(encoder, request), sideJson(decoder, request),
+        sideJson(decoder2, noArcs)}}};
   std::ofstream out(json);
-  out << "{\"cell\": " << jsonString(cell) << ", \"sentences\": " << sentences
-      << ", \"forced\": "
-      << jsonString(request.ownTranslation ? "own translation" : "reference")
-      << ", \"sides\": [" << sideJson(encoder, request) << ", "
-      << sideJson(decoder, request) << ", " << sideJson(decoder2, noArcs)
-      << "]}\n";
+  // Words that are not UTF-8 become U+FFFD rather than a thrown error.
+  out << analysis.dump(-1, ' ', false, Json::error_handler_t::replace)
+      << "\n";
   if (!out)
     throw DataError("cannot write " + json);
   for (const SideStats *side : {&encoder, &decoder, &decoder2})

@@ -13,6 +13,8 @@
 #include "models/common/Team.h"
 #include "models/common/UpdateGuard.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -149,8 +151,8 @@ Session::EpochRun Session::runEpoch(const std::vector<Example> &exs,
                     (long long)state.epoch + 1, (long long)state.updates,
                     epochMean, std::exp(epochMean), wps, state.lr);
       log << line << std::endl;
-      runLog.event("update", {{"epoch", double(state.epoch + 1)},
-                              {"update", double(state.updates)},
+      runLog.event("update", {{"epoch", state.epoch + 1},
+                              {"update", state.updates},
                               {"loss", epochMean},
                               {"ppl", std::exp(epochMean)},
                               {"words_per_s", wps},
@@ -231,8 +233,8 @@ void Session::validateNow(const TrainData &data, RunLog &runLog) {
                 (long long)state.epoch + 1, (long long)state.updates, ppl,
                 bleu);
   runLog.text() << line << std::endl;
-  runLog.event("validation", {{"epoch", double(state.epoch + 1)},
-                              {"update", double(state.updates)},
+  runLog.event("validation", {{"epoch", state.epoch + 1},
+                              {"update", state.updates},
                               {"valid_ppl", ppl},
                               {"valid_bleu", bleu}});
   // OUT.best is the best of every validation, not only the epochs' ends.
@@ -277,20 +279,18 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                 (long long)state.epoch + 1, state.epochLoss.back(), ppl, bleu,
                 improved ? " (best)" : "",
                 run.words / std::max(run.seconds, 1e-9), run.seconds, state.lr);
-  log << line << std::endl;
   // The epoch's summary also without the progress bar (--no-progress).
-  if (Team::world().leader())
-    std::fprintf(stderr, "%s\n", line);
+  runLog.summaries() << line << std::endl;
   runLog.event("epoch",
-               {{"epoch", double(state.epoch + 1)},
-                {"update", double(state.updates)},
+               {{"epoch", state.epoch + 1},
+                {"update", state.updates},
                 {"train_loss", state.epochLoss.back()},
                 {"valid_ppl", ppl},
                 {"valid_bleu", bleu},
                 {"words_per_s", run.words / std::max(run.seconds, 1e-9)},
                 {"epoch_seconds", run.seconds},
                 {"lr", state.lr},
-                {"best", improved ? 1.0 : 0.0}});
+                {"best", improved ? 1 : 0}});
   if (improved)
     state.bestBleu = bleu;
   state.badEpochs = progressed ? 0 : state.badEpochs + 1;
@@ -334,7 +334,6 @@ void Session::train(const TrainData &data) {
   RunLog runLog("nmt", team.leader() ? logPath : "/dev/null",
                 team.leader() ? eventPath : "/dev/null", runFiles);
   runLog.configEvent(state.updates, options.toMap());
-  std::ostream &log = runLog.text();
   team.requireSame(model->parameterCount(), "the parameter count");
   team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),
                    "the vocabularies");
@@ -354,9 +353,7 @@ void Session::train(const TrainData &data) {
                                  " ranks (mpirun)")
                                     .c_str()
                               : "");
-  log << line << std::endl;
-  if (team.leader())
-    std::fprintf(stderr, "%s\n", line);
+  runLog.summaries() << line << std::endl;
   while (!state.finished && state.epoch < options.epochs) {
     // A run resumed at its --max-updates has nothing left to do (one more
     // update, or an early end of epoch, would differ from the straight run).
@@ -373,8 +370,7 @@ void Session::train(const TrainData &data) {
                   "in all",
                   1e3 * team.reductionSeconds() / double(team.reductions()),
                   team.reductionSeconds());
-    log << line << std::endl;
-    std::fprintf(stderr, "%s\n", line);
+    runLog.summaries() << line << std::endl;
   }
 }
 

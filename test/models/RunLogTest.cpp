@@ -6,9 +6,14 @@
 #include "models/common/RunLog.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -63,30 +68,134 @@ TEST(RunLog, NeverShortensAFileThatIsNoLog) {
             "the training data\n" + event("epoch", 9, 99));
 }
 
+/// Every line of the JSON-lines file at `path`, parsed.
+std::vector<nlohmann::json> events(const std::string &path) {
+  std::vector<nlohmann::json> parsed;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    parsed.push_back(nlohmann::json::parse(line));
+  return parsed;
+}
+
 } // namespace
 
 // Each process starts its events with its options, as JSON: numbers as
-// numbers, other text as strings.
+// numbers, other text as strings; then the machine and the versions.
 TEST(RunLog, ConfigEventComesFirst) {
   std::string stem = ::testing::TempDir() + "runlog-config";
   std::remove((stem + ".log").c_str());
   std::remove((stem + ".jsonl").c_str());
   {
     RunLog log("test", stem + ".log", stem + ".jsonl");
-    log.configEvent(0, {{"cell", "gru"}, {"lr", "0.001"}, {"out", "a\"b"}});
-    log.event("epoch", {{"epoch", 1}, {"update", 5}});
+    log.configEvent(0, {{"cell", "gru"}, {"lr", "0.001"}, {"hidden", "8"}});
+    log.event("epoch", {{"epoch", 1}, {"update", 5}, {"loss", 2.5}});
   }
-  std::ifstream in(stem + ".jsonl");
+  std::vector<nlohmann::json> written = events(stem + ".jsonl");
+  ASSERT_EQ(written.size(), 2u);
+  const nlohmann::json &config = written[0];
+  EXPECT_EQ(config["event"], "config");
+  EXPECT_EQ(config["update"], 0);
+  EXPECT_EQ(config["options"],
+            nlohmann::json({{"cell", "gru"}, {"lr", 0.001}, {"hidden", 8}}));
+  EXPECT_TRUE(config["options"]["hidden"].is_number_integer());
+  for (const char *key : {"host", "cpu", "cores", "threads", "kernel_threads"})
+    EXPECT_TRUE(config["machine"].contains(key)) << key;
+  EXPECT_GE(config["machine"]["cores"].get<int>(), 1);
+  EXPECT_EQ(config["versions"]["cellc"], CELLC_VERSION);
+  EXPECT_FALSE(config["versions"]["compiler"].get<std::string>().empty());
+  EXPECT_FALSE(config["versions"]["onednn"].get<std::string>().empty());
+  // Counts given as integers stay integers.
+  EXPECT_EQ(written[1]["event"], "epoch");
+  EXPECT_TRUE(written[1]["epoch"].is_number_integer());
+  EXPECT_EQ(written[1]["loss"], 2.5);
+  EXPECT_TRUE(written[1]["seconds"].is_number_float());
+  // The time comes first: checkLogTarget knows an event log by it.
+  EXPECT_EQ(contents(stem + ".jsonl").rfind("{\"time\":\"", 0), 0u);
+}
+
+// Text in an option comes back as it was: quotes, backslashes, control
+// characters, letters beyond ASCII; a value that only looks like a number
+// stays a string.
+TEST(RunLog, OptionTextRoundTrips) {
+  std::string stem = ::testing::TempDir() + "runlog-text";
+  std::remove((stem + ".log").c_str());
+  std::remove((stem + ".jsonl").c_str());
+  std::map<std::string, std::string> options = {
+      {"out", "it's \"odd\" \\ and\nnew\tna\xc3\xafve \xe4\xb8\xad\x01.ckpt"},
+      {"seed", "007"},
+      {"lr", "1e-3"},
+      {"k\"ey", "nan"}};
+  {
+    RunLog log("test", stem + ".log", stem + ".jsonl");
+    log.configEvent(3, options);
+    log.event("validation",
+              {{"valid_ppl", std::nan("")}, {"valid_bleu", INFINITY}});
+  }
+  std::string text = contents(stem + ".jsonl");
+  // One event a line: the newline in --out is escaped.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+  std::vector<nlohmann::json> written = events(stem + ".jsonl");
+  ASSERT_EQ(written.size(), 2u);
+  const nlohmann::json &read = written[0]["options"];
+  EXPECT_EQ(read["out"], options["out"]);
+  EXPECT_EQ(read["seed"], "007");
+  EXPECT_EQ(read["lr"], 1e-3);
+  EXPECT_EQ(read["k\"ey"], "nan");
+  EXPECT_EQ(written[0]["update"], 3);
+  EXPECT_TRUE(written[1]["valid_ppl"].is_null());
+  EXPECT_TRUE(written[1]["valid_bleu"].is_null());
+}
+
+// The text log: each line after the local time and its UTC offset, the
+// line as it was written (braces are text, not a format).
+TEST(RunLog, TextLinesStartWithTheTimeAndZone) {
+  std::string stem = ::testing::TempDir() + "runlog-lines";
+  std::remove((stem + ".log").c_str());
+  std::remove((stem + ".jsonl").c_str());
+  {
+    RunLog log("test", stem + ".log", stem + ".jsonl");
+    log.text() << "epoch 1 update 4 loss {} 100%" << std::endl;
+    log.text() << "no newline at the end";
+  }
+  std::ifstream in(stem + ".log");
   std::string first, second;
   std::getline(in, first);
   std::getline(in, second);
-  EXPECT_EQ(first.rfind("{\"time\": \"", 0), 0u) << first;
-  EXPECT_NE(first.find("\"event\": \"config\", \"update\": 0, \"options\": "
-                       "{\"cell\": \"gru\", \"lr\": 0.001, \"out\": "
-                       "\"a\\\"b\"}}"),
-            std::string::npos)
+  std::regex stamp("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                   "[+-][0-9]{2}:[0-9]{2} ");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(first, match, stamp,
+                                std::regex_constants::match_continuous))
       << first;
-  EXPECT_NE(second.find("\"event\": \"epoch\""), std::string::npos);
+  EXPECT_EQ(first.substr(match.length()), "epoch 1 update 4 loss {} 100%");
+  EXPECT_TRUE(std::regex_search(second, match, stamp,
+                                std::regex_constants::match_continuous));
+  EXPECT_EQ(second.substr(match.length()), "no newline at the end");
+  EXPECT_TRUE(std::regex_match(
+      localTimestamp(), std::regex("[0-9T:-]{19}[+-][0-9]{2}:[0-9]{2}")));
+  // A log written so is a log: a later run may append to it.
+  EXPECT_NO_THROW(checkLogTarget(stem + ".log", {}, false));
+  EXPECT_NO_THROW(checkLogTarget(stem + ".jsonl", {}, true));
+}
+
+// Events in the compact form dropped as those of older logs are, and a
+// line cut short by a kill goes with them.
+TEST(RunLog, DropsCompactEventsAndACutLine) {
+  std::string path = ::testing::TempDir() + "runlog-drop-compact.jsonl";
+  auto compact = [](const std::string &name, int epoch, int update) {
+    return nlohmann::ordered_json({{"time", "2026-11-28T08:00:00+00:00"},
+                                   {"seconds", 1.5},
+                                   {"event", name},
+                                   {"epoch", epoch},
+                                   {"update", update}})
+               .dump() +
+           "\n";
+  };
+  std::string kept = compact("update", 1, 2) + compact("epoch", 1, 5);
+  std::ofstream(path) << kept + compact("update", 2, 6) +
+                             "{\"time\":\"2026-11-28T08:00:01+00:00\",\"sec";
+  dropEventsAfter("test", path, 1, 5);
+  EXPECT_EQ(contents(path), kept);
 }
 
 // A process resumed at update 5 logged its options and updates 6-10, and

@@ -3,6 +3,7 @@
 #include "models/nmt/Trainer.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -146,16 +147,11 @@ validations(const std::string &path) {
   std::vector<std::tuple<int64_t, double, std::string>> found;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
-    size_t bleu = line.find("\"valid_bleu\": ");
-    if (bleu == std::string::npos)
-      continue;
-    size_t update = line.find("\"update\": ");
-    std::string event = line.find("\"event\": \"epoch\"") !=
-                                std::string::npos
-                            ? "epoch"
-                            : "validation";
-    found.push_back({std::stoll(line.substr(update + 10)),
-                     std::stod(line.substr(bleu + 14)), event});
+    nlohmann::json event = nlohmann::json::parse(line);
+    if (event.contains("valid_bleu"))
+      found.push_back({event["update"].get<int64_t>(),
+                       event["valid_bleu"].get<double>(),
+                       event["event"].get<std::string>()});
   }
   return found;
 }

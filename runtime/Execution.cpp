@@ -789,6 +789,8 @@ Status Execution::forward() {
     if (!(status = bindOperations(/*backwardPhases=*/false, work.scratch)).ok())
       return status;
     work.schedule = pickSchedule();
+    work.tiledForward.reset();
+    work.tiledRun.reset();
     work.boundFor = std::move(key);
     ++bindings;
   }

@@ -281,6 +281,11 @@ struct Workspace {
   std::optional<BindingKey> boundFor;
   /// How the bound forward runs its steps (and backward, training's).
   ScheduleKind schedule = ScheduleKind::Steps;
+  /// TiledSchedule: the forward's steps as tiles, described by the first
+  /// call that wanted them (none: they do not tile), and what running them
+  /// prepared (micro-kernels, the members' buffers), kept for later calls.
+  std::optional<std::optional<TiledSteps>> tiledForward;
+  std::shared_ptr<TiledRun> tiledRun;
 
   /// Sized for `plan` (a no-op after the first call), every entry cleared.
   void reset(const Plan &plan) {
@@ -458,7 +463,15 @@ private:
   /// Whether backward's operations after the steps are products and sums
   /// alone (no kernel writes memory between them).
   bool onlyProductsAfterTheSteps() const;
+  /// Whether this call gains from tiles (mode, threads, steps, packed
+  /// weights): a shape's description stays valid for calls that do not.
+  bool tilesPay() const;
+  /// The shape's steps as tiles, if they tile (then refreshed for this
+  /// call).
   bool describeTiledSteps(TiledSteps &tiled, bool backwardPass) const;
+  /// Points a description at this call's weights, panels, lengths, steps
+  /// and states.
+  void refreshTiledSteps(TiledSteps &tiled) const;
   bool shortCallTiles() const;
   bool eachSegmentIsAnArgument(const std::string &hidden) const;
   bool describeTiledProduct(const BoundOperation &bound, bool backwardPass,
@@ -475,7 +488,6 @@ private:
   bool describeHiddenBlocks(TiledSteps &tiled) const;
   void describeCallShape(TiledSteps &tiled, bool backwardPass) const;
   bool onlyStepKernelsRead(const BoundOperation &product) const;
-  void packedPanels(const BoundOperation &bound, TiledPhase &phase) const;
   bool tiledRows(const Ref &ref, const Operand &operand,
                  const std::map<std::string, int64_t> &productPhase,
                  TiledArg &arg) const;

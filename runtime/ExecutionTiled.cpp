@@ -51,23 +51,26 @@ bool Execution::shortCallTiles() const {
   return perRow * rowsPerStep >= kMinStepMultiplyAdds;
 }
 
-bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
-  auto *host = dynamic_cast<HostDevice *>(&device);
+bool Execution::tilesPay() const {
   // Without the caller's PackedWeights the weights are packed into panels
   // per call: a decoding step would pay a pass over them for one product.
   // With them the panels are packed once, and a step tiles too where its
   // products are large enough (shortCallTiles).
   constexpr int64_t kMinTiledSteps = 3;
   int64_t minSteps = usesPackedWeights() && shared ? 1 : kMinTiledSteps;
+  if (!tiledStepsWanted(training) || maxLength < minSteps)
+    return false;
+  return maxLength >= kMinTiledSteps || shortCallTiles();
+}
+
+bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
+  auto *host = dynamic_cast<HostDevice *>(&device);
   // bf16 plans tile too, on libxsmm's bf16 kernels (TiledSteps::bf16).
-  if (!host || !tiledStepsWanted(training) || maxLength < minSteps ||
-      plan.states.empty() ||
+  if (!host || plan.states.empty() ||
       std::none_of(stepOperations.begin(), stepOperations.end(),
                    [](const BoundOperation &bound) {
                      return bound.op->kind == Operation::Kind::Gemm;
                    }))
-    return false;
-  if (maxLength < kMinTiledSteps && !shortCallTiles())
     return false;
   if (!describeHiddenBlocks(tiled) || !eachSegmentIsAnArgument(tiled.hiddenDim))
     return false;
@@ -86,7 +89,24 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
     tiled.phases.push_back(std::move(phase));
   }
   describeCallShape(tiled, backwardPass);
+  refreshTiledSteps(tiled);
   return true;
+}
+
+void Execution::refreshTiledSteps(TiledSteps &tiled) const {
+  PackedPanels *panels =
+      usesPackedWeights() ? args.packedWeights->panels() : nullptr;
+  for (TiledPhase &phase : tiled.phases)
+    if (phase.kind != TiledPhase::Kind::Kernel) {
+      phase.weight = work.weights[phase.weightIndex];
+      phase.panels = panels;
+    }
+  tiled.lengths = work.lengths;
+  tiled.steps = maxLength;
+  tiled.slots[0] = work.currentStates;
+  tiled.slots[1] = work.nextStates;
+  tiled.slots[2] = grads.dnext;
+  tiled.slots[3] = grads.dstate;
 }
 
 /// The hidden dim the blocks split: the first state's length, one symbol
@@ -112,16 +132,10 @@ void Execution::describeCallShape(TiledSteps &tiled, bool backwardPass) const {
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
                                                           : dimValues[i]);
-  tiled.lengths = work.lengths;
   tiled.bf16 = device.precision() == Precision::BF16;
-  tiled.steps = maxLength;
   tiled.batch = rowsPerStep;
   tiled.reverse = backwardPass;
   tiled.zeroOutgoing = backwardPass;
-  tiled.slots[0] = work.currentStates;
-  tiled.slots[1] = work.nextStates;
-  tiled.slots[2] = grads.dnext;
-  tiled.slots[3] = grads.dstate;
 }
 
 /// Every H-wide segment of a buffer a step kernel reads must be an argument
@@ -158,7 +172,7 @@ bool Execution::describeTiledWeight(const BoundOperation &bound,
       return false;
     gates += rows;
   }
-  phase.weight = bound.weight;
+  phase.weightIndex = bound.weightIndex;
   phase.weightRows = bound.weightRows;
   phase.depth = bound.weightCols;
   phase.gates = gates;
@@ -192,23 +206,12 @@ bool Execution::describeTiledProduct(
   phase.kind = TiledPhase::Kind::Product;
   if (inWidth != 1 || out.kind != Ref::Kind::Step || outWidth != gates)
     return false;
-  packedPanels(bound, phase);
   // Inference keeps the products in the members' caches; training keeps
   // every step's for backward.
   phase.intoTile = !training;
   if (phase.intoTile)
     productPhase[out.name] = int64_t(tiled.phases.size());
   return true;
-}
-
-/// Where the caller's PackedWeights keep a forward product's panels.
-void Execution::packedPanels(const BoundOperation &bound,
-                             TiledPhase &phase) const {
-  if (!usesPackedWeights())
-    return;
-  phase.panels = args.packedWeights->panels();
-  phase.weightIndex =
-      layout.operations[bound.op - plan.operations.data()].weight;
 }
 
 /// Inference: each product of an input (`pre gemm seq:V W input:X`, W of
@@ -254,7 +257,6 @@ bool Execution::describeInputProduct(const BoundOperation &bound,
   phase.kind = TiledPhase::Kind::Product;
   // Bound for all rows at once; the phase reads a step's.
   phase.in.stepAdvance = rowsPerStep * phase.in.stride;
-  packedPanels(bound, phase);
   return true;
 }
 
@@ -288,6 +290,7 @@ bool Execution::describeScanProducts(TiledSteps &tiled) const {
     tiled.absorbed.push_back(&bound);
   }
   describeCallShape(tiled, /*backwardPass=*/false);
+  refreshTiledSteps(tiled);
   return true;
 }
 
@@ -379,7 +382,14 @@ bool Execution::describeTiledArg(
       return false;
     }
   }
-  arg.base = operand.origin();
+  // The call's own arrays are read through the workspace's entries, so a
+  // description outlives the call that made it.
+  if (operand.array) {
+    arg.array = operand.array;
+    arg.column = operand.column;
+  } else {
+    arg.base = operand.base;
+  }
   arg.stepAdvance = operand.stepAdvance;
   return true;
 }

@@ -17,16 +17,28 @@ using namespace cellrt;
 namespace cellrt::detail {
 
 Status TiledSchedule::forward() {
-  TiledSteps tiled;
-  if (!call.describeTiledSteps(tiled, /*backwardPass=*/false))
+  if (!call.tilesPay())
     return StepSchedule(call).forward();
+  // The shape's description, made once; each call points it at its own
+  // arrays.
+  Workspace &work = call.work;
+  if (!work.tiledForward) {
+    TiledSteps described;
+    work.tiledForward.emplace();
+    if (call.describeTiledSteps(described, /*backwardPass=*/false))
+      work.tiledForward->emplace(std::move(described));
+  }
+  if (!*work.tiledForward)
+    return StepSchedule(call).forward();
+  TiledSteps &tiled = **work.tiledForward;
+  call.refreshTiledSteps(tiled);
   int64_t allRows = call.sizes.steps * call.sizes.batch;
   for (const BoundOperation &bound : call.sequenceOperations)
     if (!tiled.absorbs(&bound))
       if (Status status = call.runOperation(bound, 0, 0, allRows);
           !status.ok())
         return status;
-  if (runTiledSteps(tiled).ok()) {
+  if (runTiledSteps(tiled, &work.tiledRun).ok()) {
     // Inference states are double buffers that swapped every step.
     if (!call.training && call.maxLength % 2)
       for (size_t i = 0; i < call.plan.states.size(); ++i)
@@ -45,7 +57,8 @@ Status TiledSchedule::forward() {
 
 Status TiledSchedule::backwardSteps() {
   TiledSteps tiled;
-  if (!call.describeTiledSteps(tiled, /*backwardPass=*/true) ||
+  if (!call.tilesPay() ||
+      !call.describeTiledSteps(tiled, /*backwardPass=*/true) ||
       !runTiledSteps(tiled).ok())
     return StepSchedule(call).backwardSteps();
   if (call.maxLength % 2)

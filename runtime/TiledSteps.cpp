@@ -212,9 +212,23 @@ Status prepareBf16Phase(const TiledSteps &s, const TiledPhase &phase,
     return Status::error("libxsmm has no bf16 kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows and depth " +
                          std::to_string(target.depth));
-  target.bf16Panels = keptOrPacked(s, phase, target, &PackedPanels::packedBf16,
-                                   target.bf16Packed);
   return Status::success();
+}
+
+/// Where a prepared phase reads its panels in this run: the caller's
+/// PackedWeights' copy where it holds one, else the phase's own, which the
+/// members pack from the run's weight.
+void placePanels(const TiledSteps &s, const TiledPhase &phase,
+                 PhaseGemm &target) {
+  if (phase.kind == TiledPhase::Kind::Kernel)
+    return;
+  target.packs = false;
+  if (s.bf16)
+    target.bf16Panels = keptOrPacked(
+        s, phase, target, &PackedPanels::packedBf16, target.bf16Packed);
+  else
+    target.panels =
+        keptOrPacked(s, phase, target, &PackedPanels::packed, target.packed);
 }
 
 Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
@@ -244,8 +258,6 @@ Status preparePhase(const TiledSteps &s, const TiledPhase &phase,
   if (!target.gemm)
     return Status::error("libxsmm has no kernel for a tiled product of " +
                          std::to_string(s.batch) + " rows");
-  target.panels =
-      keptOrPacked(s, phase, target, &PackedPanels::packed, target.packed);
   return Status::success();
 }
 
@@ -268,10 +280,8 @@ void keepPanels(const TiledSteps &s, const TiledPhase &phase,
 class Member {
 public:
   Member(const TiledSteps &s, std::vector<PhaseGemm> &gemms, int64_t first,
-         int64_t last, bool prefetch)
-      : s(s), gemms(gemms), first(first), last(last), prefetch(prefetch) {
-    for (int pair = 0; pair < 4; ++pair)
-      slots[pair] = s.slots[pair];
+         int64_t last)
+      : s(s), gemms(gemms), first(first), last(last) {
     for (size_t p = 0; p < s.phases.size(); ++p) {
       const TiledPhase &phase = s.phases[p];
       // Each block's product tiles live until the step ends: a later kernel
@@ -289,7 +299,7 @@ public:
       bool multiplies = phase.kind != TiledPhase::Kind::Kernel;
       roundedRows.emplace_back(s.bf16 && multiplies ? s.batch * gemms[p].depth
                                                     : 0);
-      roundedAt.push_back(std::numeric_limits<int64_t>::min());
+      roundedAt.push_back(0);
     }
     // A product reads whole rows: the team meets before one that may read
     // rows an earlier phase of the step wrote (a kernel, or a product into
@@ -302,7 +312,18 @@ public:
     }
   }
 
-  void run(SpinBarrier &barrier) {
+  bool covers(int64_t from, int64_t to) const {
+    return first == from && last == to;
+  }
+
+  /// Runs every step of the description as it is now (its arrays, weights
+  /// and steps may have changed since the last run).
+  void run(SpinBarrier &barrier, bool prefetchPanels) {
+    prefetch = prefetchPanels;
+    for (int pair = 0; pair < 4; ++pair)
+      slots[pair] = s.slots[pair];
+    std::fill(roundedAt.begin(), roundedAt.end(),
+              std::numeric_limits<int64_t>::min());
     // A member packs, and later reads, only its own blocks.
     for (size_t p = 0; p < s.phases.size(); ++p)
       if (gemms[p].packs)
@@ -397,9 +418,10 @@ private:
 
   /// Whole rows of an operand at `step`.
   float *rows(const TiledArg &arg, int64_t step) {
-    return arg.kind == TiledArg::Kind::Slot
-               ? slots[arg.pair][arg.index]
-               : arg.base + step * arg.stepAdvance;
+    if (arg.kind == TiledArg::Kind::Slot)
+      return slots[arg.pair][arg.index];
+    float *origin = arg.array ? *arg.array + arg.column : arg.base;
+    return origin + step * arg.stepAdvance;
   }
 
   /// The operand moved to block j's columns.
@@ -430,7 +452,7 @@ private:
   /// with it (the cores share L3's bandwidth), and so did 1-row steps (LSTM
   /// 106 → 128 µs), whose products are too short to hide it; hence
   /// kMinPrefetchRows.
-  bool prefetch;
+  bool prefetch = false;
   std::vector<float *> slots[4];
   std::vector<std::vector<float>> products;
   std::vector<std::vector<int64_t>> strides;
@@ -521,15 +543,37 @@ void cellrt::detail::failTiledStepsForTesting(bool fail) {
   failForTesting = fail;
 }
 
+#ifdef CELLRT_HAVE_LIBXSMM
+/// A description's micro-kernels and each member's share and buffers,
+/// kept between runs of the same description (a decoder's every step).
+struct cellrt::detail::TiledRun {
+  const TiledSteps *described = nullptr;
+  std::vector<PhaseGemm> gemms;
+  std::vector<std::unique_ptr<Member>> members;
+};
+#else
+struct cellrt::detail::TiledRun {
+  const TiledSteps *described = nullptr;
+};
+#endif
+
 /// runTiledSteps without the failure count.
-static Status tryTiledSteps(const TiledSteps &s) {
+static Status tryTiledSteps(const TiledSteps &s, TiledRun &run) {
   if (failForTesting)
     return Status::error("tiled steps failed (failTiledStepsForTesting)");
 #ifdef CELLRT_HAVE_LIBXSMM
-  std::vector<PhaseGemm> gemms(s.phases.size());
+  std::vector<PhaseGemm> &gemms = run.gemms;
+  if (gemms.size() != s.phases.size()) {
+    gemms.assign(s.phases.size(), PhaseGemm());
+    for (size_t p = 0; p < s.phases.size(); ++p)
+      if (Status status = preparePhase(s, s.phases[p], gemms[p]);
+          !status.ok()) {
+        gemms.clear();
+        return status;
+      }
+  }
   for (size_t p = 0; p < s.phases.size(); ++p)
-    if (Status status = preparePhase(s, s.phases[p], gemms[p]); !status.ok())
-      return status;
+    placePanels(s, s.phases[p], gemms[p]);
   tiledCalls.fetch_add(1);
   if (s.bf16)
     for (const TiledPhase &phase : s.phases)
@@ -543,6 +587,7 @@ static Status tryTiledSteps(const TiledSteps &s) {
       [&](int64_t size) {
         team = size;
         barrier.emplace(size);
+        run.members.resize(size);
         // Member::prefetch; only products have prefetching kernels.
         prefetch =
             team == 1 &&
@@ -552,21 +597,36 @@ static Status tryTiledSteps(const TiledSteps &s) {
         prefetchingCalls.fetch_add(prefetch);
       },
       [&](int64_t member) {
-        Member share(s, gemms, blocks * member / team,
-                     blocks * (member + 1) / team, prefetch);
-        share.run(*barrier);
+        int64_t first = blocks * member / team,
+                last = blocks * (member + 1) / team;
+        std::unique_ptr<Member> &share = run.members[member];
+        // Made on the member's own thread, which touches its buffers first.
+        if (!share || !share->covers(first, last))
+          share = std::make_unique<Member>(s, gemms, first, last);
+        share->run(*barrier, prefetch);
       });
   for (size_t p = 0; p < s.phases.size(); ++p)
     keepPanels(s, s.phases[p], gemms[p]);
   return Status::success();
 #else
   (void)s;
+  (void)run;
   return Status::error("cellrt was built without libxsmm: no tiled steps");
 #endif
 }
 
-Status cellrt::detail::runTiledSteps(const TiledSteps &s) {
-  Status status = tryTiledSteps(s);
+Status cellrt::detail::runTiledSteps(const TiledSteps &s,
+                                     std::shared_ptr<TiledRun> *kept) {
+  TiledRun once;
+  TiledRun *run = &once;
+  if (kept) {
+    if (!*kept || (*kept)->described != &s) {
+      *kept = std::make_shared<TiledRun>();
+      (*kept)->described = &s;
+    }
+    run = kept->get();
+  }
+  Status status = tryTiledSteps(s, *run);
   if (!status.ok())
     tiledFailures.fetch_add(1);
   return status;

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -60,7 +61,11 @@ struct TiledArg {
     Product,
   };
   Kind kind = Kind::Array;
+  /// Array: `base`, or where set `*array + column` (a call's own array,
+  /// read from the executor's entry for it when the steps run).
   float *base = nullptr;
+  float *const *array = nullptr;
+  int64_t column = 0;
   int64_t stepAdvance = 0;
   int64_t index = 0, pair = 0, phase = 0;
   /// The row stride (0: a param broadcast to every row).
@@ -157,10 +162,17 @@ void setTiledSteps(TiledMode mode);
 /// blocks), or 0 where the schedule does not apply.
 int64_t tiledBlock(int64_t hidden);
 
+/// What running a description prepares: its micro-kernels and each team
+/// member's buffers (TiledSteps.cpp).
+struct TiledRun;
+
 /// Runs every step of `steps` on the kernel pool's threads. It fails only
 /// before the first step (no micro-kernel for a shape), and the caller
-/// then runs the default schedule.
-Status runTiledSteps(const TiledSteps &steps);
+/// then runs the default schedule. With `kept`, what the run prepares is
+/// kept there for the next run of the same description (the same object,
+/// its shape unchanged; its arrays, weights and panels may change).
+Status runTiledSteps(const TiledSteps &steps,
+                     std::shared_ptr<TiledRun> *kept = nullptr);
 
 /// Tests: while set, runTiledSteps fails as it would without a micro-kernel
 /// for the shape, so that the callers' fallback runs.

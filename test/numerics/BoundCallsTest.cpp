@@ -166,38 +166,43 @@ cellrt::Cell load(const cellrt_image &image) {
   return std::move(*cell);
 }
 
-/// Calls of one shape alternating their arrays and options on one Cell
-/// give, bit for bit, what each gives on a Cell of its own (which binds
-/// it afresh).
+/// Calls of one shape on one Cell, alternating their arrays under each
+/// set of options (a binding reused with other arrays) and the options
+/// (bindings made again), give bit for bit what each gives on a Cell of
+/// its own, which binds it afresh.
 void checkAlternatingCalls(const cellrt_image &image,
                            const std::map<std::string, int64_t> &dims) {
   cellrt::Cell shared = load(image);
   Arrays first(shared, dims, 5, 4, 1), second(shared, dims, 5, 4, 2);
-  auto packed = shared.packWeights(second.byName());
-  ASSERT_TRUE(packed.ok()) << packed.error();
-  struct Call {
-    Arrays *arrays;
+  auto firstPacked = shared.packWeights(first.byName());
+  auto secondPacked = shared.packWeights(second.byName());
+  ASSERT_TRUE(firstPacked.ok() && secondPacked.ok());
+  struct Options {
     bool reverse, readOutput, byIndex, packed;
   };
-  std::vector<Call> calls = {
-      {&first, false, true, false, false}, {&second, false, true, true, false},
-      {&first, true, true, false, false},  {&second, false, false, false, true},
-      {&first, false, true, true, false},  {&second, true, true, false, true},
-  };
+  std::vector<Options> options = {{false, true, false, false},
+                                  {false, true, true, false},
+                                  {true, true, false, false},
+                                  {false, false, false, true},
+                                  {true, true, true, true}};
   for (int round = 0; round < 2; ++round)
-    for (size_t c = 0; c < calls.size(); ++c) {
-      const Call &call = calls[c];
-      cellrt::Cell fresh = load(image);
-      auto freshPacked = fresh.packWeights(call.arrays->byName());
-      ASSERT_TRUE(freshPacked.ok());
-      std::vector<float> want = call.arrays->forward(
-          fresh, call.reverse, call.readOutput, call.byIndex,
-          call.packed ? &*freshPacked : nullptr);
-      std::vector<float> got = call.arrays->forward(
-          shared, call.reverse, call.readOutput, call.byIndex,
-          call.packed ? &*packed : nullptr);
-      EXPECT_EQ(got, want) << "call " << c << ", round " << round;
-    }
+    for (size_t o = 0; o < options.size(); ++o)
+      for (Arrays *arrays : {&first, &second, &first}) {
+        const Options &call = options[o];
+        cellrt::Cell fresh = load(image);
+        auto freshPacked = fresh.packWeights(arrays->byName());
+        ASSERT_TRUE(freshPacked.ok());
+        const cellrt::PackedWeights *packed =
+            arrays == &first ? &*firstPacked : &*secondPacked;
+        std::vector<float> want = arrays->forward(
+            fresh, call.reverse, call.readOutput, call.byIndex,
+            call.packed ? &*freshPacked : nullptr);
+        std::vector<float> got =
+            arrays->forward(shared, call.reverse, call.readOutput,
+                            call.byIndex, call.packed ? packed : nullptr);
+        EXPECT_EQ(got, want) << "options " << o << ", round " << round
+                             << (arrays == &first ? ", first" : ", second");
+      }
 }
 
 } // namespace
@@ -207,6 +212,21 @@ TEST(BoundCalls, AlternatingArraysAndOptions) {
   checkAlternatingCalls(cellc_gru_image(), {{"H", 9}, {"I", 5}});
   checkAlternatingCalls(cellc_lstm_image(), {{"H", 10}, {"I", 6}});
   checkAlternatingCalls(cellc_sru_image(), {{"H", 11}});
+}
+
+TEST(BoundCalls, TiledStepsAlternatingArraysAndOptions) {
+  // H = 16 splits into two blocks of 8: inference tiles (TiledSchedule),
+  // whose description and prepared run are kept for the shape.
+  if (!cellrt::detail::tiledStepsAvailable())
+    GTEST_SKIP() << "built without libxsmm";
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::On);
+  int64_t before = cellrt::detail::tiledStepCalls();
+  checkAlternatingCalls(cellc_atr_image(), {{"H", 16}, {"I", 8}});
+  checkAlternatingCalls(cellc_gru_image(), {{"H", 16}, {"I", 8}});
+  checkAlternatingCalls(cellc_lstm_image(), {{"H", 16}, {"I", 8}});
+  cellrt::detail::setTiledSteps(cellrt::detail::TiledMode::Auto);
+  EXPECT_GT(cellrt::detail::tiledStepCalls() - before, 0)
+      << "no call took the tiled steps";
 }
 
 TEST(BoundCalls, SameShapeBindsOnce) {

@@ -1,7 +1,7 @@
 //===- Cell.cpp - The Cell entry points and packed weights ------------------===//
 //
 // Loading a plan and image, the forward, training forward, backward and
-// dims calls (each an Execution over a workspace), the Tape, and
+// dims calls (each an Execution over a executable), the Tape, and
 // packWeights.
 //
 //===----------------------------------------------------------------------===//
@@ -103,7 +103,7 @@ Expected<Cell> Cell::create(Plan plan, std::shared_ptr<Device> device,
   cell.device = std::move(device);
   cell.kernelNames = std::move(kernelNames);
   cell.kernelNames.resize(cell.device->numKernels());
-  cell.workspaces = std::make_shared<detail::WorkspacePool>();
+  cell.executables = std::make_shared<detail::ExecutablePool>();
   return cell;
 }
 
@@ -232,16 +232,16 @@ Expected<BoundSizes> cellrt::bindSizes(const Plan &plan,
 }
 
 Status Cell::forward(const ForwardArgs &args) const {
-  auto bound = workspaces->sizes.bind(plan, args);
+  auto bound = executables->sizes.bind(plan, args);
   if (!bound)
     return bound.getStatus();
   // Inference reuses the blocks and bound operations of an earlier call.
-  std::unique_ptr<Workspace> work = workspaces->take(*bound);
+  std::unique_ptr<Executable> work = executables->take(*bound);
   work->use(device);
   Status status =
       Execution(plan, *device, args, *bound, *work, /*training=*/false)
           .forward();
-  workspaces->give(std::move(work));
+  executables->give(std::move(work));
   return status;
 }
 
@@ -256,7 +256,7 @@ static Status noBackward(const Plan &plan) {
 Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
   if (!plan.hasBackward())
     return noBackward(plan);
-  auto bound = workspaces->sizes.bind(plan, args);
+  auto bound = executables->sizes.bind(plan, args);
   if (!bound)
     return bound.getStatus();
   const Sizes *sizes = bound->get();
@@ -264,8 +264,8 @@ Status Cell::forward(const ForwardArgs &args, Tape &tape) const {
     tape.storage = std::make_unique<Tape::Storage>();
   Tape::Storage &record = *tape.storage;
   record.recorded = false;
-  record.workspace.use(device);
-  Status status = Execution(plan, *device, args, *bound, record.workspace,
+  record.executable.use(device);
+  Status status = Execution(plan, *device, args, *bound, record.executable,
                             /*training=*/true)
                       .forward();
   if (!status.ok())
@@ -373,7 +373,7 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
   const Tape::Storage &record = *tape.storage;
   if (record.plan != &plan)
     return Status::error("backward: the tape was recorded by another cell");
-  auto bound = workspaces->sizes.bind(plan, args);
+  auto bound = executables->sizes.bind(plan, args);
   if (!bound)
     return bound.getStatus();
   const Sizes *sizes = bound->get();
@@ -413,7 +413,7 @@ Status Cell::backward(const ForwardArgs &args, const BackwardArgs &gradients,
   if (!status.ok())
     return status;
   tape.storage->gradientBlocks.use(device);
-  return Execution(plan, *device, args, *bound, tape.storage->workspace,
+  return Execution(plan, *device, args, *bound, tape.storage->executable,
                    /*training=*/true, /*backwardPass=*/true)
       .backward(gradients, tape.storage->gradientBlocks);
 }

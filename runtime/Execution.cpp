@@ -329,7 +329,7 @@ void Execution::stackWeights() {
 }
 
 /// backward() may get the same values at other addresses than forward did:
-/// point the workspace at the caller's arrays again. (A device with its own
+/// point the executable at the caller's arrays again. (A device with its own
 /// memory keeps the copies forward made.)
 void Execution::refreshCallerPointers() {
   if (!inPlace)

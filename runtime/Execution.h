@@ -2,7 +2,7 @@
 //
 // The executor's internals, shared by its files: how a call's operands are
 // bound (Operand, BoundOperation, BoundProgram), the memory a call keeps
-// for the next one (Blocks, Workspace, WorkspacePool) and for backward
+// for the next one (Blocks, Executable, ExecutablePool) and for backward
 // (Tape::Storage), and Execution, which runs one call's forward or
 // backward operations. Execution.cpp sets up, binds and runs the forward
 // operations, ExecutionTiled.cpp describes the tiled steps,
@@ -69,7 +69,7 @@ inline std::string planError(const Operation &op, const std::string &message) {
 
 /// Where an operand's rows live: `base` (already at its column offset),
 /// `*array + column` (a caller's array, or the device's copy of it: the
-/// workspace's entry for it is filled by every call, so that the binding
+/// executable's entry for it is filled by every call, so that the binding
 /// outlives the call), or `*slot + column` (one half of a double-buffered
 /// array whose halves swap every step); plus `stepAdvance` floats per step.
 struct Operand {
@@ -102,7 +102,7 @@ struct BoundOperation {
   /// Kernels on devices that provide scratch per thread: each LEN.
   std::vector<int64_t> scratchLengths;
   /// Gemm, Wgrad: the stacked weight (refreshed by every call from the
-  /// workspace's weight `weightIndex`) and its shape.
+  /// executable's weight `weightIndex`) and its shape.
   const float *weight = nullptr;
   int64_t weightIndex = -1;
   int64_t weightRows = 0, weightCols = 0;
@@ -156,7 +156,7 @@ private:
   size_t count = 0;
 };
 
-/// What a call binds, kept in its workspace so that the next call with the
+/// What a call binds, kept in its executable so that the next call with the
 /// same plan reuses the memory.
 struct BoundProgram {
   BoundList sequence, steps, end, scan;
@@ -254,13 +254,15 @@ struct BindingKey {
   }
 };
 
-/// The arrays of one forward call, all device addresses, and its bound
-/// operations, kept for the next call: a call with the same BindingKey
-/// (a decoder's every step, a training loop's batches of one shape) finds
-/// its blocks, operations and operands where the previous one left them and
-/// only fills the entries below with its own arrays. A training-mode
-/// forward keeps them in the tape for backward().
-struct Workspace {
+/// A cell bound to one shape on its device, in its precision (issue #44):
+/// the call's arrays (device addresses), its bound operations and the
+/// schedule that runs them, kept for the next call. A call with the same
+/// BindingKey (a decoder's every step, a training loop's batches of one
+/// shape) finds its blocks, operations and operands where the previous
+/// one left them and only fills the entries below with its own arrays. A
+/// Cell keeps one per concurrent inference call (ExecutablePool); a
+/// training-mode forward keeps its own in the tape for backward().
+struct Executable {
   Blocks blocks;
   /// The forward kernels' scratch, apart from `blocks`: what a call
   /// allocates there may change from call to call (a caller's arrays used
@@ -281,9 +283,10 @@ struct Workspace {
   std::optional<BindingKey> boundFor;
   /// How the bound forward runs its steps (and backward, training's).
   ScheduleKind schedule = ScheduleKind::Steps;
-  /// TiledSchedule: the forward's steps as tiles, described by the first
-  /// call that wanted them (none: they do not tile), and what running them
-  /// prepared (micro-kernels, the members' buffers), kept for later calls.
+  /// TiledSchedule: the forward's steps as tiles (ScanSchedule: a decoding
+  /// step's products), described by the first call that wanted them (none:
+  /// they do not tile), and what running them prepared (micro-kernels, the
+  /// members' buffers), kept for later calls.
   std::optional<std::optional<TiledSteps>> tiledForward;
   std::shared_ptr<TiledRun> tiledRun;
 
@@ -358,33 +361,33 @@ struct GradientSpace {
 /// Workspaces of inference calls, kept between calls: a call takes one (or
 /// a new one when all are in use by other threads) and gives it back. Also
 /// the sizes of the Cell's last call's shapes.
-class WorkspacePool {
+class ExecutablePool {
 public:
   SizesCache sizes;
 
-  /// A spare workspace bound for `sizes` if there is one (a call of the
+  /// A spare executable bound for `sizes` if there is one (a call of the
   /// same kind binds nothing), else the last one given back, else a new
   /// one.
-  std::unique_ptr<Workspace> take(const std::shared_ptr<const Sizes> &sizes) {
+  std::unique_ptr<Executable> take(const std::shared_ptr<const Sizes> &sizes) {
     std::lock_guard<std::mutex> lock(mutex);
     if (spare.empty())
-      return std::make_unique<Workspace>();
+      return std::make_unique<Executable>();
     auto bound = std::find_if(spare.rbegin(), spare.rend(), [&](auto &work) {
       return work->boundFor && work->boundFor->sizes == sizes;
     });
     auto chosen = bound == spare.rend() ? spare.end() - 1 : bound.base() - 1;
-    std::unique_ptr<Workspace> work = std::move(*chosen);
+    std::unique_ptr<Executable> work = std::move(*chosen);
     spare.erase(chosen);
     return work;
   }
-  void give(std::unique_ptr<Workspace> work) {
+  void give(std::unique_ptr<Executable> work) {
     std::lock_guard<std::mutex> lock(mutex);
     spare.push_back(std::move(work));
   }
 
 private:
   std::mutex mutex;
-  std::vector<std::unique_ptr<Workspace>> spare;
+  std::vector<std::unique_ptr<Executable>> spare;
 };
 
 /// How many times forward calls have bound their operations in this
@@ -398,7 +401,7 @@ public:
   /// bound apart from the forward ones, which stay bound for the next
   /// forward).
   Execution(const Plan &plan, Device &device, const ForwardArgs &args,
-            std::shared_ptr<const Sizes> boundSizes, Workspace &work,
+            std::shared_ptr<const Sizes> boundSizes, Executable &work,
             bool training, bool backwardPass = false)
       : plan(plan), device(device), shared(device.sharesHostMemory()),
         callerOnDevice(!shared && args.memory == Memory::Device),
@@ -409,7 +412,7 @@ public:
         rowsPerStep(sizes.batch),
         maxLength(*std::max_element(args.lengths, args.lengths + sizes.batch)),
         layout(*sizes.layout), dimValues(layout.dimValues) {}
-  /// The bound lists outlive the call in the workspace: none keeps a
+  /// The bound lists outlive the call in the executable: none keeps a
   /// pointer to this call's packed weights.
   ~Execution() {
     if (!callProducts.empty())
@@ -484,6 +487,10 @@ private:
                              TiledSteps &tiled) const;
   bool describeInputProduct(const BoundOperation &bound,
                             const std::string &hidden, TiledPhase &phase) const;
+  /// Whether this call of a scan plan gains from tiling its products (a
+  /// decoding step with packed weights): a shape's description stays valid
+  /// for calls that do not.
+  bool scanTilesPay() const;
   bool describeScanProducts(TiledSteps &tiled) const;
   bool describeHiddenBlocks(TiledSteps &tiled) const;
   void describeCallShape(TiledSteps &tiled, bool backwardPass) const;
@@ -573,7 +580,7 @@ private:
   std::vector<std::unique_ptr<PackedProduct>> callProducts;
   const std::shared_ptr<const Sizes> sizesHandle;
   const Sizes &sizes;
-  Workspace &work;
+  Executable &work;
   const bool training;
   /// The bound operations this call runs.
   BoundProgram &program;
@@ -614,7 +621,7 @@ struct cellrt::Tape::Storage {
   std::vector<int32_t> lengths;
   bool reverse = false;
   Memory memory = Memory::Host;
-  detail::Workspace workspace;
+  detail::Executable executable;
   /// backward()'s own arrays, reused from call to call.
   detail::Blocks gradientBlocks;
 };

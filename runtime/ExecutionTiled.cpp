@@ -271,13 +271,16 @@ bool Execution::describeInputProduct(const BoundOperation &bound,
 /// Only where every sequence operation is such a product, and the longest
 /// row runs every step: the products run maxLength steps of every row, and
 /// the scan reads all T.
+bool Execution::scanTilesPay() const {
+  return !training && shared && usesPackedWeights() &&
+         tiledStepsWanted(/*training=*/false) && maxLength == sizes.steps &&
+         maxLength <= 2;
+}
+
 bool Execution::describeScanProducts(TiledSteps &tiled) const {
   auto *host = dynamic_cast<HostDevice *>(&device);
-  bool inferenceOnHost = host && !training && shared && usesPackedWeights() &&
-                         tiledStepsWanted(/*training=*/false);
-  bool decodingStep = maxLength == sizes.steps && maxLength <= 2 &&
-                      !sequenceOperations.empty() && shortCallTiles();
-  if (!inferenceOnHost || !decodingStep || !describeHiddenBlocks(tiled))
+  if (!host || sequenceOperations.empty() || !shortCallTiles() ||
+      !describeHiddenBlocks(tiled))
     return false;
   for (const BoundOperation &bound : sequenceOperations) {
     TiledPhase phase;
@@ -382,7 +385,7 @@ bool Execution::describeTiledArg(
       return false;
     }
   }
-  // The call's own arrays are read through the workspace's entries, so a
+  // The call's own arrays are read through the executable's entries, so a
   // description outlives the call that made it.
   if (operand.array) {
     arg.array = operand.array;

@@ -15,12 +15,31 @@ using namespace cellrt;
 
 namespace cellrt::detail {
 
+/// The shape's tiled products, described by the first call that wanted
+/// them and pointed at this call's arrays; null where they do not tile.
+TiledSteps *ScanSchedule::tiledProducts() {
+  if (!call.scanTilesPay())
+    return nullptr;
+  Executable &work = call.work;
+  if (!work.tiledForward) {
+    TiledSteps described;
+    work.tiledForward.emplace();
+    if (call.describeScanProducts(described))
+      work.tiledForward->emplace(std::move(described));
+  }
+  if (!*work.tiledForward)
+    return nullptr;
+  TiledSteps &tiled = **work.tiledForward;
+  call.refreshTiledSteps(tiled);
+  return &tiled;
+}
+
 Status ScanSchedule::forward() {
-  TiledSteps tiled;
-  bool tiles = call.describeScanProducts(tiled) && runTiledSteps(tiled).ok();
+  TiledSteps *tiled = tiledProducts();
+  bool tiles = tiled && runTiledSteps(*tiled, &call.work.tiledRun).ok();
   int64_t allRows = call.sizes.steps * call.sizes.batch;
   for (const BoundOperation &bound : call.sequenceOperations)
-    if (!(tiles && tiled.absorbs(&bound)))
+    if (!(tiles && tiled->absorbs(&bound)))
       if (Status status = call.runOperation(bound, 0, 0, allRows);
           !status.ok())
         return status;

@@ -1,7 +1,7 @@
 //===- Schedules.h - How a call's steps run, one class per kind -*- C++ -*-===//
 //
 // A bound call (Execution) runs its steps by one of three schedules, picked
-// once when its operations are bound (Workspace::schedule) and kept for
+// once when its operations are bound (Executable::schedule) and kept for
 // every later call of the same shape:
 //   - StepSchedule (StepSchedule.cpp): the operations of one step after
 //     another through the Device interface: the CPU's kernels and oneDNN,
@@ -60,6 +60,8 @@ public:
   Status forward();
 
 private:
+  TiledSteps *tiledProducts();
+
   Execution &call;
 };
 

@@ -21,7 +21,7 @@ Status TiledSchedule::forward() {
     return StepSchedule(call).forward();
   // The shape's description, made once; each call points it at its own
   // arrays.
-  Workspace &work = call.work;
+  Executable &work = call.work;
   if (!work.tiledForward) {
     TiledSteps described;
     work.tiledForward.emplace();

@@ -229,6 +229,34 @@ TEST(BoundCalls, TiledStepsAlternatingArraysAndOptions) {
       << "no call took the tiled steps";
 }
 
+TEST(BoundCalls, ScanDecodingStepsAlternatingArrays) {
+  // A scan cell's decoding step (T = 1, packed weights) at a width whose
+  // products tile: ScanSchedule keeps their description and run.
+  if (!cellrt::detail::tiledStepsAvailable())
+    GTEST_SKIP() << "built without libxsmm";
+  cellrt::Cell shared = load(cellc_sru_image());
+  std::map<std::string, int64_t> dims = {{"H", 512}};
+  Arrays first(shared, dims, 1, 2, 1), second(shared, dims, 1, 2, 2);
+  auto firstPacked = shared.packWeights(first.byName());
+  auto secondPacked = shared.packWeights(second.byName());
+  ASSERT_TRUE(firstPacked.ok() && secondPacked.ok());
+  int64_t before = cellrt::detail::tiledStepCalls();
+  for (int round = 0; round < 2; ++round)
+    for (Arrays *arrays : {&first, &second, &first}) {
+      cellrt::Cell fresh = load(cellc_sru_image());
+      auto freshPacked = fresh.packWeights(arrays->byName());
+      ASSERT_TRUE(freshPacked.ok());
+      const cellrt::PackedWeights *packed =
+          arrays == &first ? &*firstPacked : &*secondPacked;
+      std::vector<float> want =
+          arrays->forward(fresh, false, true, false, &*freshPacked);
+      EXPECT_EQ(arrays->forward(shared, false, true, false, packed), want)
+          << "round " << round << (arrays == &first ? ", first" : ", second");
+    }
+  EXPECT_GT(cellrt::detail::tiledStepCalls() - before, 0)
+      << "no step tiled its products";
+}
+
 TEST(BoundCalls, SameShapeBindsOnce) {
   cellrt::Cell cell = load(cellc_gru_image());
   Arrays first(cell, {{"H", 9}, {"I", 5}}, 5, 4, 1),

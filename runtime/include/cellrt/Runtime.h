@@ -32,7 +32,7 @@ namespace cellrt {
 
 class Device;
 namespace detail {
-class WorkspacePool;
+class ExecutablePool;
 } // namespace detail
 
 /// A dense row-major float32 array the caller owns.
@@ -402,9 +402,10 @@ private:
   Plan plan;
   std::shared_ptr<Device> device;
   std::vector<std::string> kernelNames;
-  /// Inference calls' device memory, kept for the next call (one workspace
-  /// per concurrent call) and freed with the last copy of this Cell.
-  std::shared_ptr<detail::WorkspacePool> workspaces;
+  /// Inference calls' executables (a shape's bound operations, schedule and
+  /// device memory), kept for the next call (one per concurrent call) and
+  /// freed with the last copy of this Cell.
+  std::shared_ptr<detail::ExecutablePool> executables;
 };
 
 } // namespace cellrt

@@ -251,12 +251,43 @@ void chooseGates(const std::string &cell, AnalyzeRequest &r) {
                     "(two names), or none");
 }
 
+/// Where plot_gates.py may be, in order: the installed data directory
+/// relative to this executable (<prefix>/bin/nmt reads
+/// <prefix>/share/cellc/), so an installed nmt works wherever the prefix
+/// was moved, then the source tree this nmt was built from, for runs from
+/// the build tree.
+std::vector<std::filesystem::path> scriptCandidates(const std::string &name) {
+  std::vector<std::filesystem::path> candidates;
+  std::error_code error;
+  std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error)
+    candidates.push_back((self.parent_path() / CELLC_SCRIPTS_FROM_BINDIR / name)
+                             .lexically_normal());
+  candidates.push_back(std::filesystem::path(CELLC_SOURCE_DIR) / "scripts" /
+                       name);
+  return candidates;
+}
+
+/// The first candidate that exists; a DataError naming them all otherwise
+/// (a broken install, or a build tree whose sources moved).
+std::string findScript(const std::string &name) {
+  std::vector<std::filesystem::path> candidates = scriptCandidates(name);
+  std::string tried;
+  for (const std::filesystem::path &candidate : candidates) {
+    if (std::filesystem::exists(candidate))
+      return candidate.string();
+    tried += (tried.empty() ? "" : ", ") + candidate.string();
+  }
+  throw DataError("analyze: cannot find " + name + " (tried " + tried +
+                  "); --no-plots skips the pictures");
+}
+
 void drawPlots(const std::string &json, const std::string &dir) {
-  std::string script = CELLC_SOURCE_DIR "/scripts/plot_gates.py";
-  if (!std::filesystem::exists(script) ||
-      !std::filesystem::exists("/usr/bin/python3")) {
-    std::fprintf(stderr, "analyze: no pictures (needs /usr/bin/python3 and "
-                         "%s)\n", script.c_str());
+  std::string script = findScript("plot_gates.py");
+  if (!std::filesystem::exists("/usr/bin/python3")) {
+    std::fprintf(stderr, "analyze: no pictures (%s needs /usr/bin/python3)\n",
+                 script.c_str());
     return;
   }
   auto quote = [](const std::string &text) {

@@ -26,3 +26,40 @@ assert cell.__module__ == 'cellc._cellc' and abs(h[0, 0] - np.tanh(1 + np.tanh(1
 assert cellc.cell_path('atr').startswith('$package/cellc/cells/'), cellc.cell_path('atr')
 print('python package: ok')"
 fi
+# The drivers, where they were built (models/ needs sentencepiece): `nmt
+# train` on the embedded task and `nmt analyze` of it, from the prefix alone
+# (the build tree off PATH), drawing with the installed plot scripts.
+prefix=$work/prefix
+if [ ! -x "$prefix/bin/nmt" ]; then
+  echo "drivers not built (sentencepiece missing?): their install untested"
+  exit 0
+fi
+# A file the prefix must hold, by name when it does not.
+expect() { [ -f "$1" ] || { echo "install test: no $1"; exit 1; }; }
+mkdir "$work/run" && cd "$work/run"
+export PATH=$prefix/bin:/usr/bin:/bin
+quiet nmt train --out m.ckpt --epochs 1 --max-updates 6 --threads 1 \
+  --no-progress --task-train 200 --task-valid 10 --task-test 10 --emb 8 \
+  --hidden 8 --att 8 --readout 8 --max-tokens 100 --log-every 2
+nmt task --split valid --side src --task-valid 10 > src.txt
+nmt task --split valid --side tgt --task-valid 10 > tgt.txt
+nli --version > /dev/null
+cws --version > /dev/null
+expect "$prefix/share/doc/cellc/nmt/README.md"
+if ! /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
+  quiet nmt analyze --model m.ckpt --src src.txt --ref tgt.txt --out a \
+    --sentences 1 --no-plots
+  exit 0
+fi
+# A line added to the installed plot_gates.py shows that analyze ran the
+# prefix's copy, not the source tree's.
+echo 'print("plot_gates.py: the installed one", file=sys.stderr)' \
+  >> "$prefix/share/cellc/plot_gates.py"
+quiet nmt analyze --model m.ckpt --src src.txt --ref tgt.txt --out a \
+  --sentences 1
+grep -q "plot_gates.py: the installed one" "$work/log" ||
+  { cat "$work/log"; exit 1; }
+expect a/decoder-gates.png
+expect a/encoder-arcs-0.svg
+quiet "$prefix/share/cellc/plot_training.py" curves m.ckpt.jsonl
+expect curves.png

@@ -37,12 +37,9 @@ TiledSteps *ScanSchedule::tiledProducts() {
 Status ScanSchedule::forward() {
   TiledSteps *tiled = tiledProducts();
   bool tiles = tiled && runTiledSteps(*tiled, &call.work.tiledRun).ok();
-  int64_t allRows = call.sizes.steps * call.sizes.batch;
-  for (const BoundOperation &bound : call.sequenceOperations)
-    if (!(tiles && tiled->absorbs(&bound)))
-      if (Status status = call.runOperation(bound, 0, 0, allRows);
-          !status.ok())
-        return status;
+  if (Status status = StepSchedule(call).runSequence(tiles ? tiled : nullptr);
+      !status.ok())
+    return status;
   for (const BoundOperation &bound : call.scanOperations)
     if (Status status = call.runScan(bound); !status.ok())
       return status;

@@ -34,6 +34,9 @@ public:
   /// The sequence operations (but those `absorbed` by tiles), then every
   /// step.
   Status forward(const TiledSteps *absorbed = nullptr);
+  /// The sequence operations over all rows: those `tiled` does not absorb
+  /// (every one without it) or, with `absorbedOnes`, only those it does.
+  Status runSequence(const TiledSteps *tiled, bool absorbedOnes = false);
   /// The step operations from the first step to the longest sequence's
   /// last, then the end of the call.
   Status runSteps();

@@ -15,13 +15,18 @@ using namespace cellrt;
 namespace cellrt::detail {
 
 Status StepSchedule::forward(const TiledSteps *absorbed) {
+  Status status = runSequence(absorbed);
+  return status.ok() ? runSteps() : status;
+}
+
+Status StepSchedule::runSequence(const TiledSteps *tiled, bool absorbedOnes) {
   int64_t allRows = call.sizes.steps * call.sizes.batch;
   for (const BoundOperation &bound : call.sequenceOperations)
-    if (!(absorbed && absorbed->absorbs(&bound)))
+    if ((tiled && tiled->absorbs(&bound)) == absorbedOnes)
       if (Status status = call.runOperation(bound, 0, 0, allRows);
           !status.ok())
         return status;
-  return runSteps();
+  return Status::success();
 }
 
 Status StepSchedule::runSteps() {

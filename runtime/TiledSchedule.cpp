@@ -32,12 +32,9 @@ Status TiledSchedule::forward() {
     return StepSchedule(call).forward();
   TiledSteps &tiled = **work.tiledForward;
   call.refreshTiledSteps(tiled);
-  int64_t allRows = call.sizes.steps * call.sizes.batch;
-  for (const BoundOperation &bound : call.sequenceOperations)
-    if (!tiled.absorbs(&bound))
-      if (Status status = call.runOperation(bound, 0, 0, allRows);
-          !status.ok())
-        return status;
+  StepSchedule steps(call);
+  if (Status status = steps.runSequence(&tiled); !status.ok())
+    return status;
   if (runTiledSteps(tiled, &work.tiledRun).ok()) {
     // Inference states are double buffers that swapped every step.
     if (!call.training && call.maxLength % 2)
@@ -47,12 +44,10 @@ Status TiledSchedule::forward() {
   }
   // The tiles fail before their first step: the products they would have
   // computed per step run now, over all rows.
-  for (const BoundOperation &bound : call.sequenceOperations)
-    if (tiled.absorbs(&bound))
-      if (Status status = call.runOperation(bound, 0, 0, allRows);
-          !status.ok())
-        return status;
-  return StepSchedule(call).runSteps();
+  if (Status status = steps.runSequence(&tiled, /*absorbedOnes=*/true);
+      !status.ok())
+    return status;
+  return steps.runSteps();
 }
 
 Status TiledSchedule::backwardSteps() {

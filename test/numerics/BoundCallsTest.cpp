@@ -83,22 +83,28 @@ struct Arrays {
     return arrays;
   }
 
-  /// One forward over these arrays: the output (when `readOutput`), then
-  /// the final states.
-  std::vector<float> forward(const cellrt::Cell &cell, bool reverse,
-                             bool readOutput, bool paramsByIndex,
-                             const cellrt::PackedWeights *packed = nullptr) {
+  /// A call's lengths, params (by index or by name) and inputs.
+  cellrt::ForwardArgs callArgs(bool paramsByIndex) const {
     cellrt::ForwardArgs args;
     args.lengths = lengths.data();
     if (paramsByIndex)
       args.paramsByIndex = byIndex();
     else
       args.params = byName();
-    args.reverse = reverse;
-    args.packedWeights = packed;
     for (size_t i = 0; i < plan.inputs.size(); ++i)
       args.inputs.push_back(
           {inputs[i].data(), {steps, batch, width(plan.inputs[i])}});
+    return args;
+  }
+
+  /// One forward over these arrays: the output (when `readOutput`), then
+  /// the final states.
+  std::vector<float> forward(const cellrt::Cell &cell, bool reverse,
+                             bool readOutput, bool paramsByIndex,
+                             const cellrt::PackedWeights *packed = nullptr) {
+    cellrt::ForwardArgs args = callArgs(paramsByIndex);
+    args.reverse = reverse;
+    args.packedWeights = packed;
     std::vector<std::vector<float>> finals;
     for (size_t i = 0; i < plan.states.size(); ++i) {
       int64_t w = width(plan.states[i]);
@@ -124,15 +130,7 @@ struct Arrays {
   /// then the input and param gradients.
   std::vector<float> train(const cellrt::Cell &cell, cellrt::Tape &tape,
                            bool paramsByIndex) {
-    cellrt::ForwardArgs args;
-    args.lengths = lengths.data();
-    if (paramsByIndex)
-      args.paramsByIndex = byIndex();
-    else
-      args.params = byName();
-    for (size_t i = 0; i < plan.inputs.size(); ++i)
-      args.inputs.push_back(
-          {inputs[i].data(), {steps, batch, width(plan.inputs[i])}});
+    cellrt::ForwardArgs args = callArgs(paramsByIndex);
     std::vector<float> output(steps * batch * outputWidth());
     args.output = {output.data(), {steps, batch, outputWidth()}};
     cellrt::Status status = cell.forward(args, tape);

@@ -297,7 +297,7 @@ void addAnalyzeCommand(CLI::App &app, AnalyzeRequest &r) {
   cmd->add_option("--additive", r.additive,
                   "input and forget gate of a cell h' = i*p + f*h for Eq. 10; "
                   "1-z is z's complement (default i,f for atr, ran, lstm; "
-                  "z,1-z for gru; 'none' to skip)")
+                  "1-z,z for gru, whose z forgets; 'none' to skip)")
       ->delimiter(',');
   option(*cmd, "sentences", r.sentences, "sentences drawn as arcs")
       ->check(CLI::Range(0, 1000));

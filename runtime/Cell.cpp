@@ -1,7 +1,7 @@
 //===- Cell.cpp - The Cell entry points and packed weights ------------------===//
 //
 // Loading a plan and image, the forward, training forward, backward and
-// dims calls (each an Execution over a executable), the Tape, and
+// dims calls (each an Execution over an Executable), the Tape, and
 // packWeights.
 //
 //===----------------------------------------------------------------------===//

@@ -2,8 +2,39 @@
 # Runs on the GPU machine from a folder made by bench/gpu/bundle.sh: the
 # GPU-against-CPU tests of every cell, then cellc-gpu and the PyTorch/cuDNN
 # peers on the benchmark workloads. Results go to $1 (default: here).
+# `run.sh --check` only checks that the bundle is whole (bundle.sh runs it).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+
+# Every cell the GPU tests load (tests CudaGpu.Atr, AtrStep and
+# AtrAtTranslationSize load ptx/atr.tables and ptx/atr.ptx) and every cell the benchmark runs must be in the bundle.
+checkBundle() {
+  local missing=0 cell
+  for bin in cellrt-cuda-gpu-tests cellc-bench-gpu; do
+    [ -x "$here/$bin" ] || { echo "run.sh: $here/$bin is missing" >&2; missing=1; }
+  done
+  local cells
+  cells=$(LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$here/cellrt-cuda-gpu-tests" --gtest_list_tests | sed -n 's/^  \([A-Za-z]*\)$/\1/p' |
+    sed 's/\(AtTranslationSize\|Step\)$//' | tr 'A-Z' 'a-z' | sort -u)
+  [ -n "$cells" ] || { echo "run.sh: the GPU tests list no cells" >&2; missing=1; }
+  for cell in $cells; do
+    for ext in tables ptx; do
+      [ -f "$here/ptx/$cell.$ext" ] || { echo "run.sh: ptx/$cell.$ext is missing" >&2; missing=1; }
+    done
+  done
+  for cell in $(echo "${BENCH_CELLS:-atr,gru,lstm,lau,sru,srnmt}" | tr , ' '); do
+    for ext in tables ptx; do
+      [ -f "$here/bench-ptx/$cell.$ext" ] || { echo "run.sh: bench-ptx/$cell.$ext is missing" >&2; missing=1; }
+    done
+  done
+  return $missing
+}
+if [ "${1:-}" = --check ]; then
+  checkBundle && echo "run.sh: the bundle is whole"
+  exit
+fi
+checkBundle || exit 1
 results=${1:-$here}
 mkdir -p "$results"
 [ -f "$here/lib/libdnnl.so.2" ] || xz -dc "$here/lib/libdnnl.so.2.xz" >"$here/lib/libdnnl.so.2"

@@ -36,7 +36,7 @@ void appendU64(std::string &bytes, uint64_t x) {
 /// least magicBytes when it is a checkpoint at all).
 int versionOf(const std::string &path, const std::string &bytes,
               const std::string &driver) {
-  std::string article = driver == "nmt" ? "an " : "a ";
+  std::string article = driver == "nmt" || driver == "nli" ? "an " : "a ";
   if (bytes.empty())
     throw DataError(path + ": empty file, not " + article + driver +
                     " checkpoint");

@@ -2,6 +2,7 @@
 
 #include "models/common/CommandLine.h"
 #include "models/common/ConfigFile.h"
+#include "models/common/OptionTable.h"
 #include "models/common/Team.h"
 
 #include <cerrno>
@@ -69,6 +70,14 @@ const CLI::Validator positiveCount =
 const CLI::Validator layerWidth =
     numberIn(1, 65536, false, "a width", "from 1 to 65536", "[1 - 65536]");
 
+void Opt::checkText(std::string text) const {
+  for (const CLI::Validator &validator : checks_) {
+    std::string error = validator(text);
+    if (!error.empty())
+      throw DataError("--" + name_ + ": " + error);
+  }
+}
+
 std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
   const std::string &name = app.get_name();
   app.require_subcommand(1);
@@ -120,32 +129,6 @@ std::optional<int> parseCommands(CLI::App &app, int argc, char **argv) {
     }
   }
   return std::nullopt;
-}
-
-std::optional<int> parseDriverCommands(CLI::App &app, int argc, char **argv,
-                                       int64_t &threads,
-                                       const std::string &threadsHelp,
-                                       std::string &command) {
-  for (CLI::App *cmd : app.get_subcommands({}))
-    option(*cmd, "threads", threads, threadsHelp);
-  if (std::optional<int> exit = parseCommands(app, argc, argv))
-    return exit;
-  command = app.get_subcommands()[0]->get_name();
-  return std::nullopt;
-}
-
-std::set<std::string>
-givenOptions(const CLI::App &cmd,
-             const std::map<std::string, std::string> &known) {
-  std::set<std::string> given;
-  for (const CLI::Option *opt : cmd.get_options()) {
-    std::string name = opt->get_name().substr(2);
-    if (name == "no-progress")
-      name = "progress";
-    if (opt->count() > 0 && known.count(name))
-      given.insert(name);
-  }
-  return given;
 }
 
 int runCommand(const std::string &program,

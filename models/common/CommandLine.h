@@ -65,20 +65,6 @@ CLI::Option *option(CLI::App &cmd, const std::string &name, T &field,
 /// and the key).
 std::optional<int> parseCommands(CLI::App &app, int argc, char **argv);
 
-/// A driver's command line: every command of `app` gets --threads (into
-/// `threads`, described by `threadsHelp`), argv is parsed as by
-/// parseCommands, and `command` names the command given.
-std::optional<int> parseDriverCommands(CLI::App &app, int argc, char **argv,
-                                       int64_t &threads,
-                                       const std::string &threadsHelp,
-                                       std::string &command);
-
-/// The names (without --) of the options of `cmd` the command line gave
-/// that are keys of `known` (a train command's option map; --no-progress
-/// counts as "progress"), so that --resume knows which ones were asked for.
-std::set<std::string>
-givenOptions(const CLI::App &cmd, const std::map<std::string, std::string> &known);
-
 /// Runs a parsed command: an exception is printed as `PROGRAM: error: ...`
 /// and gives exit code 1.
 int runCommand(const std::string &program, const std::function<int()> &command);

@@ -1,15 +1,9 @@
 //===- models/common/OptionMap.h - Options as key=value text ----*- C++ -*-===//
 //
 // A driver's training options as the text its checkpoint stores and
-// `train --resume` compares. The options struct lists its fields once:
-//
-//   template <class Self, class Visit> static void fields(Self &o, Visit &&v) {
-//     v("cell", o.cell);
-//     v("lr", o.lr);
-//   }
-//
-// and toOptionMap / fromOptionMap walk that list. Numbers are written so
-// that they read back exactly (17 significant digits).
+// `train --resume` compares (OptionTable.h walks a driver's table with
+// these). Numbers are written so that they read back exactly (17
+// significant digits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,26 +39,6 @@ void parseOption(const std::string &key, const std::string &text,
                  double &field);
 void parseOption(const std::string &key, const std::string &text,
                  float &field);
-
-template <class Options> OptionMap toOptionMap(const Options &options) {
-  OptionMap map;
-  Options::fields(options, [&](const char *key, const auto &field) {
-    map[key] = optionText(field);
-  });
-  return map;
-}
-
-/// The defaults, overridden by the map's keys (unknown keys are ignored:
-/// a newer driver's checkpoint may have more).
-template <class Options> Options fromOptionMap(const OptionMap &map) {
-  Options options;
-  Options::fields(options, [&](const char *key, auto &field) {
-    auto it = map.find(key);
-    if (it != map.end())
-      parseOption(key, it->second, field);
-  });
-  return options;
-}
 
 } // namespace models
 

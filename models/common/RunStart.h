@@ -7,23 +7,28 @@
 // refusing a command line that contradicts them; load the data the run
 // trains on; and refuse to write over another run's checkpoint.
 //
-// A driver's Session provides `static load(path)`, `options` (with toMap,
-// static fromMap and `out`), `runId`, `continuesLog`, `state.epoch` and
-// `state.updates`,
-// and a constructor from (options, data).
+// A driver's Session provides `static load(path)`, `options` (an option
+// table, OptionTable.h, with toMap, static fromMap and `out`), `runId`,
+// `continuesLog`, `state.epoch` and `state.updates`, and a constructor
+// from (options, data).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CELLC_MODELS_COMMON_RUNSTART_H
 #define CELLC_MODELS_COMMON_RUNSTART_H
 
+#include "models/common/OptionTable.h"
 #include "models/common/RunFiles.h"
+#include "models/common/RunLog.h"
+#include "models/common/Team.h"
 
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace models {
 
@@ -38,22 +43,22 @@ template <typename Options> struct RunRequest {
   std::string resumeFrom = "";
 };
 
-/// How a driver's runs resume.
+/// How a driver's runs resume. Which options may differ from the
+/// checkpoint's, which always come from the command line, and which name
+/// files is the option table's to say (OptionTable.h resumeRules).
 template <typename Session, typename Options, typename Data>
 struct RunRules {
   /// The driver's name, starting its messages.
   std::string program;
-  /// Options that may differ from the checkpoint's, and those always taken
-  /// from the command line (where this command writes and reports).
-  std::set<std::string> changeable, fromCommandLine;
   /// False when the resumed session has nothing left to train (saying so);
   /// else readies it to go on.
   std::function<bool(Session &, const RunRequest<Options> &,
                      const std::string &path)>
       continues;
   std::function<Data(const Options &)> loadData;
-  /// Options naming files, compared by their canonical paths on resume.
-  std::set<std::string> paths = {};
+  /// Puts the command line's options in the form a checkpoint stores them
+  /// (nmt: --enc-layers 0 as the architecture's count), when set.
+  std::function<void(Options &)> normalize = {};
 };
 
 /// The checkpoint at `path` with the command line's changeable options, or
@@ -64,11 +69,12 @@ std::unique_ptr<Session>
 resumeSession(const RunRules<Session, Options, Data> &rules,
               const std::string &path, const RunRequest<Options> &request) {
   std::unique_ptr<Session> session = Session::load(path);
+  const ResumeRules table = resumeRules<Options>();
   checkSameSetup(path, session->options.toMap(), request.options.toMap(),
-                 request.given, rules.changeable, rules.paths);
+                 request.given, table.changeable, table.paths);
   session->options = Options::fromMap(
       resumedOptions(session->options.toMap(), request.options.toMap(),
-                     request.given, rules.changeable, rules.fromCommandLine));
+                     request.given, table.changeable, table.fromCommandLine));
   if (!request.resumeFrom.empty() && request.resumeFrom != request.options.out)
     session->runId = newRunId(); // a branch of the run: a run of its own
   else
@@ -88,7 +94,9 @@ resumeSession(const RunRules<Session, Options, Data> &rules,
 template <typename Session, typename Options, typename Data>
 std::unique_ptr<Session>
 prepareTraining(const RunRules<Session, Options, Data> &rules,
-                const RunRequest<Options> &request, Data &data) {
+                RunRequest<Options> request, Data &data) {
+  if (rules.normalize)
+    rules.normalize(request.options);
   const std::string &out = request.options.out;
   removeStaleTemporaries(rules.program, out);
   std::unique_ptr<Session> session;
@@ -107,6 +115,35 @@ prepareTraining(const RunRules<Session, Options, Data> &rules,
   for (const std::string &path : {out, out + ".best"})
     checkOutputOwnership(rules.program, path, session->runId, request.force);
   return session;
+}
+
+/// The training log of a session (RunLog.h): LOG (default OUT.log) for
+/// people, LOG.jsonl (default OUT.jsonl) for plots; with --resume of OUT
+/// itself, less the events its killed predecessor logged after the
+/// checkpoint. Rank 0 alone writes them; a log must be none of the run's
+/// files (its checkpoints and the data the table's path options name).
+/// The first event holds the options.
+template <typename Session>
+std::unique_ptr<RunLog> openRunLog(const std::string &program,
+                                   const Session &session) {
+  const auto &options = session.options;
+  using Options = std::decay_t<decltype(options)>;
+  std::string base = options.log.empty() ? options.out : options.log;
+  std::string textPath = options.log.empty() ? options.out + ".log"
+                                             : options.log;
+  std::vector<std::string> runFiles = runFilesOf(options.out);
+  OptionMap map = options.toMap();
+  for (const std::string &name : resumeRules<Options>().paths)
+    runFiles.push_back(map[name]);
+  bool writes = Team::world().leader();
+  if (session.continuesLog && writes)
+    dropEventsAfter(program, base + ".jsonl", session.state.epoch,
+                    session.state.updates);
+  auto log = std::make_unique<RunLog>(
+      program, writes ? textPath : "/dev/null",
+      writes ? base + ".jsonl" : "/dev/null", runFiles);
+  log->configEvent(session.state.updates, map);
+  return log;
 }
 
 } // namespace models

@@ -5,20 +5,18 @@
 //   cws score --gold G --test T --words W     the SIGHAN bakeoff's scores
 //   cws baseline --words W --input RAW        forward maximum matching
 //
-// Options are parsed by CLI11 (models/common/CommandLine.h): every command
-// has --help with the defaults; a bad option or value is an error naming it.
+// The driver kit (models/common/Driver.h) parses the options: every command
+// has --help with the defaults, --config FILE and --threads; a bad option or
+// value is an error naming it. `train`'s options are the table in
+// models/cws/Options.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "models/common/CommandLine.h"
 #include "models/common/Data.h"
-#include "models/common/Math.h"
-#include "models/common/OpenMpWaits.h"
-#include "models/common/RunLock.h"
-#include "models/common/Team.h"
+#include "models/common/Driver.h"
 #include "models/cws/Baseline.h"
-#include "models/cws/CommandLine.h"
 #include "models/cws/Score.h"
+#include "models/cws/Session.h"
 
 #include <algorithm>
 #include <chrono>
@@ -29,16 +27,26 @@ using namespace cws;
 
 namespace {
 
-int train(const TrainRequest &request) {
-  // One writer per run (models/common/RunLock.h): rank 0 writes its files.
-  std::optional<models::RunLock> lock;
-  if (models::Team::world().leader())
-    lock.emplace("cws", request.options.out);
-  TrainData data;
-  auto session = prepareTraining(request, data);
-  if (session)
-    session->train(data);
-  return 0;
+using models::option;
+
+const char *const formatHelp = detail::FormatHelp;
+const char *inputFormatHelp = "auto (CoNLL-U for .conll/.conllu, else raw), "
+                              "raw, segmented or conllu";
+
+struct SegmentRequest {
+  std::string model, input, output, format = "auto";
+  int64_t batch = 64;
+};
+
+void addSegmentOptions(CLI::App &cmd, SegmentRequest &r) {
+  cmd.add_option("--model", r.model, "checkpoint")->required();
+  option(cmd, "input", r.input,
+         "raw text (default: stdin), or a CoNLL-U file's sentences");
+  option(cmd, "output", r.output, "segmented text (default: stdout)");
+  option(cmd, "format", r.format, inputFormatHelp)
+      ->check(CLI::IsMember({"auto", "raw", "segmented", "conllu"}));
+  option(cmd, "batch", r.batch, "sentences per batch")
+      ->check(CLI::Range(1, 100000));
 }
 
 int segment(const SegmentRequest &r) {
@@ -64,6 +72,23 @@ int segment(const SegmentRequest &r) {
   return 0;
 }
 
+struct ScoreRequest {
+  std::string gold, test, words, format = "auto";
+  int64_t digits = 3;
+};
+
+void addScoreOptions(CLI::App &cmd, ScoreRequest &r) {
+  cmd.add_option("--gold", r.gold, "the gold segmentation")->required();
+  cmd.add_option("--test", r.test, "the segmentation to score")->required();
+  cmd.add_option("--words", r.words,
+                 "the training word list (or a training corpus) for OOV")
+      ->required();
+  option(cmd, "format", r.format, std::string("gold: ") + formatHelp)
+      ->check(CLI::IsMember({"auto", "segmented", "conllu"}));
+  option(cmd, "digits", r.digits, "decimals printed (the script prints 3)")
+      ->check(CLI::Range(1, 9));
+}
+
 int score(const ScoreRequest &r) {
   std::vector<std::string> gold;
   Format format = parseFormat(r.format);
@@ -81,6 +106,22 @@ int score(const ScoreRequest &r) {
   return 0;
 }
 
+struct BaselineRequest {
+  std::string words, input, output, format = "auto";
+};
+
+void addBaselineOptions(CLI::App &cmd, BaselineRequest &r) {
+  cmd.add_option("--words", r.words,
+                 "the training word list (or a training corpus)")
+      ->required();
+  option(cmd, "input", r.input,
+         "raw text, one sentence per line (default: stdin), or a CoNLL-U "
+         "file's sentences");
+  option(cmd, "output", r.output, "segmented text (default: stdout)");
+  option(cmd, "format", r.format, inputFormatHelp)
+      ->check(CLI::IsMember({"auto", "raw", "segmented", "conllu"}));
+}
+
 int baseline(const BaselineRequest &r) {
   MaxMatch matcher(readWords(r.words));
   std::vector<std::string> out;
@@ -90,24 +131,27 @@ int baseline(const BaselineRequest &r) {
   return 0;
 }
 
-int run(const CommandLine &cli) {
-  if (cli.threads > 0)
-    models::setThreads(int(cli.threads));
-  if (cli.command == "train")
-    return train(cli.train);
-  if (cli.command == "segment")
-    return segment(cli.segment);
-  if (cli.command == "score")
-    return score(cli.score);
-  return baseline(cli.baseline);
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  models::preferSleepingOpenMpThreads(argv);
-  CommandLine cli;
-  if (std::optional<int> exit = parseCommandLine(argc, argv, cli))
-    return *exit;
-  return models::runCommand("cws", [&] { return run(cli); });
+  using models::requestCommand;
+  return models::driverMain(
+      argc, argv,
+      {"cws", "cws: Chinese word segmentation over cellc-compiled cells",
+       CELLC_VERSION},
+      {models::trainCommand("Train a segmenter: character BiRNN + CRF "
+                            "(max-margin)",
+                            cws::runRules()),
+       requestCommand("segment",
+                      "Segment text, one sentence per line, into words "
+                      "separated by two spaces",
+                      addSegmentOptions, segment),
+       requestCommand("score",
+                      "Word precision, recall, F1 and OOV recall as the "
+                      "SIGHAN bakeoff's score script",
+                      addScoreOptions, score),
+       requestCommand("baseline",
+                      "Forward maximum matching with a word list (the "
+                      "bakeoff's baseline)",
+                      addBaselineOptions, baseline)});
 }

@@ -28,15 +28,4 @@ ModelConfig TrainOptions::modelConfig(int64_t vocab, bool lexicon) const {
   return config;
 }
 
-const std::set<std::string> &optionsChangeableOnResume() {
-  static const std::set<std::string> keys = {"epochs", "save-every", "log",
-                                             "out", "progress"};
-  return keys;
-}
-
-const std::set<std::string> &optionsOfTheCommandLine() {
-  static const std::set<std::string> keys = {"out", "log", "progress"};
-  return keys;
-}
-
 } // namespace cws

@@ -10,15 +10,15 @@
 #ifndef CELLC_MODELS_CWS_OPTIONS_H
 #define CELLC_MODELS_CWS_OPTIONS_H
 
-#include "models/common/OptionMap.h"
+#include "models/common/OptionTable.h"
+#include "models/common/Cells.h"
 #include "models/cws/Model.h"
 
-#include <set>
 #include <string>
 
 namespace cws {
 
-struct TrainOptions {
+struct TrainOptions : models::TableOptions<TrainOptions> {
   // Data: --valid "" holds out the last validFraction of --train; --dict
   // "" trains without word-list features.
   std::string train, valid, format = "auto", dict;
@@ -41,68 +41,137 @@ struct TrainOptions {
   // Optimisation: the learning rate is lr * lrDecay^epoch.
   float lr = 5e-4f, lrDecay = 0.5f, clip = 1.0f;
   int64_t batch = 128, epochs = 5;
+  /// Stop after this many epochs without a better validation F1 (0: never,
+  /// the paper's fixed schedule); OUT.best keeps the best.
+  int64_t patience = 0;
   uint64_t seed = 1;
   // Output.
   std::string out = "cws.ckpt", log;
   int64_t saveEvery = 0;
   bool progress = true;
 
+  /// The option table (models/common/OptionTable.h): `cws train`'s
+  /// options, the checkpoint's record of them and what --resume may change.
   template <class Self, class Visit> static void fields(Self &o, Visit &&v) {
-    v("train", o.train);
-    v("valid", o.valid);
-    v("format", o.format);
-    v("dict", o.dict);
-    v("valid-fraction", o.validFraction);
-    v("min-count", o.minCount);
-    v("dict-dropout", o.dictDropout);
-    v("cell", o.cell);
-    v("cell-source", o.cellSource);
-    v("loss", o.loss);
-    v("emb", o.emb);
-    v("hidden", o.hidden);
-    v("layers", o.layers);
-    v("between-layers", o.betweenLayers);
-    v("dropout", o.dropout);
-    v("init", o.init);
-    v("margin", o.margin);
-    v("init-scale", o.initScale);
-    v("lr", o.lr);
-    v("lr-decay", o.lrDecay);
-    v("clip", o.clip);
-    v("batch", o.batch);
-    v("epochs", o.epochs);
-    v("seed", o.seed);
-    v("out", o.out);
-    v("log", o.log);
-    v("save-every", o.saveEvery);
-    v("progress", o.progress);
+    dataFields(o, v);
+    modelFields(o, v);
+    models::initRows(o, v);
+    trainingFields(o, v);
+    models::trainingRows(o, v);
+    models::runOutputRows(o, v, "checkpoint (OUT.best: best validation F1)");
   }
 
-  models::OptionMap toMap() const { return models::toOptionMap(*this); }
-  static TrainOptions fromMap(const models::OptionMap &map) {
-    TrainOptions options = models::fromOptionMap<TrainOptions>(map);
-    if (!map.count("between-layers"))
-      options.betweenLayers = "raw"; // as the checkpoint was trained
-    return options;
-  }
   /// The model these options describe over a vocabulary of `vocab` ids,
   /// with word-list features or without.
   ModelConfig modelConfig(int64_t vocab, bool lexicon) const;
-  /// The log file: --log, or OUT.log.
-  std::string logPath() const { return log.empty() ? out + ".log" : log; }
-  /// The JSON-lines event log (models/common/RunLog.h): OUT.jsonl, or
-  /// LOG.jsonl with --log.
-  std::string eventLogPath() const {
-    return (log.empty() ? out : log) + ".jsonl";
-  }
+
+private:
+  template <class Self, class Visit> static void dataFields(Self &o, Visit &v);
+  template <class Self, class Visit> static void modelFields(Self &o, Visit &v);
+  template <class Self, class Visit>
+  static void trainingFields(Self &o, Visit &v);
 };
 
-/// The options `train --resume` may change; the others must stay the
-/// checkpoint's.
-const std::set<std::string> &optionsChangeableOnResume();
-/// The options a resumed run always takes from its command line (where it
-/// writes and reports).
-const std::set<std::string> &optionsOfTheCommandLine();
+//===--- The option table -------------------------------------------------===//
+
+namespace detail {
+inline const char *const FormatHelp =
+    "auto (CoNLL-U for .conll/.conllu, else segmented), segmented or conllu";
+} // namespace detail
+
+template <class Self, class Visit>
+void TrainOptions::dataFields(Self &o, Visit &v) {
+  using models::Opt;
+  const char *group = "Data";
+  v(Opt("train", "gold segmentation to learn from").group(group).path(),
+    o.train);
+  v(Opt("valid", "gold segmentation to validate on (default: the last "
+                 "--valid-fraction of --train)")
+        .group(group)
+        .path(),
+    o.valid);
+  v(Opt("format", detail::FormatHelp)
+        .group(group)
+        .check(CLI::IsMember({"auto", "segmented", "conllu"})),
+    o.format);
+  v(Opt("dict", "word list (or corpus) whose words become per-character "
+                "input features (default: none, the paper's model)")
+        .group(group)
+        .path(),
+    o.dict);
+  v(Opt("valid-fraction", "held out of --train without --valid")
+        .group(group)
+        .check(CLI::Range(0.0, 1.0)),
+    o.validFraction);
+  v(Opt("min-count", "rarer training characters are <unk>, as unseen ones")
+        .group(group)
+        .check(models::positiveCount),
+    o.minCount);
+  v(Opt("dict-dropout", "training hides each listed gold word from --dict "
+                        "with this probability, as new text has unlisted "
+                        "words")
+        .group(group)
+        .check(CLI::Range(0.0, 1.0)),
+    o.dictDropout);
+}
+
+template <class Self, class Visit>
+void TrainOptions::modelFields(Self &o, Visit &v) {
+  using models::Opt;
+  const char *group = "Model";
+  v(Opt("cell", models::cellOptionHelp()).group(group), o.cell);
+  v(Opt("cell-source", "the .cell file's text").recorded(), o.cellSource);
+  v(Opt("loss", "max-margin (the paper's) or nll")
+        .group(group)
+        .check(CLI::IsMember({"max-margin", "nll"})),
+    o.loss);
+  v(Opt("emb", "character embedding width")
+        .group(group)
+        .check(models::layerWidth),
+    o.emb);
+  v(Opt("hidden", "state width of each direction")
+        .group(group)
+        .check(models::layerWidth),
+    o.hidden);
+  v(Opt("layers", "stacked bidirectional layers")
+        .group(group)
+        .check(CLI::Range(1, 8)),
+    o.layers);
+  v(Opt("between-layers",
+        "what a layer reads of the layer below: tanh of its states, or raw "
+        "(an ATR state is unbounded; raw: before 2026-11-28)")
+        .group(group)
+        .check(CLI::IsMember({"tanh", "raw"}))
+        .absentMeans("raw"),
+    o.betweenLayers);
+  v(Opt("dropout", "on the embeddings and before the emission scores")
+        .group(group)
+        .check(models::dropoutRate),
+    o.dropout);
+  v(Opt("margin", "max-margin cost of each wrong tag")
+        .group(group)
+        .check(CLI::Range(0.0, 100.0)),
+    o.margin);
+}
+
+template <class Self, class Visit>
+void TrainOptions::trainingFields(Self &o, Visit &v) {
+  using models::Opt;
+  const char *group = "Training";
+  v(Opt("lr-decay", "learning rate factor per epoch")
+        .group(group)
+        .check(CLI::Range(0.0, 1.0)),
+    o.lrDecay);
+  v(Opt("patience", "stop after N epochs without a better validation F1 "
+                    "(0: never)")
+        .group(group)
+        .changeable(),
+    o.patience);
+  v(Opt("batch", "sentences per update")
+        .group(group)
+        .check(CLI::Range(1, 100000)),
+    o.batch);
+}
 
 } // namespace cws
 

@@ -15,9 +15,19 @@ namespace cws {
 
 namespace {
 
-/// A run has finished at its --epochs; a larger --epochs extends it.
+/// A run has finished at its --epochs (or --patience); a larger --epochs
+/// extends it.
 bool continues(Session &session, const TrainRequest &request,
                const std::string &path) {
+  bool stoppedEarly = session.state.finished &&
+                      session.state.epoch < session.options.epochs;
+  if (stoppedEarly && !request.given.count("epochs") &&
+      !request.given.count("patience")) {
+    std::fprintf(stderr, "cws: %s has finished training (--patience %lld)\n",
+                 path.c_str(), (long long)session.options.patience);
+    return false;
+  }
+  session.state.finished = false;
   if (session.state.epoch < session.options.epochs)
     return true;
   std::fprintf(stderr, "cws: %s has finished training (--epochs %lld)\n",
@@ -27,12 +37,11 @@ bool continues(Session &session, const TrainRequest &request,
 
 } // namespace
 
+RunRules runRules() { return {"cws", continues, loadTrainData}; }
+
 std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data) {
-  models::RunRules<Session, TrainOptions, TrainData> rules{
-      "cws", optionsChangeableOnResume(), optionsOfTheCommandLine(),
-      continues, loadTrainData, {"train", "valid", "dict"}};
-  return models::prepareTraining(rules, request, data);
+  return models::prepareTraining(runRules(), request, data);
 }
 
 } // namespace cws

@@ -113,6 +113,11 @@ private:
 /// `cws train` as the command line asked for it (no --resume-from).
 using TrainRequest = models::RunRequest<TrainOptions>;
 
+/// How cws runs start and resume (models/common/RunStart.h): a run has
+/// finished at its --epochs, and a larger --epochs extends it.
+using RunRules = models::RunRules<Session, TrainOptions, TrainData>;
+RunRules runRules();
+
 /// The session to train and its data, or null (with a message) when the
 /// resumed run has already finished. Throws DataError naming the file or
 /// the contradicting options.

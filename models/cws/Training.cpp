@@ -9,12 +9,14 @@
 
 #include "models/common/Progress.h"
 #include "models/common/RunFiles.h"
+#include "models/common/RunStart.h"
 #include "models/common/Team.h"
 #include "models/common/UpdateGuard.h"
 #include "models/cws/Session.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -149,7 +151,19 @@ void Session::finishEpoch(const TrainData &data, models::RunLog &runLog,
   state.batchInEpoch = 0;
   state.epochLossSum = 0;
   state.epochSentences = 0;
-  state.finished = state.epoch >= options.epochs;
+  // Epochs since the best F1 (the checkpoint keeps every epoch's).
+  int64_t sinceBest =
+      int64_t(state.validF1.size()) - 1 -
+      int64_t(std::max_element(state.validF1.begin(), state.validF1.end()) -
+              state.validF1.begin());
+  bool outOfPatience = options.patience > 0 && sinceBest >= options.patience;
+  if (outOfPatience)
+    runLog.summaries() << format("no better validation F1 in %lld epochs "
+                                 "(--patience %lld): stopping",
+                                 (long long)sinceBest,
+                                 (long long)options.patience)
+                       << std::endl;
+  state.finished = outOfPatience || state.epoch >= options.epochs;
   if (improved)
     saveOrWarn(options.out + ".best", log, false);
   saveOrWarn(options.out, log, state.finished);
@@ -163,16 +177,9 @@ void Session::train(const TrainData &data) {
   team.requireSameProgress(state.updates, state.epoch, state.batchInEpoch);
   team.broadcastValues(model->params());
   team.separateStreams(state.dropoutRng);
-  // Rank 0 alone writes the run's files.
-  std::vector<std::string> runFiles = models::runFilesOf(options.out);
-  runFiles.insert(runFiles.end(), {options.train, options.valid, options.dict});
-  if (continuesLog && team.leader())
-    models::dropEventsAfter("cws", options.eventLogPath(), state.epoch,
-                            state.updates);
-  models::RunLog runLog(
-      "cws", team.leader() ? options.logPath() : "/dev/null",
-      team.leader() ? options.eventLogPath() : "/dev/null", runFiles);
-  runLog.configEvent(state.updates, options.toMap());
+  std::unique_ptr<models::RunLog> runLogFile =
+      models::openRunLog("cws", *this);
+  models::RunLog &runLog = *runLogFile;
   std::ostream &log = runLog.text();
   runLog.summaries()
       << format("cell %s: %lld parameters (%lld in the recurrent layers), "
@@ -183,7 +190,7 @@ void Session::train(const TrainData &data) {
                 (long long)vocab.size(), (long long)lexicon.words().size(),
                 data.train.size(), data.valid.size())
       << std::endl;
-  while (state.epoch < options.epochs) {
+  while (!state.finished && state.epoch < options.epochs) {
     double rate = runEpoch(train, log);
     finishEpoch(data, runLog, rate);
   }

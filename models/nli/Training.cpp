@@ -2,11 +2,9 @@
 
 #include "models/nli/Training.h"
 
-#include "models/common/CheckpointFile.h"
 #include "models/common/Init.h"
 #include "models/common/Cells.h"
 #include "models/common/Progress.h"
-#include "models/common/Serialize.h"
 #include "models/common/Team.h"
 #include "models/common/UpdateGuard.h"
 
@@ -21,52 +19,6 @@ namespace nli {
 using namespace models;
 
 namespace {
-// Version 2 adds the cell's source.
-const char *const kPayloadTag = "cellc-nli-2";
-const char *const kPayloadTagWithoutCellSource = "cellc-nli-1";
-
-void writeOptions(ByteWriter &w, const TrainOptions &o) {
-  for (const std::string *text :
-       {&o.train, &o.valid, &o.embeddings, &o.model.kind, &o.model.cell,
-        &o.out})
-    w.str(*text);
-  for (int64_t number : {o.vocabMax, o.minCount, o.model.vocab, o.model.emb,
-                         o.model.hidden, o.batch, o.epochs, o.maxUpdates})
-    w.u64(uint64_t(number));
-  for (double number : {double(o.lr), double(o.clip), double(o.initScale),
-                        double(o.model.dropout)})
-    w.f64(number);
-  w.u64(o.seed);
-  w.u64(uint64_t(o.freezeEmbeddings) | uint64_t(o.lowercase) << 1 |
-        uint64_t(o.model.squashStates) << 2 |
-        uint64_t(o.init == "fan_in") << 3);
-  w.str(o.model.cellSource);
-}
-
-TrainOptions readOptions(ByteReader &r, bool withCellSource) {
-  TrainOptions o;
-  for (std::string *text : {&o.train, &o.valid, &o.embeddings, &o.model.kind,
-                            &o.model.cell, &o.out})
-    *text = r.str();
-  for (int64_t *number : {&o.vocabMax, &o.minCount, &o.model.vocab,
-                          &o.model.emb, &o.model.hidden, &o.batch, &o.epochs,
-                          &o.maxUpdates})
-    *number = int64_t(r.u64());
-  o.lr = float(r.f64());
-  o.clip = float(r.f64());
-  o.initScale = float(r.f64());
-  o.model.dropout = float(r.f64());
-  o.seed = r.u64();
-  uint64_t flags = r.u64();
-  o.freezeEmbeddings = flags & 1;
-  o.lowercase = flags & 2;
-  // Unset in checkpoints from before 2026-11-28, which attended raw states.
-  o.model.squashStates = flags & 4;
-  o.init = flags & 8 ? "fan_in" : "paper";
-  if (withCellSource)
-    o.model.cellSource = r.str();
-  return o;
-}
 
 /// Batches of `size` examples in an order drawn from rng, each sorted by
 /// premise length within windows of 20 batches (less padding).
@@ -92,28 +44,28 @@ std::vector<std::vector<int64_t>> batchOrder(const std::vector<Example> &all,
 }
 } // namespace
 
-Session::Session(const TrainOptions &opts, const std::vector<Pair> &train,
-                 std::ostream &log)
-    : options(opts), dropoutRng(opts.seed * 7919 + 13) {
+Session::Session(const TrainOptions &opts, const TrainData &data)
+    : options(opts), runId(newRunId()) {
+  state.dropoutRng = Rng(opts.seed * 7919 + 13);
   std::vector<std::vector<std::string>> sentences;
-  for (const Pair &pair : train) {
+  for (const Pair &pair : data.train) {
     sentences.push_back(pair.premise);
     sentences.push_back(pair.hypothesis);
   }
   vocab = Vocab::build(sentences, options.vocabMax, options.minCount);
-  options.model.vocab = vocab.size();
   build();
   model->initialize(options.seed,
                     driverInitScheme(options.init, options.initScale));
   if (!options.embeddings.empty()) {
     EmbeddingCoverage coverage = model->embedding().loadPretrained(
         options.embeddings, vocab.getTokens(), Vocab::Eos + 1);
-    log << "embeddings: " << coverage.describe(options.embeddings)
-        << std::endl;
+    embeddingReport = "embeddings: " + coverage.describe(options.embeddings);
   }
 }
 
 void Session::build() {
+  options.model.vocab = vocab.size();
+  options.model.squashStates = options.betweenLayers == "tanh";
   const cellrt::Cell *cell = nullptr;
   if (options.model.kind == "attention") {
     // A .cell file's text is kept in the checkpoint: the model loads after
@@ -136,133 +88,139 @@ std::vector<Example> Session::encode(const std::vector<Pair> &pairs) const {
   return examples;
 }
 
-void Session::save(const std::string &path) const {
-  ByteWriter w;
-  w.str(kPayloadTag);
-  writeOptions(w, options);
-  w.strings(vocab.getTokens());
-  writeParams(w, model->params().all());
-  w.u64(uint64_t(adam.step));
-  w.u64(uint64_t(epoch));
-  w.u64(uint64_t(updates));
-  w.f64(bestValid);
-  for (uint64_t word : dropoutRng.s)
-    w.u64(word);
-  w.str("END");
-  writeCheckpointFile(path, w.bytes);
+void Session::saveOrWarn(const std::string &path, std::ostream &log,
+                         bool final) {
+  if (Team::world().leader())
+    models::saveOrWarn("nli", [&] { save(path); }, log, final);
 }
 
-std::unique_ptr<Session> Session::load(const std::string &path) {
-  CheckpointBytes file = readCheckpointFile(path);
-  ByteReader r{file.payload, path};
-  std::string tag = r.str();
-  if (tag != kPayloadTag && tag != kPayloadTagWithoutCellSource)
-    throw DataError(path + ": not an nli checkpoint");
-  std::unique_ptr<Session> session(new Session());
-  session->options = readOptions(r, tag == kPayloadTag);
-  session->vocab = Vocab::fromTokens(r.strings());
-  session->build();
-  readParams(r, session->model->params().all());
-  session->adam.step = int64_t(r.u64());
-  session->epoch = int64_t(r.u64());
-  session->updates = int64_t(r.u64());
-  session->bestValid = r.f64();
-  for (uint64_t &word : session->dropoutRng.s)
-    word = r.u64();
-  if (r.str() != "END")
-    throw DataError(path + ": corrupt checkpoint");
-  return session;
-}
-
-std::pair<double, int64_t>
-Session::runEpoch(const std::vector<Example> &examples) {
-  Rng orderRng(options.seed * 1000003 + uint64_t(epoch) * 7919 + 1);
+void Session::runEpoch(const std::vector<Example> &examples,
+                       std::ostream &log) {
+  Rng orderRng(options.seed * 1000003 + uint64_t(state.epoch) * 7919 + 1);
   auto batches = batchOrder(examples, options.batch, orderRng);
-  ProgressBar bar("epoch " + std::to_string(epoch + 1),
-                  int64_t(batches.size()), "pairs", options.progress);
+  const int64_t count = int64_t(batches.size());
+  ProgressBar bar("epoch " + std::to_string(state.epoch + 1),
+                  count - state.batchInEpoch, "pairs", options.progress);
   std::vector<Param *> trainable = model->params().trainable();
   Team &team = Team::world();
-  double lossSum = 0;
-  int64_t pairs = 0;
-  for (size_t i = 0; i < batches.size(); ++i) {
+  for (int64_t i = state.batchInEpoch, done = 1; i < count; ++i, ++done) {
     zeroGrads(trainable);
     // Under mpirun this rank's shard; the model's gradient is that of the
     // mean over its pairs.
     std::vector<int64_t> mine = team.shard(batches[i]);
     std::vector<double> totals = {0, double(mine.size())};
     if (!mine.empty())
-      totals[0] = model->loss(makeBatch(examples, mine), true, &dropoutRng);
+      totals[0] =
+          model->loss(makeBatch(examples, mine), true, &state.dropoutRng);
     team.combineBatch(trainable, totals);
     double norm = gradientNorm(trainable);
     // totals[0] sums the loss over the batch's pairs.
     std::string what = nonfiniteUpdate(totals[0], norm, trainable);
     if (!what.empty())
       throw DataError(stoppedBeforeUpdate(
-          "update " + std::to_string(updates + 1) + " (epoch " +
-              std::to_string(epoch + 1) + ", batch " + std::to_string(i + 1) +
-              " of " + std::to_string(batches.size()) + ")",
+          "update " + std::to_string(state.updates + 1) + " (epoch " +
+              std::to_string(state.epoch + 1) + ", batch " +
+              std::to_string(i + 1) + " of " + std::to_string(count) + ")",
           what));
-    lossSum += totals[0];
     adam.update(trainable, norm);
-    ++updates;
-    pairs += int64_t(totals[1]);
+    ++state.updates;
+    state.batchInEpoch = i + 1;
+    state.epochLossSum += totals[0];
+    state.epochPairs += int64_t(totals[1]);
     char extra[64];
-    std::snprintf(extra, sizeof extra, "loss %.3f", lossSum / double(pairs));
-    bar.update(int64_t(i + 1), pairs, extra);
-    if (options.maxUpdates > 0 && updates >= options.maxUpdates)
+    std::snprintf(extra, sizeof extra, "loss %.3f",
+                  state.epochLossSum / double(std::max<int64_t>(
+                                           state.epochPairs, 1)));
+    bar.update(done, state.epochPairs, extra);
+    if (options.saveEvery > 0 && state.updates % options.saveEvery == 0)
+      saveOrWarn(options.out, log, false);
+    if (afterUpdate)
+      afterUpdate(state.updates);
+    if (options.maxUpdates > 0 && state.updates >= options.maxUpdates)
       break;
   }
   bar.finish();
-  return {pairs ? lossSum / double(pairs) : 0, pairs};
 }
 
-void Session::train(const std::vector<Pair> &trainPairs,
-                    const std::vector<Pair> &validPairs, std::ostream &log) {
-  std::vector<Example> examples = encode(trainPairs);
+void Session::finishEpoch(const TrainData &data, RunLog &runLog,
+                          double seconds) {
+  Team &team = Team::world();
+  // Rank 0 evaluates; every rank needs its accuracy for "best".
+  Evaluation valid;
+  if (team.leader())
+    valid = evaluate(data.valid);
+  team.broadcast(valid);
+  double loss = state.epochLossSum / double(std::max<int64_t>(
+                                         state.epochPairs, 1));
+  double pairsPerSecond = double(state.epochPairs) / std::max(seconds, 1e-9);
+  bool best = valid.accuracy() > state.bestAccuracy;
+  if (best)
+    state.bestAccuracy = valid.accuracy();
+  state.badEpochs = best ? 0 : state.badEpochs + 1;
+  ++state.epoch;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "epoch %lld loss %.4f valid accuracy %.2f%%%s (%.0f s, "
+                "%.0f pairs/s)",
+                (long long)state.epoch, loss, 100 * valid.accuracy(),
+                best ? " (best)" : "", seconds, pairsPerSecond);
+  // On stderr too, also with --no-progress (which hides only the bar).
+  runLog.summaries() << line << std::endl;
+  runLog.event("epoch", {{"epoch", state.epoch},
+                         {"update", state.updates},
+                         {"train_loss", loss},
+                         {"valid_accuracy", valid.accuracy()},
+                         {"pairs_per_s", pairsPerSecond},
+                         {"best", best ? 1 : 0}});
+  bool outOfPatience =
+      options.patience > 0 && state.badEpochs >= options.patience;
+  if (outOfPatience)
+    runLog.summaries() << "no better validation accuracy in "
+                       << state.badEpochs << " epochs (--patience "
+                       << options.patience << "): stopping" << std::endl;
+  state.finished =
+      outOfPatience || state.epoch >= options.epochs ||
+      (options.maxUpdates > 0 && state.updates >= options.maxUpdates);
+  state.batchInEpoch = 0;
+  state.epochLossSum = 0;
+  state.epochPairs = 0;
+  std::ostream &log = runLog.text();
+  if (best)
+    saveOrWarn(options.out + ".best", log, false);
+  saveOrWarn(options.out, log, state.finished);
+}
+
+void Session::train(const TrainData &data) {
+  std::vector<Example> examples = encode(data.train);
   Team &team = Team::world();
   team.requireSame(model->params().count(), "the parameter count");
   team.requireSame(int64_t(examples.size()), "the training pairs");
-  team.requireSameProgress(updates, epoch, 0);
+  team.requireSameProgress(state.updates, state.epoch, state.batchInEpoch);
   team.broadcastValues(model->params().all());
-  team.separateStreams(dropoutRng);
-  while (epoch < options.epochs &&
-         !(options.maxUpdates > 0 && updates >= options.maxUpdates)) {
+  team.separateStreams(state.dropoutRng);
+  std::unique_ptr<RunLog> runLog = openRunLog("nli", *this);
+  if (!embeddingReport.empty())
+    runLog->text() << embeddingReport << std::endl;
+  runLog->summaries()
+      << data.train.size() << " training pairs, " << data.valid.size()
+      << " validation pairs; model " << options.model.kind
+      << (options.model.kind == "attention" ? " (" + options.model.cell + ")"
+                                            : "")
+      << ", " << model->params().count() << " parameters ("
+      << model->recurrentParameterCount() << " recurrent)" << std::endl;
+  if (state.epoch >= options.epochs ||
+      (options.maxUpdates > 0 && state.updates >= options.maxUpdates))
+    state.finished = true;
+  while (!state.finished) {
     ProgressBar clock("", 0, "", false);
-    auto [loss, pairs] = runEpoch(examples);
-    double seconds = clock.elapsedSeconds();
-    // Rank 0 evaluates; every rank needs its accuracy for "best".
-    Evaluation valid;
-    if (team.leader())
-      valid = evaluate(validPairs);
-    team.broadcast(valid);
-    ++epoch;
-    bool best = valid.accuracy() > bestValid;
-    if (best)
-      bestValid = valid.accuracy();
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "epoch %lld loss %.4f valid accuracy %.2f%%%s (%.0f s, "
-                  "%.0f pairs/s)",
-                  (long long)epoch, loss, 100 * valid.accuracy(),
-                  best ? " (best)" : "", seconds,
-                  double(pairs) / std::max(seconds, 1e-9));
-    log << line << std::endl;
-    if (events)
-      events->event("epoch", {{"epoch", epoch},
-                              {"update", updates},
-                              {"train_loss", loss},
-                              {"valid_accuracy", valid.accuracy()},
-                              {"pairs_per_s", double(pairs) /
-                                                  std::max(seconds, 1e-9)},
-                              {"best", best ? 1 : 0}});
-    if (team.leader()) {
-      save(options.out);
-      if (best)
-        save(options.out + ".best");
-    }
+    runEpoch(examples, runLog->text());
+    finishEpoch(data, *runLog, clock.elapsedSeconds());
     if (afterEpoch)
-      afterEpoch(epoch);
+      afterEpoch(state.epoch);
   }
+  runLog->summaries() << "best validation accuracy "
+                      << 100 * state.bestAccuracy << "%, saved in "
+                      << options.out << ".best" << std::endl;
 }
 
 Evaluation Session::evaluate(const std::vector<Pair> &pairs) {
@@ -292,6 +250,40 @@ std::vector<int32_t> Session::predict(const std::vector<Pair> &pairs) {
     labels.insert(labels.end(), batchLabels.begin(), batchLabels.end());
   }
   return labels;
+}
+
+} // namespace nli
+
+namespace nli {
+
+TrainData loadTrainData(const TrainOptions &options) {
+  return {readSplit(options.train, options.lowercase),
+          readSplit(options.valid, options.lowercase)};
+}
+
+namespace {
+
+/// A run has finished at its --epochs, --max-updates or --patience; a
+/// larger --epochs extends it.
+bool continues(Session &session, const TrainRequest &request,
+               const std::string &path) {
+  if (session.state.finished && !request.given.count("epochs") &&
+      !request.given.count("max-updates")) {
+    std::fprintf(stderr, "nli: %s has finished training\n", path.c_str());
+    return false;
+  }
+  session.state.finished = false;
+  session.state.badEpochs = 0;
+  return true;
+}
+
+} // namespace
+
+RunRules runRules() { return {"nli", continues, loadTrainData}; }
+
+std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
+                                         TrainData &data) {
+  return models::prepareTraining(runRules(), request, data);
 }
 
 } // namespace nli

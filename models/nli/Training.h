@@ -8,6 +8,8 @@
 #include "models/common/RunLog.h"
 #include "models/nli/Corpus.h"
 #include "models/nli/Model.h"
+#include "models/nli/Options.h"
+#include "models/common/RunStart.h"
 
 #include <array>
 #include <functional>
@@ -18,21 +20,6 @@
 
 namespace nli {
 
-struct TrainOptions {
-  std::string train, valid;   // splits, e.g. DATA/snli/train_small
-  std::string embeddings;     // GloVe/word2vec text file (optional)
-  bool freezeEmbeddings = false, lowercase = true;
-  int64_t vocabMax = 0, minCount = 1;
-  ModelConfig model;
-  float lr = 5e-4f, clip = 5.0f, initScale = 0.1f;
-  /// paper (uniform +-initScale) or fan_in (models/common/Init.h).
-  std::string init = "paper";
-  int64_t batch = 128, epochs = 10, maxUpdates = 0;
-  uint64_t seed = 1;
-  std::string out = "nli.ckpt";
-  bool progress = true, force = false;
-};
-
 /// Accuracy and the confusion matrix [gold][predicted].
 struct Evaluation {
   int64_t correct = 0, total = 0;
@@ -40,51 +27,89 @@ struct Evaluation {
   double accuracy() const { return total ? double(correct) / total : 0; }
 };
 
+/// The pairs a run trains and validates on.
+struct TrainData {
+  std::vector<Pair> train, valid;
+};
+
+/// The --train and --valid splits of `options` (DataError naming the file).
+TrainData loadTrainData(const TrainOptions &options);
+
+struct TrainState {
+  int64_t epoch = 0, batchInEpoch = 0, updates = 0;
+  /// Epochs since the best validation accuracy (--patience).
+  int64_t badEpochs = 0;
+  double bestAccuracy = -1;
+  bool finished = false;
+  // The current epoch's summed loss and pairs so far, so that a resumed
+  // epoch reports the loss of the whole epoch.
+  double epochLossSum = 0;
+  int64_t epochPairs = 0;
+  models::Rng dropoutRng{0};
+};
+
 /// A model with its vocabulary and training state; saved and resumed as a
-/// whole.
+/// whole, down to the position in the epoch (the batch order of an epoch is
+/// drawn from --seed and the epoch number).
 class Session {
 public:
-  /// A new model for `options`, its vocabulary built from `train`.
-  Session(const TrainOptions &options, const std::vector<Pair> &train,
-          std::ostream &log);
+  /// A new model for `options`, its vocabulary built from `data.train`.
+  Session(const TrainOptions &options, const TrainData &data);
   /// A saved session (DataError naming the file when it is not one).
   static std::unique_ptr<Session> load(const std::string &path);
+  /// Atomically (CheckpointFile.h); DataError on failure, `path` untouched.
   void save(const std::string &path) const;
 
-  /// Trains the remaining epochs, validating and saving after each (the
-  /// best validation accuracy also to OUT.best).
-  void train(const std::vector<Pair> &trainPairs,
-             const std::vector<Pair> &validPairs, std::ostream &log);
+  /// Trains until --epochs, --max-updates or --patience end it, validating
+  /// and saving after each epoch (the best validation accuracy also to
+  /// OUT.best), and every --save-every updates.
+  void train(const TrainData &data);
   Evaluation evaluate(const std::vector<Pair> &pairs);
   std::vector<int32_t> predict(const std::vector<Pair> &pairs);
 
   Model &getModel() { return *model; }
-  const TrainOptions &getOptions() const { return options; }
-  int64_t epochsDone() const { return epoch; }
-  double bestAccuracy() const { return bestValid; }
-  int64_t updatesDone() const { return updates; }
 
-  /// Called after each epoch's checkpoint is written (tests stop a run
-  /// there, as a kill would).
+  TrainOptions options;
+  TrainState state;
+  /// Identifies the run across its checkpoints, so that one run never
+  /// overwrites another's.
+  uint64_t runId = 0;
+  /// Set by --resume of OUT itself: the run's event log goes on, less the
+  /// events its killed predecessor logged after this checkpoint.
+  bool continuesLog = false;
+  /// Called after each epoch's checkpoint is written, and after every
+  /// update with the update count (tests stop a run there, as a kill would).
   std::function<void(int64_t epoch)> afterEpoch;
-  /// When set, each epoch is also one JSON object there (OUT.jsonl).
-  models::RunLog *events = nullptr;
+  std::function<void(int64_t update)> afterUpdate;
 
 private:
   Session() = default;
   void build();
   std::vector<Example> encode(const std::vector<Pair> &pairs) const;
-  /// The mean loss and the number of pairs trained on.
-  std::pair<double, int64_t> runEpoch(const std::vector<Example> &examples);
+  /// Trains the rest of the current epoch (to its end, or --max-updates).
+  void runEpoch(const std::vector<Example> &examples, std::ostream &log);
+  /// Validates, keeps the best, saves, and counts --patience.
+  void finishEpoch(const TrainData &data, models::RunLog &log,
+                   double seconds);
+  void saveOrWarn(const std::string &path, std::ostream &log, bool final);
 
-  TrainOptions options;
   models::Vocab vocab;
   std::unique_ptr<Model> model;
   models::Adam adam;
-  models::Rng dropoutRng;
-  int64_t epoch = 0, updates = 0;
-  double bestValid = -1;
+  /// How many words --embeddings covered, said when training starts.
+  std::string embeddingReport;
 };
+
+/// `nli train` as the command line asked for it.
+using TrainRequest = models::RunRequest<TrainOptions>;
+/// How nli runs start and resume (models/common/RunStart.h).
+using RunRules = models::RunRules<Session, TrainOptions, TrainData>;
+RunRules runRules();
+
+/// The session to train and its data, or null (with a message) when the
+/// resumed run has already finished.
+std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
+                                         TrainData &data);
 
 } // namespace nli
 

@@ -21,29 +21,19 @@ bool continues(Session &session, const TrainRequest &request,
 
 } // namespace
 
-const std::set<std::string> &optionsChangeableOnResume() {
-  static const std::set<std::string> keys = {
-      "epochs",     "max-updates", "patience",      "progress",
-      "log",        "log-every",   "save-every",    "out",
-      "valid-beam", "valid-max",   "skip-nonfinite", "valid-every"};
-  return keys;
+RunRules runRules() {
+  RunRules rules{"nmt", continues, loadTrainData};
+  // --enc-layers 0 means the architecture's count, which the checkpoint
+  // stores: compare that.
+  rules.normalize = [](TrainOptions &options) {
+    options.model.resolveLayers();
+  };
+  return rules;
 }
 
 std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data) {
-  RunRules<Session, TrainOptions, TrainData> rules{
-      "nmt",
-      optionsChangeableOnResume(),
-      {"out", "log", "progress", "skip-nonfinite"},
-      continues,
-      loadTrainData,
-      {"train-src", "train-tgt", "valid-src", "valid-tgt", "spm-src",
-       "spm-tgt"}};
-  // --enc-layers 0 means the architecture's count, which the checkpoint
-  // stores: compare that.
-  TrainRequest resolved = request;
-  resolved.options.model.resolveLayers();
-  return models::prepareTraining(rules, resolved, data);
+  return models::prepareTraining(runRules(), request, data);
 }
 
 } // namespace nmt

@@ -15,7 +15,6 @@
 #include "models/nmt/Trainer.h"
 
 #include <memory>
-#include <set>
 #include <string>
 
 namespace nmt {
@@ -25,14 +24,16 @@ using namespace models;
 /// `nmt train` as the command line asked for it.
 using TrainRequest = models::RunRequest<TrainOptions>;
 
+/// How nmt runs start and resume (models/common/RunStart.h): a finished
+/// run goes on only when --epochs is given again.
+using RunRules = models::RunRules<Session, TrainOptions, TrainData>;
+RunRules runRules();
+
 /// The session to train and its data, or null (with a message) when the
 /// resumed run has already finished (models::prepareTraining with nmt's
 /// rules). Throws DataError naming the file or the contradicting options.
 std::unique_ptr<Session> prepareTraining(const TrainRequest &request,
                                          TrainData &data);
-
-/// The options that may differ from the checkpoint's when resuming.
-const std::set<std::string> &optionsChangeableOnResume();
 
 } // namespace nmt
 

@@ -10,6 +10,7 @@
 #include "models/common/RunLog.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
+#include "models/nmt/Options.h"
 
 #include <functional>
 #include <iosfwd>
@@ -21,54 +22,6 @@
 namespace nmt {
 // The driver is built from the layer library in models/common.
 using namespace models;
-
-struct TrainOptions {
-  // Data: the embedded numbers task, or parallel files.
-  std::string task = "numbers"; // numbers | files
-  int64_t taskTrain = 20000, taskValid = 500, taskTest = 500;
-  int64_t taskMax = 999999;
-  uint64_t taskSeed = 1;
-  std::string trainSrc, trainTgt, validSrc, validTgt;
-  std::string tokenizer = "space"; // files: space | bpe
-  int64_t bpeSrc = 8000, bpeTgt = 8000;
-  std::string spmSrc, spmTgt; // existing .model files instead of training
-  int64_t srcVocabMax = 0, tgtVocabMax = 0, minCount = 1, maxLen = 80;
-  // Model.
-  ModelConfig model;
-  float initScale = 0.08f;
-  /// How a param without an initialiser of its own starts: paper or fan_in
-  /// (models/common/Init.h).
-  std::string init = "paper";
-  // Optimisation.
-  float lr = 5e-4f, clip = 5.0f;
-  /// eps of the training loss's label smoothing (TranslationModel::loss);
-  /// validation perplexity is always of the plain cross-entropy.
-  float labelSmoothing = 0;
-  /// What the products read: f32, or bf16 (rounded operands, f32 sums and
-  /// master weights), the cells' and the layers' alike.
-  std::string precision = "f32";
-  int64_t maxTokens = 2000, epochs = 10, maxUpdates = 0, patience = 3;
-  std::string lrDecay = "plateau"; // plateau | epoch | none
-  /// What counts as progress for the plateau decay and --patience: ppl,
-  /// bleu, or either (an epoch that improves BLEU or perplexity). Greedy
-  /// validation BLEU is noise while it is near 0, so by BLEU a narrow model
-  /// halved its rate three times in 4 epochs: perplexity is the default.
-  /// OUT.best is always the best BLEU of any validation.
-  std::string plateauMetric = "ppl";
-  uint64_t seed = 1;
-  // Output.
-  std::string out = "nmt.ckpt";
-  std::string log; // default: out + ".log"
-  int64_t saveEvery = 0, logEvery = 100, validBeam = 1, validMax = 0;
-  /// Validate (and log it) every N updates too; 0: only after each epoch.
-  int64_t validEvery = 0;
-  bool progress = true;
-  // A non-finite loss or gradient skips the update instead of stopping.
-  bool skipNonfinite = false;
-
-  std::map<std::string, std::string> toMap() const;
-  static TrainOptions fromMap(const std::map<std::string, std::string> &map);
-};
 
 /// Raw text <-> tokens for one trained model.
 struct Codec {

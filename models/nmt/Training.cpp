@@ -10,6 +10,7 @@
 #include "models/nmt/Trainer.h"
 
 #include "models/common/RunFiles.h"
+#include "models/common/RunStart.h"
 #include "models/common/Team.h"
 #include "models/common/UpdateGuard.h"
 
@@ -318,22 +319,9 @@ void Session::train(const TrainData &data) {
   if (exs.empty())
     throw DataError("no training sentence pair within --max-len " +
                     std::to_string(options.maxLen));
-  std::string logPath =
-      options.log.empty() ? options.out + ".log" : options.log;
-  // OUT.log for people, OUT.jsonl (one object per event) for plots.
-  std::string eventPath =
-      (options.log.empty() ? options.out : options.log) + ".jsonl";
   Team &team = Team::world();
-  // Rank 0 alone writes the run's files.
-  std::vector<std::string> runFiles = models::runFilesOf(options.out);
-  runFiles.insert(runFiles.end(),
-                  {options.trainSrc, options.trainTgt, options.validSrc,
-                   options.validTgt, options.spmSrc, options.spmTgt});
-  if (continuesLog && team.leader())
-    models::dropEventsAfter("nmt", eventPath, state.epoch, state.updates);
-  RunLog runLog("nmt", team.leader() ? logPath : "/dev/null",
-                team.leader() ? eventPath : "/dev/null", runFiles);
-  runLog.configEvent(state.updates, options.toMap());
+  std::unique_ptr<RunLog> runLogFile = models::openRunLog("nmt", *this);
+  RunLog &runLog = *runLogFile;
   team.requireSame(model->parameterCount(), "the parameter count");
   team.requireSame(srcVocab.size() * 1000003 + tgtVocab.size(),
                    "the vocabularies");

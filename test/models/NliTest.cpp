@@ -132,10 +132,9 @@ TEST(NliTraining, LearnsFromARealSlice) {
     options.lr = 3e-3f;
     options.progress = false;
     options.out = ::testing::TempDir() + "nli-" + kind + ".ckpt";
-    std::ostringstream log;
-    Session session(options, train, log);
-    session.train(train, dev, log);
-    EXPECT_GT(session.bestAccuracy(), 0.45) << kind << "\n" << log.str();
+    Session session(options, {train, dev});
+    session.train({train, dev});
+    EXPECT_GT(session.state.bestAccuracy, 0.45) << kind;
     // The checkpoint gives the same predictions.
     auto loaded = Session::load(options.out);
     EXPECT_EQ(loaded->predict(dev), session.predict(dev)) << kind;
@@ -181,28 +180,80 @@ TEST(NliTraining, ResumedAfterAnEpochEndsExactlyAsWithoutAStop) {
     o.out = ::testing::TempDir() + "nli-resume-" + name + ".ckpt";
     return o;
   };
-  std::ostringstream log;
-  Session straight(options("straight"), train, log);
-  straight.train(train, valid, log);
+  TrainData data{train, valid};
+  Session straight(options("straight"), data);
+  straight.train(data);
 
   struct Killed {};
   TrainOptions stoppedOptions = options("stopped");
   {
-    Session stopped(stoppedOptions, train, log);
+    Session stopped(stoppedOptions, data);
     stopped.afterEpoch = [](int64_t epoch) {
       if (epoch == 1)
         throw Killed();
     };
-    EXPECT_THROW(stopped.train(train, valid, log), Killed);
+    EXPECT_THROW(stopped.train(data), Killed);
   }
   std::unique_ptr<Session> resumed = Session::load(stoppedOptions.out);
-  ASSERT_EQ(resumed->epochsDone(), 1);
-  resumed->train(train, valid, log);
-  EXPECT_EQ(resumed->epochsDone(), 3);
-  EXPECT_EQ(resumed->updatesDone(), straight.updatesDone());
-  EXPECT_EQ(resumed->bestAccuracy(), straight.bestAccuracy());
+  ASSERT_EQ(resumed->state.epoch, 1);
+  resumed->train(data);
+  EXPECT_EQ(resumed->state.epoch, 3);
+  EXPECT_EQ(resumed->state.updates, straight.state.updates);
+  EXPECT_EQ(resumed->state.bestAccuracy, straight.state.bestAccuracy);
   modeltest::expectSameParams(resumed->getModel().params().all(),
                               straight.getModel().params().all());
+
+  // Killed in the middle of epoch 2, after the --save-every checkpoint of
+  // update 10 and two updates more: resumed from update 10, the run ends as
+  // the straight one (the position in the epoch, the loss so far and the
+  // dropout stream are in the checkpoint).
+  TrainOptions midOptions = options("mid");
+  midOptions.saveEvery = 5;
+  {
+    Session stopped(midOptions, data);
+    stopped.afterUpdate = [](int64_t update) {
+      if (update == 12)
+        throw Killed();
+    };
+    EXPECT_THROW(stopped.train(data), Killed);
+  }
+  std::unique_ptr<Session> mid = Session::load(midOptions.out);
+  ASSERT_EQ(mid->state.updates, 10);
+  ASSERT_EQ(mid->state.epoch, 1);
+  ASSERT_EQ(mid->state.batchInEpoch, 4); // 6 batches of 16 pairs an epoch
+  mid->train(data);
+  EXPECT_EQ(mid->state.updates, straight.state.updates);
+  EXPECT_EQ(mid->state.bestAccuracy, straight.state.bestAccuracy);
+  modeltest::expectSameParams(mid->getModel().params().all(),
+                              straight.getModel().params().all());
+}
+
+/// --patience N stops after N epochs without a better validation accuracy;
+/// 0 never stops early.
+TEST(NliTraining, PatienceStopsAfterEpochsWithoutProgress) {
+  std::vector<Pair> train = syntheticPairs(48, 7);
+  TrainOptions o;
+  o.model.kind = "bow";
+  o.model.emb = 4;
+  o.model.hidden = 4;
+  o.batch = 16;
+  o.epochs = 30;
+  // A learning rate this small leaves the accuracy where it starts.
+  o.lr = 1e-7f;
+  o.progress = false;
+  o.patience = 2;
+  o.out = ::testing::TempDir() + "nli-patience.ckpt";
+  TrainData data{train, train};
+  Session patient(o, data);
+  patient.train(data);
+  EXPECT_EQ(patient.state.epoch, 3); // the first epoch sets the best
+  EXPECT_TRUE(patient.state.finished);
+  o.patience = 0;
+  o.epochs = 5;
+  o.out = ::testing::TempDir() + "nli-no-patience.ckpt";
+  Session endless(o, data);
+  endless.train(data);
+  EXPECT_EQ(endless.state.epoch, 5);
 }
 
 /// A model trained on a .cell file loads after the file is gone: the
@@ -221,14 +272,14 @@ TEST(NliTraining, CheckpointKeepsTheCellFile) {
   o.epochs = 1;
   o.progress = false;
   o.out = ::testing::TempDir() + "nli-cell-file.ckpt";
-  std::ostringstream log;
-  Session session(o, train, log);
-  session.train(train, train, log);
+  TrainData data{train, train};
+  Session session(o, data);
+  session.train(data);
   std::remove(cellPath.c_str());
   std::unique_ptr<Session> loaded = Session::load(o.out);
   modeltest::expectSameParams(loaded->getModel().params().all(),
                               session.getModel().params().all());
-  EXPECT_EQ(loaded->bestAccuracy(), session.bestAccuracy());
+  EXPECT_EQ(loaded->state.bestAccuracy, session.state.bestAccuracy);
 }
 
 } // namespace

@@ -159,3 +159,32 @@ TEST(CwsResume, ValidationDefaultsToTheEndOfTheTrainingFile) {
 }
 
 } // namespace
+
+namespace {
+
+/// --patience N stops after N epochs without a better validation F1, and a
+/// resume of the stopped run says it has finished unless given more.
+TEST(CwsResume, PatienceStopsAndStaysStopped) {
+  std::string corpus = writeFile("patience.utf8", tinyCorpus(60, 3));
+  TrainRequest request{tinyOptions("patience", corpus), {}, false, false};
+  // A learning rate this small leaves the F1 where the first epoch puts it.
+  request.options.lr = 1e-9f;
+  request.options.epochs = 20;
+  request.options.patience = 2;
+  TrainData data;
+  auto session = start(request, data);
+  session->train(data);
+  EXPECT_EQ(session->state.epoch, 3);
+  EXPECT_EQ(session->state.validF1.size(), 3u);
+  TrainRequest again = request;
+  again.resume = true;
+  EXPECT_FALSE(prepareTraining(again, data));
+  again.given = {"patience"};
+  again.options.patience = 3;
+  auto more = start(again, data);
+  ASSERT_TRUE(more);
+  more->train(data);
+  EXPECT_EQ(more->state.epoch, 4);
+}
+
+} // namespace

@@ -26,7 +26,8 @@ elif driver == "cws":
 else:
     train = ["nli", "train", "--train", os.path.join(folder, "train"),
              "--valid", os.path.join(folder, "dev"), "--emb", "8", "--hidden",
-             "8", "--batch", "4", "--epochs", "1000"]
+             "8", "--batch", "4", "--save-every", "2", "--epochs", "1000",
+             "--patience", "0"]
 train += ["--threads", "1", "--no-progress", "--out", out]
 
 
@@ -52,8 +53,8 @@ def files():
 
 holder = subprocess.Popen(train, stderr=subprocess.DEVNULL)
 deadline = time.time() + 120
-# nli saves only after an epoch; the others after two updates. Wait for a
-# checkpoint so that --resume has one to take over.
+# Each saves after two updates. Wait for a checkpoint so that --resume has
+# one to take over.
 while time.time() < deadline and not (
         holder_pid() == holder.pid and os.path.exists(out)):
     if holder.poll() is not None:

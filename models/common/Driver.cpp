@@ -13,8 +13,7 @@ int driverMain(int argc, char **argv, const DriverInfo &info,
                const std::vector<DriverCommand> &commands) {
   preferSleepingOpenMpThreads(argv);
   CLI::App app(info.about, info.program);
-  app.set_version_flag("--version",
-                       info.program + " (cellc) " + info.version);
+  app.set_version_flag("--version", info.program + " (cellc) " + info.version);
   // One thread is the fastest at the seed models' sizes, and far faster on
   // a machine that is busy with other runs.
   int64_t threads = 1;

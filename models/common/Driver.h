@@ -90,8 +90,7 @@ void addResumeOptions(CLI::App &cmd, RunRequest<Options> &request) {
   cmd.add_option("--resume-from", request.resumeFrom,
                  "continue this checkpoint, writing OUT (a run of its own)")
       ->group(group);
-  cmd.add_flag("--force", request.force,
-               "overwrite another run's checkpoint")
+  cmd.add_flag("--force", request.force, "overwrite another run's checkpoint")
       ->group(group);
 }
 

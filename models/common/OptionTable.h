@@ -1,4 +1,5 @@
-//===- models/common/OptionTable.h - A driver's options, listed once -*- C++ -*-===//
+//===- models/common/OptionTable.h - A driver's options, listed once -*- C++
+//-*-===//
 //
 // A driver's training options are one table: each row names the option,
 // the member it sets, its help, its checks, and what --resume does with it.
@@ -183,6 +184,15 @@ template <class Self, class Visit> void initRows(Self &o, Visit &v) {
     o.initScale);
 }
 
+/// The rows every driver's train command has: initRows, trainingRows and
+/// runOutputRows (`outHelp` describes --out).
+template <class Self, class Visit>
+void sharedRows(Self &o, Visit &v, const char *outHelp) {
+  initRows(o, v);
+  trainingRows(o, v);
+  runOutputRows(o, v, outHelp);
+}
+
 /// Adds one CLI11 option of `cmd` per row of the table of `options` (of
 /// the rows of group `onlyGroup` alone, when given).
 template <class Options>
@@ -262,13 +272,15 @@ template <class Options> struct TableOptions {
 };
 
 /// The names (table keys) of the options the parsed `cmd` was given.
-template <class Options> std::set<std::string> givenTableOptions(const CLI::App &cmd) {
+template <class Options>
+std::set<std::string> givenTableOptions(const CLI::App &cmd) {
   std::set<std::string> given;
   Options defaults;
   Options::fields(defaults, [&](const Opt &row, const auto &) {
     if (row.form() == Opt::Form::Recorded)
       return;
-    const CLI::Option *opt = cmd.get_option_no_throw("--" + row.commandLineName());
+    const CLI::Option *opt =
+        cmd.get_option_no_throw("--" + row.commandLineName());
     if (opt && opt->count() > 0)
       given.insert(row.name());
   });

@@ -17,6 +17,7 @@
 #ifndef CELLC_MODELS_COMMON_RUNSTART_H
 #define CELLC_MODELS_COMMON_RUNSTART_H
 
+#include "models/common/Math.h"
 #include "models/common/OptionTable.h"
 #include "models/common/RunFiles.h"
 #include "models/common/RunLog.h"
@@ -32,6 +33,30 @@
 
 namespace models {
 
+/// Where a run stands, in every driver's checkpoint: a resumed run goes on
+/// from the position in the epoch, with the loss of the epoch so far and
+/// the dropout stream as they were. A driver's TrainState adds its own
+/// metrics.
+struct RunState {
+  int64_t epoch = 0, batchInEpoch = 0, updates = 0;
+  bool finished = false;
+  /// The current epoch's summed loss so far, so that a resumed epoch
+  /// reports the loss of the whole epoch.
+  double epochLossSum = 0;
+  Rng dropoutRng{0};
+};
+
+/// Which run a session belongs to, in every driver's Session.
+struct RunIdentity {
+  /// Identifies the run across its checkpoints (0: a format-1 checkpoint),
+  /// so that one run never overwrites another's.
+  uint64_t runId = 0;
+  /// Set by --resume of OUT itself: the run's event log goes on, less the
+  /// events its killed predecessor logged after this checkpoint
+  /// (dropEventsAfter).
+  bool continuesLog = false;
+};
+
 /// `train` as the command line asked for it.
 template <typename Options> struct RunRequest {
   Options options;             // the command line's, defaults filled in
@@ -46,8 +71,7 @@ template <typename Options> struct RunRequest {
 /// How a driver's runs resume. Which options may differ from the
 /// checkpoint's, which always come from the command line, and which name
 /// files is the option table's to say (OptionTable.h resumeRules).
-template <typename Session, typename Options, typename Data>
-struct RunRules {
+template <typename Session, typename Options, typename Data> struct RunRules {
   /// The driver's name, starting its messages.
   std::string program;
   /// False when the resumed session has nothing left to train (saying so);
@@ -83,8 +107,7 @@ resumeSession(const RunRules<Session, Options, Data> &rules,
     return nullptr;
   std::fprintf(stderr, "resuming %s at epoch %lld, update %lld; writing %s\n",
                path.c_str(), (long long)session->state.epoch + 1,
-               (long long)session->state.updates,
-               session->options.out.c_str());
+               (long long)session->state.updates, session->options.out.c_str());
   return session;
 }
 
@@ -101,8 +124,7 @@ prepareTraining(const RunRules<Session, Options, Data> &rules,
   removeStaleTemporaries(rules.program, out);
   std::unique_ptr<Session> session;
   if (request.resume || !request.resumeFrom.empty()) {
-    std::string source =
-        resumeSource(rules.program, out, request.resumeFrom);
+    std::string source = resumeSource(rules.program, out, request.resumeFrom);
     if (!source.empty()) {
       session = resumeSession(rules, source, request);
       if (!session)
@@ -129,8 +151,8 @@ std::unique_ptr<RunLog> openRunLog(const std::string &program,
   const auto &options = session.options;
   using Options = std::decay_t<decltype(options)>;
   std::string base = options.log.empty() ? options.out : options.log;
-  std::string textPath = options.log.empty() ? options.out + ".log"
-                                             : options.log;
+  std::string textPath =
+      options.log.empty() ? options.out + ".log" : options.log;
   std::vector<std::string> runFiles = runFilesOf(options.out);
   OptionMap map = options.toMap();
   for (const std::string &name : resumeRules<Options>().paths)
@@ -139,9 +161,9 @@ std::unique_ptr<RunLog> openRunLog(const std::string &program,
   if (session.continuesLog && writes)
     dropEventsAfter(program, base + ".jsonl", session.state.epoch,
                     session.state.updates);
-  auto log = std::make_unique<RunLog>(
-      program, writes ? textPath : "/dev/null",
-      writes ? base + ".jsonl" : "/dev/null", runFiles);
+  auto log = std::make_unique<RunLog>(program, writes ? textPath : "/dev/null",
+                                      writes ? base + ".jsonl" : "/dev/null",
+                                      runFiles);
   log->configEvent(session.state.updates, map);
   return log;
 }

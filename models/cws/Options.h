@@ -10,8 +10,8 @@
 #ifndef CELLC_MODELS_CWS_OPTIONS_H
 #define CELLC_MODELS_CWS_OPTIONS_H
 
-#include "models/common/OptionTable.h"
 #include "models/common/Cells.h"
+#include "models/common/OptionTable.h"
 #include "models/cws/Model.h"
 
 #include <string>
@@ -55,10 +55,8 @@ struct TrainOptions : models::TableOptions<TrainOptions> {
   template <class Self, class Visit> static void fields(Self &o, Visit &&v) {
     dataFields(o, v);
     modelFields(o, v);
-    models::initRows(o, v);
     trainingFields(o, v);
-    models::trainingRows(o, v);
-    models::runOutputRows(o, v, "checkpoint (OUT.best: best validation F1)");
+    models::sharedRows(o, v, "checkpoint (OUT.best: best validation F1)");
   }
 
   /// The model these options describe over a vocabulary of `vocab` ids,

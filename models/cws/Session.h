@@ -36,21 +36,16 @@ struct TrainData {
 /// or the last --valid-fraction of --train). DataError naming the file.
 TrainData loadTrainData(const TrainOptions &options);
 
-struct TrainState {
-  int64_t epoch = 0, batchInEpoch = 0, updates = 0;
+struct TrainState : models::RunState {
   double bestF1 = -1;
-  bool finished = false;
-  // The current epoch's summed loss and sentences so far, so that a resumed
-  // epoch reports the loss of the whole epoch.
-  double epochLossSum = 0;
+  /// The current epoch's sentences so far.
   int64_t epochSentences = 0;
   /// Training time of all epochs so far, validation excluded.
   double trainSeconds = 0;
-  Rng dropoutRng{0};
   std::vector<double> epochLoss, validF1;
 };
 
-class Session {
+class Session : public models::RunIdentity {
 public:
   /// A new model for `data` (the vocabulary from its training sentences).
   Session(const TrainOptions &options, const TrainData &data);
@@ -83,13 +78,6 @@ public:
   std::unique_ptr<Model> model;
   models::Adam adam;
   TrainState state;
-  /// Identifies the run across its checkpoints, so that one run never
-  /// overwrites another's.
-  uint64_t runId = 0;
-  /// Set by --resume of OUT itself: the run's event log goes on, less the
-  /// events its killed predecessor logged after this checkpoint
-  /// (models::dropEventsAfter).
-  bool continuesLog = false;
   /// Called after every update with the update count and the batch's mean
   /// loss (tests stop a run with it).
   std::function<void(int64_t, double)> onUpdate;

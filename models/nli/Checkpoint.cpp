@@ -33,7 +33,8 @@ bool isLegacy(const std::string &payload) {
     return false;
   std::memcpy(&first, payload.data(), 8);
   std::string tag = payload.substr(8, length);
-  return first == length && (tag == LegacyTag || tag == LegacyTagWithCellSource);
+  return first == length &&
+         (tag == LegacyTag || tag == LegacyTagWithCellSource);
 }
 
 /// The options of a legacy payload, in their fixed layout.
@@ -44,8 +45,7 @@ TrainOptions readLegacyOptions(ByteReader &r, bool withCellSource) {
     *text = r.str();
   int64_t vocab = 0;
   for (int64_t *number : {&o.vocabMax, &o.minCount, &vocab, &o.model.emb,
-                          &o.model.hidden, &o.batch, &o.epochs,
-                          &o.maxUpdates})
+                          &o.model.hidden, &o.batch, &o.epochs, &o.maxUpdates})
     *number = int64_t(r.u64());
   o.lr = float(r.f64());
   o.clip = float(r.f64());
@@ -118,8 +118,8 @@ std::unique_ptr<Session> Session::load(const std::string &path) {
     s.updates = int64_t(r.u64());
     s.bestAccuracy = r.f64();
   } else {
-    for (int64_t *count : {&s.epoch, &s.batchInEpoch, &s.updates,
-                           &s.badEpochs, &s.epochPairs})
+    for (int64_t *count :
+         {&s.epoch, &s.batchInEpoch, &s.updates, &s.badEpochs, &s.epochPairs})
       *count = int64_t(r.u64());
     s.bestAccuracy = r.f64();
     s.epochLossSum = r.f64();

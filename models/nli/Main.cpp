@@ -61,8 +61,8 @@ void addPredictOptions(CLI::App &cmd, PredictRequest &r) {
 
 int predict(const PredictRequest &r) {
   auto session = Session::load(r.model);
-  std::vector<int32_t> labels = session->predict(
-      readUnlabelled(r.input, session->options.lowercase));
+  std::vector<int32_t> labels =
+      session->predict(readUnlabelled(r.input, session->options.lowercase));
   std::ofstream file;
   if (!r.output.empty()) {
     file.open(r.output);

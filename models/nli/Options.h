@@ -18,8 +18,8 @@
 namespace nli {
 
 struct TrainOptions : models::TableOptions<TrainOptions> {
-  std::string train, valid;   // splits, e.g. DATA/snli/train_small
-  std::string embeddings;     // GloVe/word2vec text file (optional)
+  std::string train, valid; // splits, e.g. DATA/snli/train_small
+  std::string embeddings;   // GloVe/word2vec text file (optional)
   bool freezeEmbeddings = false, lowercase = true;
   int64_t vocabMax = 0, minCount = 1;
   /// The model; its vocab is the vocabulary's size and squashStates follows
@@ -44,13 +44,9 @@ struct TrainOptions : models::TableOptions<TrainOptions> {
   template <class Self, class Visit> static void fields(Self &o, Visit &&v) {
     dataFields(o, v);
     modelFields(o, v);
-    models::initRows(o, v);
     trainingFields(o, v);
-    models::trainingRows(o, v);
-    models::runOutputRows(o, v,
-                          "checkpoint (OUT.best: best validation accuracy)");
+    models::sharedRows(o, v, "checkpoint (OUT.best: best validation accuracy)");
   }
-
 
 private:
   template <class Self, class Visit> static void dataFields(Self &o, Visit &v);
@@ -71,8 +67,7 @@ void TrainOptions::dataFields(Self &o, Visit &v) {
         .path()
         .required(),
     o.train);
-  v(Opt("valid", "validation split").group(group).path().required(),
-    o.valid);
+  v(Opt("valid", "validation split").group(group).path().required(), o.valid);
   v(Opt("embeddings", "pretrained vectors (GloVe or word2vec text)")
         .group(group)
         .path(),
@@ -82,8 +77,7 @@ void TrainOptions::dataFields(Self &o, Visit &v) {
         .flag(),
     o.freezeEmbeddings);
   v(Opt("lowercase", "lower-case the text").recorded(), o.lowercase);
-  v(Opt("vocab-max", "largest vocabulary (0: all)").group(group),
-    o.vocabMax);
+  v(Opt("vocab-max", "largest vocabulary (0: all)").group(group), o.vocabMax);
   v(Opt("min-count", "drop rarer words").group(group), o.minCount);
 }
 
@@ -96,8 +90,7 @@ void TrainOptions::modelFields(Self &o, Visit &v) {
         .check(CLI::IsMember({"attention", "bow"})),
     o.model.kind);
   v(Opt("cell", models::cellOptionHelp()).group(group), o.model.cell);
-  v(Opt("cell-source", "the .cell file's text").recorded(),
-    o.model.cellSource);
+  v(Opt("cell-source", "the .cell file's text").recorded(), o.model.cellSource);
   v(Opt("emb", "embedding width").group(group).check(models::layerWidth),
     o.model.emb);
   v(Opt("hidden", "state width (bow: MLP width)")

@@ -45,7 +45,8 @@ std::vector<std::vector<int64_t>> batchOrder(const std::vector<Example> &all,
 } // namespace
 
 Session::Session(const TrainOptions &opts, const TrainData &data)
-    : options(opts), runId(newRunId()) {
+    : options(opts) {
+  runId = newRunId();
   state.dropoutRng = Rng(opts.seed * 7919 + 13);
   std::vector<std::vector<std::string>> sentences;
   for (const Pair &pair : data.train) {

@@ -1,4 +1,5 @@
-//===- models/nli/Training.h - Training and evaluating NLI models -*- C++ -*-===//
+//===- models/nli/Training.h - Training and evaluating NLI models -*- C++
+//-*-===//
 
 #ifndef CELLC_MODELS_NLI_TRAINING_H
 #define CELLC_MODELS_NLI_TRAINING_H
@@ -6,10 +7,10 @@
 #include "models/common/Data.h"
 #include "models/common/Optimizers.h"
 #include "models/common/RunLog.h"
+#include "models/common/RunStart.h"
 #include "models/nli/Corpus.h"
 #include "models/nli/Model.h"
 #include "models/nli/Options.h"
-#include "models/common/RunStart.h"
 
 #include <array>
 #include <functional>
@@ -35,23 +36,18 @@ struct TrainData {
 /// The --train and --valid splits of `options` (DataError naming the file).
 TrainData loadTrainData(const TrainOptions &options);
 
-struct TrainState {
-  int64_t epoch = 0, batchInEpoch = 0, updates = 0;
+struct TrainState : models::RunState {
   /// Epochs since the best validation accuracy (--patience).
   int64_t badEpochs = 0;
   double bestAccuracy = -1;
-  bool finished = false;
-  // The current epoch's summed loss and pairs so far, so that a resumed
-  // epoch reports the loss of the whole epoch.
-  double epochLossSum = 0;
+  /// The current epoch's pairs so far.
   int64_t epochPairs = 0;
-  models::Rng dropoutRng{0};
 };
 
 /// A model with its vocabulary and training state; saved and resumed as a
 /// whole, down to the position in the epoch (the batch order of an epoch is
 /// drawn from --seed and the epoch number).
-class Session {
+class Session : public models::RunIdentity {
 public:
   /// A new model for `options`, its vocabulary built from `data.train`.
   Session(const TrainOptions &options, const TrainData &data);
@@ -71,12 +67,6 @@ public:
 
   TrainOptions options;
   TrainState state;
-  /// Identifies the run across its checkpoints, so that one run never
-  /// overwrites another's.
-  uint64_t runId = 0;
-  /// Set by --resume of OUT itself: the run's event log goes on, less the
-  /// events its killed predecessor logged after this checkpoint.
-  bool continuesLog = false;
   /// Called after each epoch's checkpoint is written, and after every
   /// update with the update count (tests stop a run there, as a kill would).
   std::function<void(int64_t epoch)> afterEpoch;
@@ -89,8 +79,7 @@ private:
   /// Trains the rest of the current epoch (to its end, or --max-updates).
   void runEpoch(const std::vector<Example> &examples, std::ostream &log);
   /// Validates, keeps the best, saves, and counts --patience.
-  void finishEpoch(const TrainData &data, models::RunLog &log,
-                   double seconds);
+  void finishEpoch(const TrainData &data, models::RunLog &log, double seconds);
   void saveOrWarn(const std::string &path, std::ostream &log, bool final);
 
   models::Vocab vocab;

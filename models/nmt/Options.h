@@ -67,14 +67,12 @@ struct TrainOptions : models::TableOptions<TrainOptions> {
     taskFields(o, v);
     dataFields(o, v);
     modelFields(o, v);
-    models::initRows(o, v);
     trainingFields(o, v);
-    models::trainingRows(o, v);
     outputFields(o, v);
+    models::sharedRows(o, v, "checkpoint (OUT.best: best validation BLEU)");
   }
   /// The group of the embedded task's options, which `nmt task` takes too.
   static constexpr const char *TaskGroup = "Embedded task";
-
 
 private:
   template <class Self, class Visit> static void taskFields(Self &o, Visit &v);
@@ -84,7 +82,8 @@ private:
   static void modelWidthFields(Self &o, Visit &v);
   template <class Self, class Visit>
   static void trainingFields(Self &o, Visit &v);
-  template <class Self, class Visit> static void outputFields(Self &o, Visit &v);
+  template <class Self, class Visit>
+  static void outputFields(Self &o, Visit &v);
 };
 
 //===--- The option table -------------------------------------------------===//
@@ -119,10 +118,8 @@ void TrainOptions::dataFields(Self &o, Visit &v) {
     o.tokenizer);
   v(Opt("bpe-src", "source BPE vocabulary").group(group), o.bpeSrc);
   v(Opt("bpe-tgt", "target BPE vocabulary").group(group), o.bpeTgt);
-  v(Opt("src-vocab", "max source vocab (0: all)").group(group),
-    o.srcVocabMax);
-  v(Opt("tgt-vocab", "max target vocab (0: all)").group(group),
-    o.tgtVocabMax);
+  v(Opt("src-vocab", "max source vocab (0: all)").group(group), o.srcVocabMax);
+  v(Opt("tgt-vocab", "max target vocab (0: all)").group(group), o.tgtVocabMax);
   v(Opt("min-count", "min token count").group(group), o.minCount);
   v(Opt("max-len", "longest training sentence (tokens)")
         .group(group)
@@ -222,8 +219,7 @@ void TrainOptions::modelWidthFields(Self &o, Visit &v) {
   v(Opt("emb", "width").group(group).check(models::layerWidth), m.emb);
   v(Opt("hidden", "width").group(group).check(models::layerWidth), m.hidden);
   v(Opt("att", "width").group(group).check(models::layerWidth), m.att);
-  v(Opt("readout", "width").group(group).check(models::layerWidth),
-    m.readout);
+  v(Opt("readout", "width").group(group).check(models::layerWidth), m.readout);
   v(Opt("dropout", "dropout probability")
         .group(group)
         .check(models::dropoutRate),
@@ -252,7 +248,8 @@ void TrainOptions::trainingFields(Self &o, Visit &v) {
         .group(group)
         .check(models::positiveCount),
     o.maxTokens);
-  v(Opt("max-updates", "stop after N updates (0: no)").group(group)
+  v(Opt("max-updates", "stop after N updates (0: no)")
+        .group(group)
         .changeable(),
     o.maxUpdates);
   v(Opt("patience", "stop after N validations without progress (0: never)")
@@ -277,7 +274,6 @@ template <class Self, class Visit>
 void TrainOptions::outputFields(Self &o, Visit &v) {
   using models::Opt;
   const char *group = "Output";
-  models::runOutputRows(o, v, "checkpoint (OUT.best: best validation BLEU)");
   v(Opt("log-every", "log every N updates").group(group).changeable(),
     o.logEvery);
   v(Opt("valid-beam", "validation beam")
@@ -290,8 +286,7 @@ void TrainOptions::outputFields(Self &o, Visit &v) {
         .group(group)
         .changeable(),
     o.validEvery);
-  v(Opt("valid-max", "validation sentences (0: all)").group(group)
-        .changeable(),
+  v(Opt("valid-max", "validation sentences (0: all)").group(group).changeable(),
     o.validMax);
   v(Opt("skip-nonfinite", "skip an update with a NaN/Inf loss or gradient "
                           "instead of stopping")

@@ -118,8 +118,7 @@ void addAnalyzeOptions(CLI::App &cmd, AnalyzeRequest &r) {
   cmd.add_option("--model", r.model, "checkpoint")->required();
   cmd.add_option("--src", r.src, "source lines")->required();
   cmd.add_option("--ref", r.ref, "target lines (force-decoded)")->required();
-  cmd.add_option("--out", r.out,
-                 "folder for analysis.json, CSV and pictures")
+  cmd.add_option("--out", r.out, "folder for analysis.json, CSV and pictures")
       ->required();
   cmd.add_option("--gates", r.gates,
                  "probed gates (default: atr/ran/lstm i,f; gru/lau z,r; "

@@ -8,6 +8,7 @@
 #include "models/common/Optimizers.h"
 #include "models/common/RunFiles.h"
 #include "models/common/RunLog.h"
+#include "models/common/RunStart.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 #include "models/nmt/Options.h"
@@ -36,16 +37,12 @@ struct Codec {
   std::string detokenized(const std::vector<std::string> &tokens) const;
 };
 
-struct TrainState {
-  int64_t epoch = 0, batchInEpoch = 0, updates = 0, badEpochs = 0;
+struct TrainState : models::RunState {
+  int64_t badEpochs = 0;
   double bestBleu = -1, lr = 0;
-  bool finished = false;
-  // The current epoch's summed loss and target tokens so far, so a resumed
-  // epoch reports the loss of the whole epoch.
-  double epochLossSum = 0;
+  /// The current epoch's target tokens so far.
   int64_t epochTokens = 0;
   int64_t skippedUpdates = 0;
-  Rng dropoutRng{0};
   std::vector<double> epochLoss, validPerplexity, validBleu;
 };
 
@@ -59,7 +56,7 @@ struct TrainData {
   std::vector<std::string> trainSrc, trainTgt, validSrc, validTgt;
 };
 
-class Session {
+class Session : public models::RunIdentity {
 public:
   /// A new model for `data` (vocabularies and subword models from its
   /// training side).
@@ -96,13 +93,6 @@ public:
   std::unique_ptr<TranslationModel> model;
   Adam adam;
   TrainState state;
-  /// Identifies the run across its checkpoints (0: a format-1 checkpoint),
-  /// so one run never overwrites another's.
-  uint64_t runId = 0;
-  /// Set by --resume of OUT itself: the run's event log goes on, less the
-  /// events its killed predecessor logged after this checkpoint
-  /// (models::dropEventsAfter).
-  bool continuesLog = false;
   /// Called after every backward pass, before the update is checked and
   /// applied (tests poison gradients with it).
   std::function<void(int64_t)> beforeUpdate;

@@ -114,8 +114,7 @@ int translate(const TranslateRequest &r) {
 
 models::DriverCommand translateCommand() {
   return models::requestCommand("translate", "Translate raw lines",
-                                addTranslateOptions, translate,
-                                checkTranslate);
+                                addTranslateOptions, translate, checkTranslate);
 }
 
 } // namespace nmt

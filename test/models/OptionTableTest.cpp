@@ -42,8 +42,7 @@ template <class Options> void expectCommandLineCoversTheTable() {
   Options::fields(options, [&](const Opt &row, const auto &) {
     const CLI::Option *opt =
         cmd.get_option_no_throw("--" + row.commandLineName());
-    EXPECT_EQ(opt != nullptr, row.form() != Opt::Form::Recorded)
-        << row.name();
+    EXPECT_EQ(opt != nullptr, row.form() != Opt::Form::Recorded) << row.name();
   });
 }
 
@@ -121,8 +120,8 @@ TEST(OptionTable, CommandLineSetsMembersAndNamesTheGivenOnes) {
   nmt::TrainOptions options;
   CLI::App cmd("test");
   models::addOptionTable(cmd, options);
-  std::vector<std::string> args = {"--no-progress", "--no-layernorm",
-                                   "--cell", "gru", "--lr", "0.002"};
+  std::vector<std::string> args = {"--no-progress", "--no-layernorm", "--cell",
+                                   "gru",           "--lr",           "0.002"};
   std::reverse(args.begin(), args.end());
   cmd.parse(args);
   EXPECT_FALSE(options.progress);
@@ -130,8 +129,7 @@ TEST(OptionTable, CommandLineSetsMembersAndNamesTheGivenOnes) {
   EXPECT_EQ(options.model.cell, "gru");
   EXPECT_FLOAT_EQ(options.lr, 0.002f);
   EXPECT_EQ(models::givenTableOptions<nmt::TrainOptions>(cmd),
-            (std::set<std::string>{"progress", "no-layernorm", "cell",
-                                   "lr"}));
+            (std::set<std::string>{"progress", "no-layernorm", "cell", "lr"}));
 }
 
 /// Only the rows' attributes decide what --resume may change.
@@ -142,9 +140,9 @@ TEST(OptionTable, ResumeRulesComeFromTheRows) {
     EXPECT_TRUE(rules.changeable.count(key)) << key;
   for (const char *key : {"lr", "cell", "arch", "seed", "train-src"})
     EXPECT_FALSE(rules.changeable.count(key)) << key;
-  EXPECT_EQ(rules.fromCommandLine,
-            (std::set<std::string>{"out", "log", "progress",
-                                   "skip-nonfinite"}));
+  EXPECT_EQ(
+      rules.fromCommandLine,
+      (std::set<std::string>{"out", "log", "progress", "skip-nonfinite"}));
   EXPECT_EQ(rules.paths,
             (std::set<std::string>{"train-src", "train-tgt", "valid-src",
                                    "valid-tgt", "spm-src", "spm-tgt"}));
@@ -156,13 +154,13 @@ TEST(OptionTable, ResumeRulesComeFromTheRows) {
 
 /// The options every driver shares have one name, one form and one check.
 TEST(OptionTable, SharedOptionsAreTheSameEverywhere) {
-  for (const auto &names : {rowNames<nmt::TrainOptions>(),
-                            rowNames<cws::TrainOptions>(),
-                            rowNames<nli::TrainOptions>()}) {
+  for (const auto &names :
+       {rowNames<nmt::TrainOptions>(), rowNames<cws::TrainOptions>(),
+        rowNames<nli::TrainOptions>()}) {
     std::set<std::string> set(names.begin(), names.end());
-    for (const char *key : {"out", "log", "save-every", "progress", "seed",
-                            "lr", "clip", "epochs", "cell", "init",
-                            "between-layers"})
+    for (const char *key :
+         {"out", "log", "save-every", "progress", "seed", "lr", "clip",
+          "epochs", "cell", "init", "between-layers"})
       EXPECT_TRUE(set.count(key)) << key;
   }
 }

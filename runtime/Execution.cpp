@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Execution.h"
+#include "cellrt/Products.h"
 #include "Schedules.h"
 
 #include <atomic>
@@ -603,6 +604,14 @@ Status Execution::runGemm(const BoundOperation &bound, int64_t step,
                                     ? bound.packedProduct
                                     : nullptr;
   // Forward: OUT[., R] = IN[., C] W^T; backward: OUT[., C] += IN[., R] W.
+  if (detail::observingProducts()) {
+    bool backward = isBackward(bound.op->phase);
+    detail::observeProduct(
+        {backward ? ProductRecord::Kind::Backward
+                  : ProductRecord::Kind::Forward,
+         rows, backward ? bound.weightCols : bound.weightRows,
+         backward ? bound.weightRows : bound.weightCols, packed != nullptr});
+  }
   if (isBackward(bound.op->phase))
     return packed
                ? device.gemmAccumulatePacked(
@@ -630,6 +639,10 @@ Status Execution::runOperation(const BoundOperation &bound, int64_t step,
   case Operation::Kind::Wgrad: {
     const Operand &dy = bound.operands[0], &x = bound.operands[1];
     for (const GradientPart &part : bound.parts) {
+      if (detail::observingProducts())
+        detail::observeProduct({ProductRecord::Kind::WeightGradient,
+                                part.rows, bound.weightCols,
+                                rowEnd - rowBegin});
       Status status = device.gemmAccumulateTransposedInput(
           part.rows, bound.weightCols, rowEnd - rowBegin,
           dy.at(0) + rowBegin * dy.stride + part.rowOffset, dy.stride,

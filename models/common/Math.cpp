@@ -28,11 +28,22 @@ void setProductPrecision(cellrt::Precision precision) {
 
 cellrt::Precision productPrecision() { return precisionOfProducts; }
 
+namespace {
+std::function<void(const LayerProduct &)> layerProductObserver;
+} // namespace
+
+void setLayerProductObserver(
+    std::function<void(const LayerProduct &)> observer) {
+  layerProductObserver = std::move(observer);
+}
+
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
           int64_t ldb, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0)
     return;
+  if (layerProductObserver)
+    layerProductObserver({transA, transB, M, N, K, beta});
   if (precisionOfProducts == cellrt::Precision::BF16) {
     cellrt::Status status =
         alpha == 1.0f

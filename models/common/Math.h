@@ -17,6 +17,7 @@
 #include "cellrt/Precision.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,17 @@ cellrt::Precision productPrecision();
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
           float alpha, const float *A, int64_t lda, const float *B,
           int64_t ldb, float beta, float *C, int64_t ldc);
+
+/// One product of gemm(), for measuring what a model's layers multiply
+/// (bench/nmt-floor; the cells' own products: cellrt/Products.h).
+struct LayerProduct {
+  bool transA, transB;
+  int64_t m, n, k;
+  float beta;
+};
+/// Calls `observer` with every gemm() from now on (empty: stop); for
+/// measuring runs on one thread.
+void setLayerProductObserver(std::function<void(const LayerProduct &)> observer);
 
 /// Y[rows, out] (+)= X[rows, in] * W^T with W [out, in] (a linear layer).
 void linear(const float *X, int64_t rows, int64_t in, const float *W,

@@ -1,0 +1,269 @@
+//===- NmtFloor.cpp - An NMT model's words/s against its GEMM floor -------===//
+//
+//   nmt-floor --model CKPT [--updates N] [--sentences K] [--beam B]
+//
+// Issue #47's NMT floor. From a trained checkpoint and the data its options
+// name, it times N real training updates (forward, backward, Adam) on the
+// recipe's token batches and beam decoding of K validation sentences, while
+// recording every matrix product they run (cellrt/Products.h for the cells,
+// models::setLayerProductObserver for the layers; tiles off so that each
+// product is seen once). Then it times that list of products alone, on the
+// same GEMM entry points with the same shapes (the GEMM floor), and divides
+// its flops by this machine's dnnl_sgemm rate at n = 2048 (the flop floor).
+// One thread: cellrt would run products under 2 MFLOP on one thread at any
+// thread count, which this replay does not copy yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cellrt/Products.h"
+#include "models/common/Math.h"
+#include "models/nmt/Translator.h"
+#include "runtime/Gemm.h"
+
+#include <CLI/CLI.hpp>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One recorded product, as dnnl_sgemm arguments (row-major): C[m, n] =
+/// op(A)[m, k] · op(B)[k, n] (+ beta C).
+struct Product {
+  bool transA, transB;
+  int64_t m, n, k;
+  float beta;
+  bool cell, packed;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+};
+
+/// Records every product from construction to destruction.
+class Recorder {
+public:
+  explicit Recorder(std::vector<Product> &list) {
+    models::setLayerProductObserver([&list](const models::LayerProduct &p) {
+      list.push_back({p.transA, p.transB, p.m, p.n, p.k, p.beta, false,
+                      false});
+    });
+    cellrt::setProductObserver([&list](const cellrt::ProductRecord &r) {
+      using Kind = cellrt::ProductRecord::Kind;
+      // Forward: IN · Wᵀ; backward: OUT += IN · W; weight gradient:
+      // dW += dYᵀ · X (Execution.cpp).
+      bool transA = r.kind == Kind::WeightGradient;
+      bool transB = r.kind == Kind::Forward;
+      float beta = r.kind == Kind::Forward ? 0.f : 1.f;
+      list.push_back({transA, transB, r.m, r.n, r.k, beta, true, r.packed});
+    });
+  }
+  ~Recorder() {
+    models::setLayerProductObserver({});
+    cellrt::setProductObserver({});
+  }
+};
+
+/// Operands big enough for every product of `list`, and packed weights for
+/// its packed ones, made once; run() multiplies the list.
+class Replay {
+public:
+  explicit Replay(const std::vector<Product> &list) : list(list) {
+    int64_t largest = 1;
+    for (const Product &p : list)
+      largest = std::max({largest, p.m * p.k, p.k * p.n, p.m * p.n});
+    a.assign(largest, 0.01f);
+    b.assign(largest, 0.02f);
+    c.assign(largest, 0.f);
+    for (const Product &p : list)
+      if (p.packed && !packs.count({p.n, p.k}))
+        packs[{p.n, p.k}] = pack(p);
+  }
+
+  void run() {
+    for (const Product &p : list) {
+      if (p.packed && !p.transA) {
+        const cellrt::PackedProduct &w = *packs.at({p.n, p.k});
+        if (!w.multiply(p.m, a.data(), p.k, c.data(), p.n).ok())
+          std::abort();
+        continue;
+      }
+      int64_t lda = p.transA ? p.m : p.k, ldb = p.transB ? p.k : p.n;
+      if (dnnl_sgemm(p.transA ? 'T' : 'N', p.transB ? 'T' : 'N', p.m, p.n,
+                     p.k, 1.0f, a.data(), lda, b.data(), ldb, p.beta,
+                     c.data(), p.n) != dnnl_success)
+        std::abort();
+    }
+  }
+
+private:
+  std::unique_ptr<cellrt::PackedProduct> pack(const Product &p) {
+    std::string error;
+    using Use = cellrt::PackedProduct::Use;
+    // A forward product reads the weight [n, k]; a backward one [k, n].
+    auto packed = p.transB
+                      ? cellrt::PackedProduct::pack(b.data(), p.n, p.k, error)
+                      : cellrt::PackedProduct::pack(b.data(), p.k, p.n, error,
+                                                    cellrt::Precision::F32,
+                                                    Use::Backward);
+    if (!packed) {
+      std::fprintf(stderr, "nmt-floor: %s\n", error.c_str());
+      std::exit(1);
+    }
+    return packed;
+  }
+
+  const std::vector<Product> &list;
+  std::vector<float> a, b, c;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<cellrt::PackedProduct>>
+      packs;
+};
+
+double totalFlops(const std::vector<Product> &list, bool cellsOnly) {
+  double sum = 0;
+  for (const Product &p : list)
+    if (!cellsOnly || p.cell)
+      sum += p.flops();
+  return sum;
+}
+
+/// The best of `reps` timings of the list's products alone.
+double replaySeconds(const std::vector<Product> &list, int reps) {
+  Replay replay(list);
+  replay.run(); // warm-up: primitives made, caches filled
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto start = Clock::now();
+    replay.run();
+    best = std::min(best, secondsSince(start));
+  }
+  return best;
+}
+
+/// dnnl_sgemm's rate at n = 2048 (bench/PeakBench.cpp's `sgemm`), flop/s.
+double sgemmPeak() {
+  const int64_t n = 2048;
+  std::vector<float> a(n * n, 0.01f), b(n * n, 0.02f), c(n * n);
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    auto start = Clock::now();
+    dnnl_sgemm('N', 'T', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+               c.data(), n);
+    best = std::min(best, secondsSince(start));
+  }
+  return 2.0 * double(n) * n * n / best;
+}
+
+struct Measured {
+  double seconds = 0;
+  int64_t words = 0; // target words (training: real target tokens)
+  std::vector<Product> products;
+};
+
+/// N training updates on the first batches of the recipe's epoch-1 order.
+Measured trainUpdates(nmt::Session &session, int64_t updates) {
+  nmt::TrainData data = nmt::loadTrainData(session.options);
+  auto examples = session.examples(data.trainSrc, data.trainTgt, true);
+  models::Rng orderRng(session.options.seed);
+  auto batches =
+      models::makeBatchOrder(examples, session.options.maxTokens, orderRng);
+  auto params = session.model->params();
+  models::Rng dropout(7);
+  Measured m;
+  auto step = [&](int64_t i) {
+    models::Batch batch = models::makeBatch(examples, batches[i]);
+    models::zeroGrads(params);
+    session.model->loss(batch, true, &dropout);
+    session.adam.update(params, models::gradientNorm(params));
+    return batch.targetTokens;
+  };
+  step(0); // warm-up
+  auto start = Clock::now();
+  for (int64_t i = 1; i <= updates; ++i)
+    m.words += step(i);
+  m.seconds = secondsSince(start);
+  Recorder recorder(m.products);
+  for (int64_t i = 1; i <= updates; ++i)
+    step(i);
+  return m;
+}
+
+/// Beam decoding of the first `sentences` validation sentences.
+Measured decode(nmt::Session &session, int64_t sentences, int64_t beam) {
+  nmt::TrainData data = nmt::loadTrainData(session.options);
+  std::vector<std::string> lines(
+      data.validSrc.begin(),
+      data.validSrc.begin() +
+          std::min<int64_t>(sentences, int64_t(data.validSrc.size())));
+  nmt::DecodeOptions options;
+  options.beam = beam;
+  Measured m;
+  std::vector<nmt::Session *> models = {&session};
+  nmt::translateLines(models, {lines[0]}, options); // warm-up
+  auto start = Clock::now();
+  nmt::translateLines(models, lines, options, &m.words);
+  m.seconds = secondsSince(start);
+  Recorder recorder(m.products);
+  nmt::translateLines(models, lines, options);
+  return m;
+}
+
+void report(const char *what, const Measured &m, double peak) {
+  double floor = replaySeconds(m.products, 3);
+  double flops = totalFlops(m.products, false);
+  double flopFloor = flops / peak;
+  std::printf("%s: %lld products, %.2f GFLOP (cells %.0f%%)\n", what,
+              (long long)m.products.size(), flops / 1e9,
+              100 * totalFlops(m.products, true) / flops);
+  std::printf("  real        %8.3f s  %9.0f target words/s\n", m.seconds,
+              m.words / m.seconds);
+  std::printf("  GEMM floor  %8.3f s  %9.0f target words/s  real/floor "
+              "%.2fx\n",
+              floor, m.words / floor, m.seconds / floor);
+  std::printf("  flop floor  %8.3f s  %9.0f target words/s  real/floor "
+              "%.2fx\n",
+              flopFloor, m.words / flopFloor, m.seconds / flopFloor);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app("nmt-floor: an NMT model's training and decoding against the "
+               "time its matrix products alone take (issue #47)");
+  std::string model;
+  int64_t updates = 20, sentences = 100, beam = 5;
+  app.add_option("--model", model, "checkpoint (its options name the data)")
+      ->required();
+  app.add_option("--updates", updates, "training updates timed")
+      ->capture_default_str();
+  app.add_option("--sentences", sentences, "validation sentences decoded")
+      ->capture_default_str();
+  app.add_option("--beam", beam, "beam size")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  // Each product seen once, on one thread (Products.h).
+  setenv("CELLRT_TILED_STEPS", "0", 1);
+  models::setThreads(1);
+  try {
+    std::unique_ptr<nmt::Session> session = nmt::Session::load(model);
+    double peak = sgemmPeak();
+    std::printf("%s: arch %s, cell %s, width %lld; sgemm peak %.1f GFLOP/s "
+                "(1 thread)\n",
+                model.c_str(), session->options.model.arch.c_str(),
+                session->options.model.cell.c_str(),
+                (long long)session->options.model.hidden, peak / 1e9);
+    report("training", trainUpdates(*session, updates), peak);
+    report("decoding", decode(*session, sentences, beam), peak);
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "nmt-floor: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,6 +1,7 @@
 //===- NmtFloor.cpp - An NMT model's words/s against its GEMM floor -------===//
 //
 //   nmt-floor --model CKPT [--updates N] [--sentences K] [--beam B]
+//             [--real-only]
 //
 // Issue #47's NMT floor. From a trained checkpoint and the data its options
 // name, it times N real training updates (forward, backward, Adam) on the
@@ -33,6 +34,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The real timings alone (for a profiler: no recording, no replay).
+bool realOnly = false;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -190,6 +194,8 @@ Measured trainUpdates(nmt::Session &session, int64_t updates) {
   for (int64_t i = 1; i <= updates; ++i)
     m.words += step(i);
   m.seconds = secondsSince(start);
+  if (realOnly)
+    return m;
   Recorder recorder(m.products);
   for (int64_t i = 1; i <= updates; ++i)
     step(i);
@@ -211,12 +217,19 @@ Measured decode(nmt::Session &session, int64_t sentences, int64_t beam) {
   auto start = Clock::now();
   nmt::translateLines(models, lines, options, &m.words);
   m.seconds = secondsSince(start);
+  if (realOnly)
+    return m;
   Recorder recorder(m.products);
   nmt::translateLines(models, lines, options);
   return m;
 }
 
 void report(const char *what, const Measured &m, double peak) {
+  if (realOnly) {
+    std::printf("%s: real %.3f s, %.0f target words/s\n", what, m.seconds,
+                m.words / m.seconds);
+    return;
+  }
   double floor = replaySeconds(m.products, 3);
   double flops = totalFlops(m.products, false);
   double flopFloor = flops / peak;
@@ -247,6 +260,8 @@ int main(int argc, char **argv) {
   app.add_option("--sentences", sentences, "validation sentences decoded")
       ->capture_default_str();
   app.add_option("--beam", beam, "beam size")->capture_default_str();
+  app.add_flag("--real-only", realOnly,
+               "time the model alone: no recording, no replay (to profile)");
   CLI11_PARSE(app, argc, argv);
   // Each product seen once, on one thread (Products.h).
   setenv("CELLRT_TILED_STEPS", "0", 1);

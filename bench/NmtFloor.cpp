@@ -1,7 +1,7 @@
 //===- NmtFloor.cpp - An NMT model's words/s against its GEMM floor -------===//
 //
 //   nmt-floor --model CKPT [--updates N] [--sentences K] [--beam B]
-//             [--real-only]
+//             [--threads N] [--real-only [--default-schedule]]
 //
 // Issue #47's NMT floor. From a trained checkpoint and the data its options
 // name, it times N real training updates (forward, backward, Adam) on the
@@ -11,8 +11,12 @@
 // product is seen once). Then it times that list of products alone, on the
 // same GEMM entry points with the same shapes (the GEMM floor), and divides
 // its flops by this machine's dnnl_sgemm rate at n = 2048 (the flop floor).
-// One thread: cellrt would run products under 2 MFLOP on one thread at any
-// thread count, which this replay does not copy yet.
+// The real run takes the per-step schedule, whose products the floor
+// records (no tiles); --real-only --default-schedule times cellrt's
+// default, tiles where they pay.
+// The cells' products are replayed through cellrt's own GEMM functions, so
+// that at --threads N the small ones run on one thread as cellrt runs them
+// (OneDnn.h); the layers' through dnnl_sgemm, as models::gemm calls it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +53,7 @@ struct Product {
   int64_t m, n, k;
   float beta;
   bool cell, packed;
+  cellrt::ProductRecord::Kind kind = cellrt::ProductRecord::Kind::Forward;
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
@@ -67,7 +72,8 @@ public:
       bool transA = r.kind == Kind::WeightGradient;
       bool transB = r.kind == Kind::Forward;
       float beta = r.kind == Kind::Forward ? 0.f : 1.f;
-      list.push_back({transA, transB, r.m, r.n, r.k, beta, true, r.packed});
+      list.push_back(
+          {transA, transB, r.m, r.n, r.k, beta, true, r.packed, r.kind});
     });
   }
   ~Recorder() {
@@ -100,6 +106,11 @@ public:
           std::abort();
         continue;
       }
+      if (p.cell) {
+        if (!cellProduct(p).ok())
+          std::abort();
+        continue;
+      }
       int64_t lda = p.transA ? p.m : p.k, ldb = p.transB ? p.k : p.n;
       if (dnnl_sgemm(p.transA ? 'T' : 'N', p.transB ? 'T' : 'N', p.m, p.n,
                      p.k, 1.0f, a.data(), lda, b.data(), ldb, p.beta,
@@ -109,6 +120,25 @@ public:
   }
 
 private:
+  /// A cell's product through the function cellrt ran it with
+  /// (Execution::runGemm, the weight-gradient loop).
+  cellrt::Status cellProduct(const Product &p) {
+    using Kind = cellrt::ProductRecord::Kind;
+    namespace d = cellrt::detail;
+    switch (p.kind) {
+    case Kind::Forward:
+      return d::gemmTransposedWeight(p.m, p.n, p.k, a.data(), p.k, b.data(),
+                                     p.k, c.data(), p.n);
+    case Kind::Backward:
+      return d::gemmAccumulate(p.m, p.n, p.k, a.data(), p.k, b.data(), p.n,
+                               c.data(), p.n);
+    case Kind::WeightGradient:
+      break;
+    }
+    return d::gemmAccumulateTransposedInput(p.m, p.n, p.k, a.data(), p.m,
+                                            b.data(), p.n, c.data(), p.n);
+  }
+
   std::unique_ptr<cellrt::PackedProduct> pack(const Product &p) {
     std::string error;
     using Use = cellrt::PackedProduct::Use;
@@ -252,7 +282,7 @@ int main(int argc, char **argv) {
   CLI::App app("nmt-floor: an NMT model's training and decoding against the "
                "time its matrix products alone take (issue #47)");
   std::string model;
-  int64_t updates = 20, sentences = 100, beam = 5;
+  int64_t updates = 20, sentences = 100, beam = 5, threads = 1;
   app.add_option("--model", model, "checkpoint (its options name the data)")
       ->required();
   app.add_option("--updates", updates, "training updates timed")
@@ -260,20 +290,34 @@ int main(int argc, char **argv) {
   app.add_option("--sentences", sentences, "validation sentences decoded")
       ->capture_default_str();
   app.add_option("--beam", beam, "beam size")->capture_default_str();
+  app.add_option("--threads", threads, "OpenMP threads, as nmt's")
+      ->capture_default_str();
+  bool defaultSchedule = false;
+  app.add_flag("--default-schedule", defaultSchedule,
+               "with --real-only: cellrt's default schedule, tiles where they "
+               "pay (otherwise the per-step schedule, whose products the "
+               "floor records)");
   app.add_flag("--real-only", realOnly,
                "time the model alone: no recording, no replay (to profile)");
   CLI11_PARSE(app, argc, argv);
-  // Each product seen once, on one thread (Products.h).
-  setenv("CELLRT_TILED_STEPS", "0", 1);
-  models::setThreads(1);
+  // Each product seen once (Products.h): no tiles. At several threads a
+  // product is still recorded once (runGemm runs it whole on the team).
+  if (defaultSchedule && !realOnly) {
+    std::fprintf(stderr, "nmt-floor: --default-schedule needs --real-only\n");
+    return 2;
+  }
+  if (!defaultSchedule)
+    setenv("CELLRT_TILED_STEPS", "0", 1);
+  models::setThreads(int(threads));
   try {
     std::unique_ptr<nmt::Session> session = nmt::Session::load(model);
     double peak = sgemmPeak();
     std::printf("%s: arch %s, cell %s, width %lld; sgemm peak %.1f GFLOP/s "
-                "(1 thread)\n",
+                "(%lld thread%s)\n",
                 model.c_str(), session->options.model.arch.c_str(),
                 session->options.model.cell.c_str(),
-                (long long)session->options.model.hidden, peak / 1e9);
+                (long long)session->options.model.hidden, peak / 1e9,
+                (long long)threads, threads == 1 ? "" : "s");
     report("training", trainUpdates(*session, updates), peak);
     report("decoding", decode(*session, sentences, beam), peak);
   } catch (const std::exception &error) {

@@ -268,11 +268,13 @@ namespace {
 /// larger --epochs extends it.
 bool continues(Session &session, const TrainRequest &request,
                const std::string &path) {
-  if (session.state.finished && !request.given.count("epochs") &&
-      !request.given.count("max-updates")) {
+  if (!session.state.finished)
+    return true; // a killed run goes on exactly, its patience count too
+  if (!request.given.count("epochs") && !request.given.count("max-updates")) {
     std::fprintf(stderr, "nli: %s has finished training\n", path.c_str());
     return false;
   }
+  // Extended: the epochs given again start a new count.
   session.state.finished = false;
   session.state.badEpochs = 0;
   return true;

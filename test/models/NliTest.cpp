@@ -256,6 +256,55 @@ TEST(NliTraining, PatienceStopsAfterEpochsWithoutProgress) {
   EXPECT_EQ(endless.state.epoch, 5);
 }
 
+/// A run killed after epoch 2 without progress (one epoch of patience
+/// spent) and resumed stops where the run without a kill stops: the count
+/// of epochs without progress comes back with the checkpoint.
+TEST(NliTraining, ResumedRunKeepsItsPatienceCount) {
+  std::string dir = ::testing::TempDir() + "nli-patience-resume";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  {
+    std::ofstream file(dir + "/train.tsv");
+    for (const Pair &pair : syntheticPairs(48, 9)) {
+      auto join = [](const std::vector<std::string> &words) {
+        std::string text;
+        for (const std::string &word : words)
+          text += (text.empty() ? "" : " ") + word;
+        return text;
+      };
+      file << join(pair.premise) << "\t" << join(pair.hypothesis) << "\t"
+           << kLabelNames[pair.label] << "\n";
+    }
+  }
+  TrainRequest request;
+  TrainOptions &o = request.options;
+  o.train = o.valid = dir + "/train";
+  o.model.kind = "bow";
+  o.model.emb = 4;
+  o.model.hidden = 4;
+  o.batch = 16;
+  o.epochs = 30;
+  o.lr = 1e-7f; // the accuracy stays where the first epoch puts it
+  o.patience = 2;
+  o.progress = false;
+  o.out = dir + "/run.ckpt";
+  struct Killed {};
+  TrainData data;
+  {
+    std::unique_ptr<Session> first = prepareTraining(request, data);
+    first->afterEpoch = [](int64_t epoch) {
+      if (epoch == 2)
+        throw Killed();
+    };
+    EXPECT_THROW(first->train(data), Killed);
+  }
+  request.resume = true;
+  std::unique_ptr<Session> resumed = prepareTraining(request, data);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->state.badEpochs, 1);
+  resumed->train(data);
+  EXPECT_EQ(resumed->state.epoch, 3); // as PatienceStops... without a kill
+}
+
 /// A model trained on a .cell file loads after the file is gone: the
 /// checkpoint keeps the cell's source.
 TEST(NliTraining, CheckpointKeepsTheCellFile) {

@@ -1,11 +1,12 @@
 //===- NmtFloor.cpp - An NMT model's words/s against its GEMM floor -------===//
 //
 //   nmt-floor --model CKPT [--updates N] [--sentences K] [--beam B]
-//             [--threads N] [--real-only [--default-schedule]]
+//             [--reps R] [--threads N] [--real-only [--default-schedule]]
 //
 // Issue #47's NMT floor. From a trained checkpoint and the data its options
 // name, it times N real training updates (forward, backward, Adam) on the
-// recipe's token batches and beam decoding of K validation sentences, while
+// recipe's token batches and beam decoding of K validation sentences (each
+// after one untimed pass, the median of R passes), while
 // recording every matrix product they run (cellrt/Products.h for the cells,
 // models::setLayerProductObserver for the layers; tiles off so that each
 // product is seen once). Then it times that list of products alone, on the
@@ -62,8 +63,7 @@ class Recorder {
 public:
   explicit Recorder(std::vector<Product> &list) {
     models::setLayerProductObserver([&list](const models::LayerProduct &p) {
-      list.push_back({p.transA, p.transB, p.m, p.n, p.k, p.beta, false,
-                      false});
+      list.push_back({p.transA, p.transB, p.m, p.n, p.k, p.beta, false, false});
     });
     cellrt::setProductObserver([&list](const cellrt::ProductRecord &r) {
       using Kind = cellrt::ProductRecord::Kind;
@@ -112,9 +112,9 @@ public:
         continue;
       }
       int64_t lda = p.transA ? p.m : p.k, ldb = p.transB ? p.k : p.n;
-      if (dnnl_sgemm(p.transA ? 'T' : 'N', p.transB ? 'T' : 'N', p.m, p.n,
-                     p.k, 1.0f, a.data(), lda, b.data(), ldb, p.beta,
-                     c.data(), p.n) != dnnl_success)
+      if (dnnl_sgemm(p.transA ? 'T' : 'N', p.transB ? 'T' : 'N', p.m, p.n, p.k,
+                     1.0f, a.data(), lda, b.data(), ldb, p.beta, c.data(),
+                     p.n) != dnnl_success)
         std::abort();
     }
   }
@@ -202,7 +202,24 @@ struct Measured {
   std::vector<Product> products;
 };
 
-/// N training updates on the first batches of the recipe's epoch-1 order.
+/// Timed passes per measurement (--reps): the median is reported.
+int64_t reps = 3;
+
+/// The median of `reps` timings of `pass`.
+template <typename Pass> double medianSeconds(Pass pass) {
+  std::vector<double> times;
+  for (int64_t i = 0; i < reps; ++i) {
+    auto start = Clock::now();
+    pass();
+    times.push_back(secondsSince(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// N training updates on the first batches of the recipe's epoch-1 order,
+/// after one untimed pass over the same batches: the model's buffers have
+/// grown to their largest, as in a long run, so growing them is not timed.
 Measured trainUpdates(nmt::Session &session, int64_t updates) {
   nmt::TrainData data = nmt::loadTrainData(session.options);
   auto examples = session.examples(data.trainSrc, data.trainTgt, true);
@@ -219,11 +236,13 @@ Measured trainUpdates(nmt::Session &session, int64_t updates) {
     session.adam.update(params, models::gradientNorm(params));
     return batch.targetTokens;
   };
-  step(0); // warm-up
-  auto start = Clock::now();
-  for (int64_t i = 1; i <= updates; ++i)
-    m.words += step(i);
-  m.seconds = secondsSince(start);
+  auto pass = [&] {
+    m.words = 0;
+    for (int64_t i = 1; i <= updates; ++i)
+      m.words += step(i);
+  };
+  pass(); // warm-up
+  m.seconds = medianSeconds(pass);
   if (realOnly)
     return m;
   Recorder recorder(m.products);
@@ -243,10 +262,12 @@ Measured decode(nmt::Session &session, int64_t sentences, int64_t beam) {
   options.beam = beam;
   Measured m;
   std::vector<nmt::Session *> models = {&session};
-  nmt::translateLines(models, {lines[0]}, options); // warm-up
-  auto start = Clock::now();
-  nmt::translateLines(models, lines, options, &m.words);
-  m.seconds = secondsSince(start);
+  auto pass = [&] {
+    m.words = 0;
+    nmt::translateLines(models, lines, options, &m.words);
+  };
+  pass(); // warm-up
+  m.seconds = medianSeconds(pass);
   if (realOnly)
     return m;
   Recorder recorder(m.products);
@@ -290,6 +311,9 @@ int main(int argc, char **argv) {
   app.add_option("--sentences", sentences, "validation sentences decoded")
       ->capture_default_str();
   app.add_option("--beam", beam, "beam size")->capture_default_str();
+  app.add_option("--reps", reps, "timed passes; the median is reported")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads, as nmt's")
       ->capture_default_str();
   bool defaultSchedule = false;

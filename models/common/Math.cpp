@@ -38,8 +38,8 @@ void setLayerProductObserver(
 }
 
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
-          float alpha, const float *A, int64_t lda, const float *B,
-          int64_t ldb, float beta, float *C, int64_t ldc) {
+          float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+          float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0)
     return;
   if (layerProductObserver)
@@ -62,9 +62,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
         C[i * ldc + j] = beta == 0 ? 0.f : beta * C[i * ldc + j];
     return;
   }
-  dnnl_status_t status =
-      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A,
-                 lda, B, ldb, beta, C, ldc);
+  dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M,
+                                    N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (status != dnnl_success) {
     std::fprintf(stderr, "nmt: dnnl_sgemm failed (status %d)\n", int(status));
     std::abort();
@@ -73,8 +72,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
 
 void linear(const float *X, int64_t rows, int64_t in, const float *W,
             int64_t out, float *Y, bool accumulate) {
-  gemm(false, true, rows, out, in, 1.f, X, in, W, in, accumulate ? 1.f : 0.f,
-       Y, out);
+  gemm(false, true, rows, out, in, 1.f, X, in, W, in, accumulate ? 1.f : 0.f, Y,
+       out);
 }
 
 void linearBackward(const float *X, int64_t rows, int64_t in, const float *W,
@@ -176,10 +175,9 @@ void checkLengths(const int32_t *lengths, int64_t B, int64_t T,
                   const std::string &what) {
   for (int64_t b = 0; b < B; ++b)
     if (lengths[b] < 1 || lengths[b] > T)
-      throw std::invalid_argument(what + " length " +
-                                  std::to_string(lengths[b]) + " of row " +
-                                  std::to_string(b) + " is outside [1, " +
-                                  std::to_string(T) + "]");
+      throw std::invalid_argument(
+          what + " length " + std::to_string(lengths[b]) + " of row " +
+          std::to_string(b) + " is outside [1, " + std::to_string(T) + "]");
 }
 
 void attentionForward(const AttentionShape &s, const float *ann,
@@ -280,9 +278,14 @@ void attentionBackward(const AttentionShape &s, const float *ann,
 bool setThreads(int n) {
   if (n <= 0)
     return true;
+  // The cells' kernels and the layers' parallelFor share cellrt's pool,
+  // which otherwise takes every core: `--threads 1` runs side by side
+  // would each wake a second thread on a core the other run holds.
+  cellrt::setNumThreads(n);
   // The OpenMP runtime comes with oneDNN; look it up rather than link it.
   using SetFn = void (*)(int);
-  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto set =
+      reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
   if (!set)
     return false;
   set(n);

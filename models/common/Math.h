@@ -110,8 +110,9 @@ void tanhInPlace(float *x, int64_t n);
 /// Its backward given y = tanh(x): dy[i] *= 1 - y[i]^2.
 void tanhBackward(const float *y, float *dy, int64_t n);
 
-/// Sets the OpenMP thread count of oneDNN (and anything else using the
-/// process's OpenMP runtime); n <= 0 leaves it alone. Small models run
+/// Sets the thread count of cellrt's pool (the cells' kernels and the
+/// layers' parallelFor) and the OpenMP one of oneDNN (and anything else
+/// using the process's OpenMP runtime); n <= 0 leaves them alone. Small models run
 /// fastest on one thread, especially on a loaded machine. Returns false when
 /// no OpenMP runtime is loaded.
 bool setThreads(int n);

@@ -7,9 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "models/common/OptionTable.h"
+#include "models/common/Driver.h"
 #include "models/cws/Options.h"
 #include "models/nli/Options.h"
 #include "models/nmt/Options.h"
+
+#include "cellrt/Runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -166,3 +169,24 @@ TEST(OptionTable, SharedOptionsAreTheSameEverywhere) {
 }
 
 } // namespace
+
+// --threads N is every thread the command runs: oneDNN's and cellrt's pool
+// (the cells' kernels and the layers' parallelFor). The pool once kept
+// every core under --threads 1, so two one-thread runs side by side each
+// handed work to a second thread on the other run's core.
+TEST(Driver, ThreadsSetTheKernelsPool) {
+  int seen = 0;
+  models::DriverCommand probe{"probe", "records the pool's threads",
+                              [](CLI::App &) {},
+                              [&seen](const CLI::App &) {
+                                seen = cellrt::getNumThreads();
+                                return 0;
+                              }};
+  for (const char *threads : {"1", "2", "1"}) {
+    const char *argv[] = {"prog", "probe", "--threads", threads};
+    ASSERT_EQ(models::driverMain(4, const_cast<char **>(argv),
+                                 {"prog", "prog: a test", "0"}, {probe}),
+              0);
+    EXPECT_EQ(seen, std::atoi(threads));
+  }
+}

@@ -14,14 +14,33 @@ namespace models {
 
 // Like Math.cpp, built with libmvec and -march=native: exp vectorises.
 
+namespace {
+
+/// The largest of x[0, n). Sixteen running maxima, one per lane: a max
+/// reduction over one accumulator stays scalar without -ffast-math's
+/// no-NaN promise, and this loop is the first of three over every logit.
+float rowMax(const float *x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t k = 0; k < kLanes; ++k)
+      lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
+  float best = *std::max_element(lanes, lanes + kLanes);
+  for (; j < n; ++j)
+    best = std::max(best, x[j]);
+  return best;
+}
+
+} // namespace
+
 void logSoftmax(float *logits, int64_t R, int64_t V) {
   cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
 #pragma clang fp reassociate(on)
     for (int64_t r = begin; r < end; ++r) {
       float *row = logits + r * V;
-      float best = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < V; ++j)
-        best = std::max(best, row[j]);
+      const float best = rowMax(row, V);
       float total = 0;
       for (int64_t j = 0; j < V; ++j)
         total += std::exp(row[j] - best);
@@ -32,50 +51,53 @@ void logSoftmax(float *logits, int64_t R, int64_t V) {
   });
 }
 
-/// -log p(target) smoothed by eps (smoothedCrossEntropyInPlace) of one row
-/// of log-probabilities; eps = 0: -row[target] exactly.
-static double smoothedRowLoss(const float *row, int64_t V, int32_t target,
-                              float eps) {
-  if (eps == 0)
-    return -row[target];
-  double sum = 0;
-  for (int64_t j = 0; j < V; ++j)
-    sum += row[j];
-  return (1.0 - eps) * -double(row[target]) + eps * (-sum / double(V));
-}
+namespace {
 
-/// Cross-entropy from log-probs [R, V] against targets smoothed by eps
-/// (rows with mask[r] == 0 are skipped); returns the summed loss and writes
-/// dLogits = scale * (softmax - q), q = (1 - eps) onehot + eps / V, for
-/// unmasked rows, 0 otherwise.
-static double crossEntropy(const float *logProbs, int64_t R, int64_t V,
-                           const int32_t *targets, const uint8_t *mask,
-                           float eps, float scale, float *dLogits) {
-  const float uniform = eps / float(V), onTarget = scale * (1 - eps);
-  std::vector<double> rowLoss(R, 0.0);
-  cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float *d = dLogits ? dLogits + r * V : nullptr;
-      if (mask && !mask[r]) {
-        if (d)
-          std::fill(d, d + V, 0.f);
-        continue;
+/// What smoothedCrossEntropyInPlace does to one row, in three passes over
+/// it while it is in cache (the row of an 8,000-word vocabulary is 32 KB):
+/// its maximum and sum; exp(x - max), summed, into the gradient's row; then
+/// the log-probabilities and the gradient together. One exp per logit.
+struct RowLoss {
+  int64_t V;
+  float eps, scale;
+
+  /// Returns -log p(target) smoothed by eps: (1 - eps) (-log p(target)) +
+  /// eps (-mean log p), computed from the logits' sum (sum log p = sum x -
+  /// V shift). `d` (may be null) gets scale (softmax - q).
+  double operator()(float *row, int32_t target, float *d) const {
+#pragma clang fp reassociate(on)
+    const float best = rowMax(row, V);
+    float sum = 0;
+    for (int64_t j = 0; j < V; ++j)
+      sum += row[j];
+    float total = 0;
+    if (d) {
+      for (int64_t j = 0; j < V; ++j) {
+        d[j] = std::exp(row[j] - best);
+        total += d[j];
       }
-      const float *row = logProbs + r * V;
-      rowLoss[r] = smoothedRowLoss(row, V, targets[r], eps);
-      if (!d)
-        continue;
+    } else {
       for (int64_t j = 0; j < V; ++j)
-        d[j] = scale * (std::exp(row[j]) - uniform);
-      d[targets[r]] -= onTarget;
+        total += std::exp(row[j] - best);
     }
-  });
-  // Summed in row order: the same loss for any number of threads.
-  double loss = 0;
-  for (double value : rowLoss)
-    loss += value;
-  return loss;
-}
+    float shift = best + std::log(total);
+    for (int64_t j = 0; j < V; ++j)
+      row[j] -= shift;
+    if (d) {
+      const float toProbability = scale / total, uniform = scale * eps / V;
+      for (int64_t j = 0; j < V; ++j)
+        d[j] = d[j] * toProbability - uniform;
+      d[target] -= scale * (1 - eps);
+    }
+    double targetLoss = -double(row[target]);
+    if (eps == 0)
+      return targetLoss;
+    double meanLogProb = (double(sum) - double(V) * shift) / double(V);
+    return (1.0 - eps) * targetLoss + eps * -meanLogProb;
+  }
+};
+
+} // namespace
 
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
@@ -86,9 +108,27 @@ double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
       throw std::out_of_range("target " + std::to_string(targets[r]) +
                               " outside " + std::to_string(classes) +
                               " classes");
-  logSoftmax(logits, rows, classes);
-  return crossEntropy(logits, rows, classes, targets, mask, smoothing, scale,
-                      dLogits);
+  const RowLoss rowLoss{classes, smoothing, scale};
+  std::vector<double> losses(rows, 0.0);
+  cellrt::parallelFor(rows, rows * classes, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float *d = dLogits ? dLogits + r * classes : nullptr;
+      bool counted = !mask || mask[r];
+      // A masked row's log-probabilities are still written; its gradient
+      // is 0.
+      double loss = rowLoss(logits + r * classes, counted ? targets[r] : 0,
+                            counted ? d : nullptr);
+      if (counted)
+        losses[r] = loss;
+      else if (d)
+        std::fill(d, d + classes, 0.f);
+    }
+  });
+  // Summed in row order: the same loss for any number of threads.
+  double loss = 0;
+  for (double value : losses)
+    loss += value;
+  return loss;
 }
 
 double softmaxCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,

@@ -1,7 +1,8 @@
 //===- NmtFloor.cpp - An NMT model's words/s against its GEMM floor -------===//
 //
 //   nmt-floor --model CKPT [--updates N] [--sentences K] [--beam B]
-//             [--reps R] [--threads N] [--real-only [--default-schedule]]
+//             [--reps R] [--threads N] [--precision f32|bf16]
+//             [--real-only [--default-schedule]]
 //
 // Issue #47's NMT floor. From a trained checkpoint and the data its options
 // name, it times N real training updates (forward, backward, Adam) on the
@@ -12,6 +13,10 @@
 // product is seen once). Then it times that list of products alone, on the
 // same GEMM entry points with the same shapes (the GEMM floor), and divides
 // its flops by this machine's dnnl_sgemm rate at n = 2048 (the flop floor).
+// In bf16 (--precision bf16, or a bf16 checkpoint) every product is replayed
+// through cellrt::multiply in bf16 (operands rounded each time, so the floor
+// includes the rounding that the model partly saves by keeping rounded
+// copies), and the flop floor is at that function's rate at n = 2048.
 // The real run takes the per-step schedule, whose products the floor
 // records (no tiles); --real-only --default-schedule times cellrt's
 // default, tiles where they pay.
@@ -22,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cellrt/Products.h"
+#include "cellrt/Runtime.h"
 #include "models/common/Math.h"
 #include "models/nmt/Translator.h"
 #include "runtime/Gemm.h"
@@ -42,6 +48,9 @@ using Clock = std::chrono::steady_clock;
 
 /// The real timings alone (for a profiler: no recording, no replay).
 bool realOnly = false;
+
+/// What the products multiply in (--precision; the checkpoint's by default).
+cellrt::Precision precision = cellrt::Precision::F32;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -106,6 +115,13 @@ public:
           std::abort();
         continue;
       }
+      if (precision == cellrt::Precision::BF16) {
+        // The cells' bf16 products and the layers' (models::gemm) both
+        // round their operands and multiply through cellrt's gemmBf16.
+        if (!bf16Product(p).ok())
+          std::abort();
+        continue;
+      }
       if (p.cell) {
         if (!cellProduct(p).ok())
           std::abort();
@@ -139,15 +155,22 @@ private:
                                             b.data(), p.n, c.data(), p.n);
   }
 
+  cellrt::Status bf16Product(const Product &p) {
+    int64_t lda = p.transA ? p.m : p.k, ldb = p.transB ? p.k : p.n;
+    return cellrt::multiply(cellrt::Precision::BF16, p.transA, p.transB, p.m,
+                            p.n, p.k, a.data(), lda, b.data(), ldb, p.beta,
+                            c.data(), p.n);
+  }
+
   std::unique_ptr<cellrt::PackedProduct> pack(const Product &p) {
     std::string error;
     using Use = cellrt::PackedProduct::Use;
     // A forward product reads the weight [n, k]; a backward one [k, n].
-    auto packed = p.transB
-                      ? cellrt::PackedProduct::pack(b.data(), p.n, p.k, error)
-                      : cellrt::PackedProduct::pack(b.data(), p.k, p.n, error,
-                                                    cellrt::Precision::F32,
-                                                    Use::Backward);
+    auto packed =
+        p.transB
+            ? cellrt::PackedProduct::pack(b.data(), p.n, p.k, error, precision)
+            : cellrt::PackedProduct::pack(b.data(), p.k, p.n, error, precision,
+                                          Use::Backward);
     if (!packed) {
       std::fprintf(stderr, "nmt-floor: %s\n", error.c_str());
       std::exit(1);
@@ -182,15 +205,24 @@ double replaySeconds(const std::vector<Product> &list, int reps) {
   return best;
 }
 
-/// dnnl_sgemm's rate at n = 2048 (bench/PeakBench.cpp's `sgemm`), flop/s.
-double sgemmPeak() {
+/// The rate at n = 2048, flop/s, of dnnl_sgemm (bench/PeakBench.cpp's
+/// `sgemm`), or in bf16 of cellrt::multiply (operands rounded, then
+/// oneDNN's bf16 matmul).
+double peakRate() {
   const int64_t n = 2048;
   std::vector<float> a(n * n, 0.01f), b(n * n, 0.02f), c(n * n);
   double best = 1e30;
   for (int i = 0; i < 4; ++i) {
     auto start = Clock::now();
-    dnnl_sgemm('N', 'T', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-               c.data(), n);
+    if (precision == cellrt::Precision::BF16) {
+      if (!cellrt::multiply(precision, false, true, n, n, n, a.data(), n,
+                            b.data(), n, 0.0f, c.data(), n)
+               .ok())
+        std::abort();
+    } else {
+      dnnl_sgemm('N', 'T', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                 c.data(), n);
+    }
     best = std::min(best, secondsSince(start));
   }
   return 2.0 * double(n) * n * n / best;
@@ -316,6 +348,11 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "OpenMP threads, as nmt's")
       ->capture_default_str();
+  std::string precisionName;
+  app.add_option("--precision", precisionName,
+                 "f32 or bf16: what every product multiplies in (default: "
+                 "the checkpoint's); the floor replays the products in it")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   bool defaultSchedule = false;
   app.add_flag("--default-schedule", defaultSchedule,
                "with --real-only: cellrt's default schedule, tiles where they "
@@ -335,13 +372,18 @@ int main(int argc, char **argv) {
   models::setThreads(int(threads));
   try {
     std::unique_ptr<nmt::Session> session = nmt::Session::load(model);
-    double peak = sgemmPeak();
-    std::printf("%s: arch %s, cell %s, width %lld; sgemm peak %.1f GFLOP/s "
+    if (!precisionName.empty())
+      session->changePrecision(precisionName);
+    precision = models::productPrecision();
+    double peak = peakRate();
+    std::printf("%s: arch %s, cell %s, width %lld, %s; %s peak %.1f GFLOP/s "
                 "(%lld thread%s)\n",
                 model.c_str(), session->options.model.arch.c_str(),
                 session->options.model.cell.c_str(),
-                (long long)session->options.model.hidden, peak / 1e9,
-                (long long)threads, threads == 1 ? "" : "s");
+                (long long)session->options.model.hidden,
+                session->options.precision.c_str(),
+                precision == cellrt::Precision::BF16 ? "bf16 matmul" : "sgemm",
+                peak / 1e9, (long long)threads, threads == 1 ? "" : "s");
     report("training", trainUpdates(*session, updates), peak);
     report("decoding", decode(*session, sentences, beam), peak);
   } catch (const std::exception &error) {

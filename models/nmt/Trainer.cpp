@@ -114,12 +114,26 @@ void Session::build() {
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();
-  const cellrt::Cell *cell2 =
-      config.cell2.empty() ? nullptr
-                           : &loadCell(config.cell2, config.cell2Source);
+  const cellrt::Cell *cell2 = config.cell2.empty()
+                                  ? nullptr
+                                  : &loadCell(config.cell2, config.cell2Source);
   model = makeModel(config, loadCell(config.cell, config.cellSource), cell2);
   model->setLabelSmoothing(options.labelSmoothing);
   adam.clipNorm = options.clip;
+}
+
+void Session::changePrecision(const std::string &precision) {
+  std::vector<models::Param> kept;
+  for (const models::Param *param : model->params())
+    kept.push_back(*param);
+  options.precision = precision;
+  build();
+  std::vector<models::Param *> params = model->params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i]->value = kept[i].value;
+    params[i]->m = kept[i].m;
+    params[i]->v = kept[i].v;
+  }
 }
 
 std::vector<Example> Session::examples(const std::vector<std::string> &src,
@@ -139,8 +153,8 @@ std::vector<Example> Session::examples(const std::vector<std::string> &src,
 }
 
 void Session::validate(const std::vector<std::string> &src,
-                       const std::vector<std::string> &ref,
-                       double &perplexity, double &bleu, int64_t beam) {
+                       const std::vector<std::string> &ref, double &perplexity,
+                       double &bleu, int64_t beam) {
   std::vector<Example> exs = examples(src, ref, false);
   double total = 0;
   int64_t tokens = 0;
@@ -154,7 +168,8 @@ void Session::validate(const std::vector<std::string> &src,
   model->setLabelSmoothing(0);
   for (size_t start = 0; start < order.size(); start += 64) {
     std::vector<int64_t> idx(order.begin() + start,
-                             order.begin() + std::min(order.size(), start + 64));
+                             order.begin() +
+                                 std::min(order.size(), start + 64));
     Batch batch = makeBatch(exs, idx);
     total += model->loss(batch, false, nullptr);
     tokens += batch.targetTokens;

@@ -4,11 +4,11 @@
 #define CELLC_MODELS_NMT_TRAINER_H
 
 #include "models/common/Data.h"
-#include "models/common/Subword.h"
 #include "models/common/Optimizers.h"
 #include "models/common/RunFiles.h"
 #include "models/common/RunLog.h"
 #include "models/common/RunStart.h"
+#include "models/common/Subword.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 #include "models/nmt/Options.h"
@@ -63,6 +63,10 @@ public:
   Session(const TrainOptions &options, const TrainData &data);
   /// Reads a checkpoint (DataError on a missing or corrupt file).
   static std::unique_ptr<Session> load(const std::string &path);
+  /// Rebuilds the model with its products in `precision` ("f32" or "bf16"),
+  /// keeping every parameter and Adam moment: one checkpoint measured both
+  /// ways (bench/nmt-floor --precision).
+  void changePrecision(const std::string &precision);
   /// Writes path.tmp, then renames it over path (DataError on failure,
   /// `path` untouched).
   void save(const std::string &path) const;
@@ -123,8 +127,7 @@ private:
   void validateOnLeader(const TrainData &data, double &ppl, double &bleu);
   /// --valid-every: validation in the middle of an epoch, logged only.
   void validateNow(const TrainData &data, RunLog &log);
-  void finishEpoch(const TrainData &data, RunLog &log,
-                   const EpochRun &run);
+  void finishEpoch(const TrainData &data, RunLog &log, const EpochRun &run);
   /// False (after a warning) when the update must be skipped; throws when
   /// it must stop training. `gradNorm` is gradientNorm() of the update.
   bool updateIsFinite(const BatchTotals &batch, double gradNorm,

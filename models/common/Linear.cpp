@@ -15,8 +15,7 @@ Linear::Linear(ParamStore &store, const std::string &name, int64_t in,
 
 Linear::Linear(ParamStore &store, const std::string &name, Param &tiedWeight,
                bool bias)
-    : in(tiedWeight.shape.at(1)), out(tiedWeight.shape.at(0)),
-      W(&tiedWeight) {
+    : in(tiedWeight.shape.at(1)), out(tiedWeight.shape.at(0)), W(&tiedWeight) {
   if (bias)
     b = &store.add(name + ".b", {out});
 }
@@ -28,16 +27,30 @@ void Linear::forward(const float *X, int64_t rows, float *Y,
     addBias(Y, rows, out, b->value.data());
 }
 
-void Linear::backward(const float *X, int64_t rows, const float *dY,
-                      float *dX, bool accumulateDx) const {
+void Linear::forwardWithoutBias(const float *X, int64_t rows, float *Y) const {
+  linear(X, rows, in, W->value.data(), out, Y, /*accumulate=*/false);
+}
+
+void Linear::backward(const float *X, int64_t rows, const float *dY, float *dX,
+                      bool accumulateDx) const {
+  backwardWeight(X, rows, dY, dX, accumulateDx);
+  if (b && !b->frozen)
+    biasBackward(dY, rows, out, b->grad.data());
+}
+
+void Linear::backwardWithoutBias(const float *X, int64_t rows, const float *dY,
+                                 float *dX, bool accumulateDx) const {
+  backwardWeight(X, rows, dY, dX, accumulateDx);
+}
+
+void Linear::backwardWeight(const float *X, int64_t rows, const float *dY,
+                            float *dX, bool accumulateDx) const {
   if (!W->frozen)
     linearBackward(X, rows, in, W->value.data(), out, dY, W->grad.data(),
                    nullptr, false);
   if (dX)
     linearBackward(X, rows, in, W->value.data(), out, dY, nullptr, dX,
                    accumulateDx);
-  if (b && !b->frozen)
-    biasBackward(dY, rows, out, b->grad.data());
 }
 
 } // namespace models

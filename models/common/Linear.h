@@ -41,7 +41,18 @@ public:
   void backward(const float *X, int64_t rows, const float *dY, float *dX,
                 bool accumulateDx = true) const;
 
+  /// forward() leaving the bias to Y's consumer, which adds bias()'s
+  /// values in its own pass over Y (Losses.h's LogitBias): the output
+  /// layer's logits are the largest array of an NMT update.
+  void forwardWithoutBias(const float *X, int64_t rows, float *Y) const;
+  /// backward() without the bias gradient, which that consumer added up.
+  void backwardWithoutBias(const float *X, int64_t rows, const float *dY,
+                           float *dX, bool accumulateDx = true) const;
+
 private:
+  void backwardWeight(const float *X, int64_t rows, const float *dY, float *dX,
+                      bool accumulateDx) const;
+
   int64_t in, out;
   Param *W;
   Param *b = nullptr;

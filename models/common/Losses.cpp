@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -35,11 +36,14 @@ float rowMax(const float *x, int64_t n) {
 
 } // namespace
 
-void logSoftmax(float *logits, int64_t R, int64_t V) {
+void logSoftmax(float *logits, int64_t R, int64_t V, const float *bias) {
   cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
 #pragma clang fp reassociate(on)
     for (int64_t r = begin; r < end; ++r) {
       float *row = logits + r * V;
+      if (bias)
+        for (int64_t j = 0; j < V; ++j)
+          row[j] += bias[j];
       const float best = rowMax(row, V);
       float total = 0;
       for (int64_t j = 0; j < V; ++j)
@@ -60,16 +64,24 @@ namespace {
 struct RowLoss {
   int64_t V;
   float eps, scale;
+  const float *bias;
 
   /// Returns -log p(target) smoothed by eps: (1 - eps) (-log p(target)) +
   /// eps (-mean log p), computed from the logits' sum (sum log p = sum x -
   /// V shift). `d` (may be null) gets scale (softmax - q).
   double operator()(float *row, int32_t target, float *d) const {
 #pragma clang fp reassociate(on)
-    const float best = rowMax(row, V);
     float sum = 0;
-    for (int64_t j = 0; j < V; ++j)
-      sum += row[j];
+    if (bias) {
+      for (int64_t j = 0; j < V; ++j) {
+        row[j] += bias[j];
+        sum += row[j];
+      }
+    } else {
+      for (int64_t j = 0; j < V; ++j)
+        sum += row[j];
+    }
+    const float best = rowMax(row, V);
     float total = 0;
     if (d) {
       for (int64_t j = 0; j < V; ++j) {
@@ -101,16 +113,22 @@ struct RowLoss {
 
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
-                                   float smoothing, float scale,
-                                   float *dLogits) {
+                                   float smoothing, float scale, float *dLogits,
+                                   LogitBias bias) {
   for (int64_t r = 0; r < rows; ++r)
     if ((!mask || mask[r]) && (targets[r] < 0 || targets[r] >= classes))
       throw std::out_of_range("target " + std::to_string(targets[r]) +
                               " outside " + std::to_string(classes) +
                               " classes");
-  const RowLoss rowLoss{classes, smoothing, scale};
+  const RowLoss rowLoss{classes, smoothing, scale, bias.value};
   std::vector<double> losses(rows, 0.0);
+  // Each chunk's bias gradient, added in chunk order: the same sums for
+  // any number of threads.
+  const bool biasGrad = bias.grad && dLogits;
+  std::mutex partsMutex;
+  std::vector<std::pair<int64_t, std::vector<float>>> parts;
   cellrt::parallelFor(rows, rows * classes, [&](int64_t begin, int64_t end) {
+    std::vector<float> dBias(biasGrad ? classes : 0, 0.f);
     for (int64_t r = begin; r < end; ++r) {
       float *d = dLogits ? dLogits + r * classes : nullptr;
       bool counted = !mask || mask[r];
@@ -122,8 +140,20 @@ double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
         losses[r] = loss;
       else if (d)
         std::fill(d, d + classes, 0.f);
+      if (counted && biasGrad)
+        for (int64_t j = 0; j < classes; ++j)
+          dBias[j] += d[j];
     }
+    if (!biasGrad)
+      return;
+    std::lock_guard<std::mutex> lock(partsMutex);
+    parts.emplace_back(begin, std::move(dBias));
   });
+  std::sort(parts.begin(), parts.end(),
+            [](const auto &x, const auto &y) { return x.first < y.first; });
+  for (const auto &part : parts)
+    for (int64_t j = 0; j < classes; ++j)
+      bias.grad[j] += part.second[j];
   // Summed in row order: the same loss for any number of threads.
   double loss = 0;
   for (double value : losses)

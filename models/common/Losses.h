@@ -14,6 +14,16 @@
 
 namespace models {
 
+/// A bias [classes] that the loss adds to every row of logits in its own
+/// pass over them (the output layer leaves it: Linear::forwardWithoutBias),
+/// and where its gradient, the column sums of dLogits, adds up (may be
+/// null). One pass over the [rows, classes] logits fewer each way, and
+/// they are the largest array of an NMT update.
+struct LogitBias {
+  const float *value = nullptr;
+  float *grad = nullptr;
+};
+
 /// Summed cross-entropy of softmax(logits) [rows, classes] against targets,
 /// skipping rows whose mask is 0 (mask may be null). Writes dLogits =
 /// scale * (softmax - onehot) for counted rows and 0 for skipped ones, and
@@ -27,10 +37,9 @@ double softmaxCrossEntropy(const float *logits, int64_t rows, int64_t classes,
 /// softmaxCrossEntropy that turns `logits` themselves into the
 /// log-probabilities: no copy of a [rows, classes] array (the NMT output
 /// layer's are tens of MB).
-double softmaxCrossEntropyInPlace(float *logits, int64_t rows,
-                                  int64_t classes, const int32_t *targets,
-                                  const uint8_t *mask, float scale,
-                                  float *dLogits);
+double softmaxCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
+                                  const int32_t *targets, const uint8_t *mask,
+                                  float scale, float *dLogits);
 
 /// softmaxCrossEntropyInPlace with label smoothing `smoothing` (eps): a
 /// counted row's loss is (1 - eps) * -log p(target) + eps * the mean of
@@ -38,14 +47,17 @@ double softmaxCrossEntropyInPlace(float *logits, int64_t rows,
 /// label_smoothing); Szegedy et al. 2016: the target distribution is
 /// (1 - eps) onehot + eps / classes), and dLogits = scale * (softmax -
 /// that distribution). Skipped (padded) rows count nothing. eps = 0 is
-/// softmaxCrossEntropyInPlace, bit for bit.
+/// softmaxCrossEntropyInPlace, bit for bit. With `bias`, the logits are
+/// logits + bias.value (and become those log-probabilities).
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
-                                   float smoothing, float scale,
-                                   float *dLogits);
+                                   float smoothing, float scale, float *dLogits,
+                                   LogitBias bias = {});
 
-/// Log-softmax of each row of logits [rows, classes], in place.
-void logSoftmax(float *logits, int64_t rows, int64_t classes);
+/// Log-softmax of each row of logits [rows, classes] (+ bias [classes]
+/// when given), in place.
+void logSoftmax(float *logits, int64_t rows, int64_t classes,
+                const float *bias = nullptr);
 
 /// The arg max of each row of scores [rows, classes].
 std::vector<int32_t> argmaxRows(const float *scores, int64_t rows,

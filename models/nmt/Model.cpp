@@ -91,8 +91,8 @@ Model::Model(const ModelConfig &config, const cellrt::Cell &cell,
   addUpperLayers(cell);
   if (encoder.sharedLayer())
     cyclic = std::make_unique<CyclicContext>(
-        CellLayer::sharing(*encoder.sharedLayer(), /*reverse=*/false),
-        "cyclic", decoder1.outputWidth(), cyclicPool(config.context), store);
+        CellLayer::sharing(*encoder.sharedLayer(), /*reverse=*/false), "cyclic",
+        decoder1.outputWidth(), cyclicPool(config.context), store);
   else if (!attention)
     cyclic = std::make_unique<CyclicContext>(
         cell, "cyclic", decoder1.outputWidth(), encoder.outputWidth(),
@@ -108,7 +108,7 @@ void Model::initialize(uint64_t seed, const cellrt::InitScheme &fallback) {
 void Model::recordProbes(ModelProbes *probes) {
   for (int64_t direction : {0, 1})
     if (CellLayer *layer = encoder.layer(direction))
-      layer->setProbeRecorder(!probes ? nullptr
+      layer->setProbeRecorder(!probes          ? nullptr
                               : direction == 0 ? &probes->encoderForward
                                                : &probes->encoderBackward);
   decoder1.setProbeRecorder(probes ? &probes->decoder1 : nullptr);
@@ -131,14 +131,12 @@ void Model::encode(const Batch &batch, bool train) {
   if (encoder.sharedLayer()) // the backward run's state at position 0
     std::copy_n(annotations.data(), B * C, summary.data());
   else
-    meanOverTime(annotations.data(), batch.srcLen.data(), B, C,
-                 summary.data());
+    meanOverTime(annotations.data(), batch.srcLen.data(), B, C, summary.data());
   s0.resize(B * init.outputWidth());
   init.forward(summary.data(), B, s0.data());
   tanhInPlace(s0.data(), int64_t(s0.size()));
   if (attention)
-    attention->precompute(annotations.data(), batch.srcLen.data(), Tx, B,
-                          keys);
+    attention->precompute(annotations.data(), batch.srcLen.data(), Tx, B, keys);
   else // Cseq2seq-II re-reads the source embeddings, -I the annotations
     cyclic->precompute(encoder.sharedLayer() ? sourceEmbedded.data()
                                              : annotations.data(),
@@ -182,7 +180,15 @@ void Model::readoutForward(const float *s, const float *y, const float *c,
   readoutDropout.forward(out.dropped.data(), rows * R, dropoutRng,
                          out.dropMask);
   out.logits.resize(rows * output.outputWidth());
-  output.forward(out.dropped.data(), rows, out.logits.data());
+  // The output bias is added by the loss or log-softmax reading the logits.
+  output.forwardWithoutBias(out.dropped.data(), rows, out.logits.data());
+}
+
+LogitBias Model::outputBias() const {
+  Param *b = output.bias();
+  if (!b)
+    return {};
+  return {b->value.data(), b->frozen ? nullptr : b->grad.data()};
 }
 
 void Model::readoutBackward(const float *s, const float *y, const float *c,
@@ -190,8 +196,8 @@ void Model::readoutBackward(const float *s, const float *y, const float *c,
                             float *ds, float *dy, float *dc) const {
   const int64_t R = readout.outputWidth();
   std::vector<float> dHidden(rows * R);
-  output.backward(out.dropped.data(), rows, dLogits, dHidden.data(),
-                  /*accumulateDx=*/false);
+  output.backwardWithoutBias(out.dropped.data(), rows, dLogits, dHidden.data(),
+                             /*accumulateDx=*/false);
   readoutDropout.backward(dHidden.data(), rows * R, out.dropMask);
   tanhBackward(out.hidden.data(), dHidden.data(), rows * R);
   readout.backward({out.tanhState.data(), y, c}, rows, dHidden.data(),
@@ -215,20 +221,20 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   double total = smoothedCrossEntropyInPlace(
       trainReadout.logits.data(), N, V, batch.tgtOut.data(), mask.data(),
       smoothing, 1.f / float(batch.targetTokens),
-      backward ? dLogits.data() : nullptr);
+      backward ? dLogits.data() : nullptr, outputBias());
   if (!backward)
     return total;
 
   std::vector<float> dTop(N * topWidth()), dOut2(out2.size()),
       dEmbedded(targetEmbedded.size()), dContexts(contexts.size());
-  readoutBackward(top, targetEmbedded.data(), contexts.data(), N,
-                  trainReadout, dLogits.data(), dTop.data(), dEmbedded.data(),
+  readoutBackward(top, targetEmbedded.data(), contexts.data(), N, trainReadout,
+                  dLogits.data(), dTop.data(), dEmbedded.data(),
                   dContexts.data());
   upperBackward(batch, dTop.data(), dOut2.data(), dContexts.data());
   dAnnotations.assign(annotations.size(), 0.f);
   dSourceEmbedded.assign(sourceEmbedded.size(), 0.f);
-  States dInitial = decodeBackward(batch, dOut2.data(), dEmbedded.data(),
-                                   dContexts.data());
+  States dInitial =
+      decodeBackward(batch, dOut2.data(), dEmbedded.data(), dContexts.data());
   targetEmbedding.backward(batch.tgtIn.data(), N, dEmbedded.data());
   // Only s_0's first state comes from the encoder.
   encodeBackward(batch, dInitial[0].data());

@@ -50,6 +50,7 @@
 #include "models/common/Embedding.h"
 #include "models/common/Linear.h"
 #include "models/common/LinearSum.h"
+#include "models/common/Losses.h"
 #include "models/common/Recurrent.h"
 #include "models/nmt/SourceEncoder.h"
 #include "models/nmt/TranslationModel.h"
@@ -83,8 +84,7 @@ public:
         const cellrt::Cell *twoSourceCell = nullptr);
 
   // TranslationModel.
-  void initialize(uint64_t seed,
-                  const cellrt::InitScheme &fallback) override;
+  void initialize(uint64_t seed, const cellrt::InitScheme &fallback) override;
   double loss(const Batch &batch, bool backward, Rng *dropoutRng) override;
   std::unique_ptr<IncrementalDecoder>
   startDecoding(const Batch &batch) override;
@@ -134,10 +134,15 @@ private:
   /// Given the gradient of s_0, and dAnnotations as the attention left it.
   void encodeBackward(const Batch &batch, const float *dInitialState);
   /// logits [rows, V] from the decoder's output s, the previous words'
-  /// embeddings y and the contexts c (each [rows, width]).
+  /// embeddings y and the contexts c (each [rows, width]), without the
+  /// output layer's bias: the loss or log-softmax adds outputBias().
   void readoutForward(const float *s, const float *y, const float *c,
                       int64_t rows, Rng *dropoutRng, Readout &out) const;
-  /// Given out.logits' gradient dLogits: writes (not adds) ds, dy and dc.
+  /// The output layer's bias and where its gradient goes (none when it
+  /// has no bias; no gradient when frozen).
+  LogitBias outputBias() const;
+  /// Given out.logits' gradient dLogits: writes (not adds) ds, dy and dc;
+  /// the output bias's gradient is the loss's.
   void readoutBackward(const float *s, const float *y, const float *c,
                        int64_t rows, Readout &out, const float *dLogits,
                        float *ds, float *dy, float *dc) const;

@@ -112,7 +112,8 @@ void Model::decodeStep(const BeamSearch &search,
                                step.stateRows, step.upper);
   readoutForward(top, step.embedded.data(), step.context.data(), n, nullptr,
                  step.readout);
-  logSoftmax(step.readout.logits.data(), n, config.tgtVocab);
+  logSoftmax(step.readout.logits.data(), n, config.tgtVocab,
+             outputBias().value);
   step.states.swap(step.next);
   step.stateRows = n;
 }

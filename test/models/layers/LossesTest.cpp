@@ -1,9 +1,11 @@
 //===- LossesTest.cpp - Cross-entropy and dropout -------------------------===//
 
-#include "models/common/Dropout.h"
 #include "models/common/Losses.h"
+#include "models/common/Dropout.h"
 
 #include "LayerCheck.h"
+
+#include "cellrt/Runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -22,15 +24,15 @@ TEST(SoftmaxCrossEntropy, MatchesTorchAndDifferences) {
   std::vector<uint8_t> mask = {1, 1, 0, 1, 1};
   std::vector<float> dLogits(rows * classes), logProbs;
   const float scale = 0.25f;
-  double loss = softmaxCrossEntropy(logits.data(), rows, classes,
-                                    targets.data(), mask.data(), scale,
-                                    dLogits.data(), logProbs);
+  double loss =
+      softmaxCrossEntropy(logits.data(), rows, classes, targets.data(),
+                          mask.data(), scale, dLogits.data(), logProbs);
 
   torch::Tensor x = toTorch(logits, {rows, classes}, true);
   torch::Tensor t = torch::tensor({0, 2, 1, 1, 2}, torch::kLong);
   torch::Tensor m = torch::tensor({1., 1., 0., 1., 1.}, torch::kFloat64);
-  torch::Tensor perRow = torch::nll_loss(torch::log_softmax(x, 1), t, {},
-                                         at::Reduction::None);
+  torch::Tensor perRow =
+      torch::nll_loss(torch::log_softmax(x, 1), t, {}, at::Reduction::None);
   torch::Tensor reference = (perRow * m).sum();
   (reference * scale).backward();
   EXPECT_NEAR(loss, reference.item<double>(), 1e-5);
@@ -57,13 +59,13 @@ TEST(SoftmaxCrossEntropy, InPlaceLeavesTheSameLogProbabilities) {
   std::vector<float> logits = randomValues(rows * classes, rng, 3.f);
   std::vector<int32_t> targets = {5, 0, 2, 3};
   std::vector<float> dCopy(rows * classes), dInPlace(rows * classes), logProbs;
-  double copied = softmaxCrossEntropy(logits.data(), rows, classes,
-                                      targets.data(), nullptr, 0.5f,
-                                      dCopy.data(), logProbs);
+  double copied =
+      softmaxCrossEntropy(logits.data(), rows, classes, targets.data(), nullptr,
+                          0.5f, dCopy.data(), logProbs);
   std::vector<float> inPlace = logits;
-  double loss = softmaxCrossEntropyInPlace(inPlace.data(), rows, classes,
-                                           targets.data(), nullptr, 0.5f,
-                                           dInPlace.data());
+  double loss =
+      softmaxCrossEntropyInPlace(inPlace.data(), rows, classes, targets.data(),
+                                 nullptr, 0.5f, dInPlace.data());
   EXPECT_EQ(loss, copied);
   EXPECT_EQ(inPlace, logProbs);
   EXPECT_EQ(dInPlace, dCopy);
@@ -138,6 +140,65 @@ TEST(SmoothedCrossEntropy, MatchesTorchAndDifferences) {
                                          scale, dSmoothed0.data());
   EXPECT_EQ(a, b);
   EXPECT_EQ(dPlain, dSmoothed0);
+}
+
+// The output layer leaves its bias to the loss (LogitBias): the loss,
+// log-probabilities and gradient are those of logits + bias, and the
+// bias's gradient is the column sums of dLogits over counted rows, at one
+// and two threads, and the same in every run at two (chunks added in
+// order).
+TEST(SmoothedCrossEntropy, BiasAddedInTheLossPass) {
+  const int64_t R = 73, V = 301; // enough work for parallelFor to split
+  std::vector<float> logits(R * V), bias(V);
+  std::vector<int32_t> targets(R);
+  std::vector<uint8_t> mask(R);
+  for (int64_t i = 0; i < R * V; ++i)
+    logits[i] = float(std::sin(0.37 * double(i)) * 3);
+  for (int64_t j = 0; j < V; ++j)
+    bias[j] = float(std::cos(0.11 * double(j)));
+  for (int64_t r = 0; r < R; ++r) {
+    targets[r] = int32_t((r * 7) % V);
+    mask[r] = r % 5 != 3;
+  }
+  std::vector<float> summed(logits), dSummed(R * V);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t j = 0; j < V; ++j)
+      summed[r * V + j] += bias[j];
+  double expected =
+      smoothedCrossEntropyInPlace(summed.data(), R, V, targets.data(),
+                                  mask.data(), 0.1f, 0.5f, dSummed.data());
+  std::vector<float> expectedDBias(V, 0.f);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t j = 0; j < V; ++j)
+      expectedDBias[j] += dSummed[r * V + j];
+  int threadsBefore = cellrt::getNumThreads();
+  std::vector<std::vector<float>> dBiasAt;
+  for (int threads : {1, 2, 2}) {
+    cellrt::setNumThreads(threads);
+    std::vector<float> own(logits), d(R * V), dBias(V, 0.25f);
+    double loss = smoothedCrossEntropyInPlace(own.data(), R, V, targets.data(),
+                                              mask.data(), 0.1f, 0.5f, d.data(),
+                                              {bias.data(), dBias.data()});
+    EXPECT_NEAR(loss, expected, 1e-4 * std::abs(expected));
+    for (int64_t i = 0; i < R * V; ++i) {
+      ASSERT_NEAR(own[i], summed[i], 1e-5) << i;
+      ASSERT_NEAR(d[i], dSummed[i], 1e-7) << i;
+    }
+    for (int64_t j = 0; j < V; ++j)
+      ASSERT_NEAR(dBias[j], 0.25f + expectedDBias[j], 1e-5) << j;
+    dBiasAt.push_back(dBias);
+  }
+  cellrt::setNumThreads(threadsBefore);
+  EXPECT_EQ(dBiasAt[1], dBiasAt[2]);
+  // Decoding's log-softmax adds it too.
+  std::vector<float> own(logits), plain(summed);
+  logSoftmax(own.data(), R, V, bias.data());
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t j = 0; j < V; ++j)
+      plain[r * V + j] = logits[r * V + j] + bias[j];
+  logSoftmax(plain.data(), R, V);
+  for (int64_t i = 0; i < R * V; ++i)
+    ASSERT_NEAR(own[i], plain[i], 1e-6) << i;
 }
 
 TEST(SoftmaxCrossEntropy, ArgmaxRows) {

@@ -184,13 +184,6 @@ void Model::readoutForward(const float *s, const float *y, const float *c,
   output.forwardWithoutBias(out.dropped.data(), rows, out.logits.data());
 }
 
-LogitBias Model::outputBias() const {
-  Param *b = output.bias();
-  if (!b)
-    return {};
-  return {b->value.data(), b->frozen ? nullptr : b->grad.data()};
-}
-
 void Model::readoutBackward(const float *s, const float *y, const float *c,
                             int64_t rows, Readout &out, const float *dLogits,
                             float *ds, float *dy, float *dc) const {
@@ -221,7 +214,7 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   double total = smoothedCrossEntropyInPlace(
       trainReadout.logits.data(), N, V, batch.tgtOut.data(), mask.data(),
       smoothing, 1.f / float(batch.targetTokens),
-      backward ? dLogits.data() : nullptr, outputBias());
+      backward ? dLogits.data() : nullptr, outputBiasOf(output));
   if (!backward)
     return total;
 

@@ -135,12 +135,9 @@ private:
   void encodeBackward(const Batch &batch, const float *dInitialState);
   /// logits [rows, V] from the decoder's output s, the previous words'
   /// embeddings y and the contexts c (each [rows, width]), without the
-  /// output layer's bias: the loss or log-softmax adds outputBias().
+  /// output layer's bias: the loss or log-softmax adds it (outputBiasOf).
   void readoutForward(const float *s, const float *y, const float *c,
                       int64_t rows, Rng *dropoutRng, Readout &out) const;
-  /// The output layer's bias and where its gradient goes (none when it
-  /// has no bias; no gradient when frozen).
-  LogitBias outputBias() const;
   /// Given out.logits' gradient dLogits: writes (not adds) ds, dy and dc;
   /// the output bias's gradient is the loss's.
   void readoutBackward(const float *s, const float *y, const float *c,

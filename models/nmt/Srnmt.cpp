@@ -41,12 +41,15 @@ SrnmtModel::SrnmtModel(const ModelConfig &config)
   const int64_t d = config.hidden;
   if (config.tieOutput && config.emb != d)
     throw DataError("--tie-output: the output layer reads --hidden (" +
-                    std::to_string(d) + ") values; the target embeddings "
-                    "have --emb (" + std::to_string(config.emb) + ")");
+                    std::to_string(d) +
+                    ") values; the target embeddings "
+                    "have --emb (" +
+                    std::to_string(config.emb) + ")");
   if (config.emb != d && !config.noHighway)
     throw DataError("--arch srnmt: the units' highways add their inputs, so "
-                    "--emb (" + std::to_string(config.emb) +
-                    ") must equal --hidden (" + std::to_string(d) + ")");
+                    "--emb (" +
+                    std::to_string(config.emb) + ") must equal --hidden (" +
+                    std::to_string(d) + ")");
   // The first units read the embeddings (emb wide without highways).
   for (int64_t l = 1; l <= config.encLayers; ++l)
     encoder.push_back(std::make_unique<WeaklyRecurrentEncoderLayer>(
@@ -61,8 +64,7 @@ SrnmtModel::SrnmtModel(const ModelConfig &config)
   }
 }
 
-void SrnmtModel::initialize(uint64_t seed,
-                            const cellrt::InitScheme &fallback) {
+void SrnmtModel::initialize(uint64_t seed, const cellrt::InitScheme &fallback) {
   // Layer norms start as the identity (their Param::init): random gains of
   // either sign would scale every unit down.
   models::initializeParams(store.all(), seed, fallback);
@@ -113,7 +115,8 @@ void SrnmtModel::outputForward(const float *top, int64_t rows,
   dropped.assign(top, top + rows * d);
   outputDropout.forward(dropped.data(), rows * d, dropoutRng, dropMask);
   logits.resize(rows * config.tgtVocab);
-  output.forward(dropped.data(), rows, logits.data());
+  // The bias is added by the loss or log-softmax reading the logits.
+  output.forwardWithoutBias(dropped.data(), rows, logits.data());
 }
 
 double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
@@ -136,16 +139,17 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   for (int64_t j = 0; j < Ty; ++j)
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
-  std::vector<float> dLogits(backward ? N * V : 0);
+  dLogits.resize(backward ? N * V : 0);
   double total = smoothedCrossEntropyInPlace(
       logits.data(), N, V, batch.tgtOut.data(), mask.data(), smoothing,
-      1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr);
+      1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr,
+      outputBiasOf(output));
   if (!backward)
     return total;
 
   std::vector<float> dOutput(N * d), dInput;
-  output.backward(dropped.data(), N, dLogits.data(), dOutput.data(),
-                  /*accumulateDx=*/false);
+  output.backwardWithoutBias(dropped.data(), N, dLogits.data(), dOutput.data(),
+                             /*accumulateDx=*/false);
   outputDropout.backward(dOutput.data(), N * d, dropMask);
   dMemory.assign(batch.Tx * B * d, 0.f);
   for (size_t l = decoder.size(); l-- > 0;) {
@@ -197,13 +201,13 @@ void SrnmtModel::decodeStep(const BeamSearch &search,
     bool first = states[l].empty();
     decoder[l]->step(keys[l], input.data(), n, search.sentences().data(),
                      first ? nullptr : states[l].data(), stateRows,
-                     first ? nullptr : search.parentRows().data(),
-                     next.data(), out.data());
+                     first ? nullptr : search.parentRows().data(), next.data(),
+                     out.data());
     states[l] = next;
     input.assign(out.begin(), out.end());
   }
   outputForward(input.data(), n, nullptr);
-  logSoftmax(logits.data(), n, config.tgtVocab);
+  logSoftmax(logits.data(), n, config.tgtVocab, outputBiasOf(output).value);
 }
 
 } // namespace nmt

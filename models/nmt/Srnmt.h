@@ -34,8 +34,7 @@ public:
   /// width is odd.
   explicit SrnmtModel(const ModelConfig &config);
 
-  void initialize(uint64_t seed,
-                  const cellrt::InitScheme &fallback) override;
+  void initialize(uint64_t seed, const cellrt::InitScheme &fallback) override;
   double loss(const models::Batch &batch, bool backward,
               models::Rng *dropoutRng) override;
   std::unique_ptr<IncrementalDecoder>
@@ -50,7 +49,8 @@ private:
   /// The encoder over the batch's sources; every decoder unit's keys.
   void encode(const models::Batch &batch, bool train);
   void encodeBackward(const models::Batch &batch);
-  /// logits [rows, V] from the top decoder output.
+  /// logits [rows, V] from the top decoder output, without the output
+  /// bias: the loss or log-softmax adds it (outputBiasOf).
   void outputForward(const float *top, int64_t rows, models::Rng *dropoutRng);
   /// startDecoding's decoder.
   class StepDecoder;
@@ -74,7 +74,9 @@ private:
   std::vector<models::WeaklyRecurrentDecoderLayer::Trace> decoderTraces;
   std::vector<models::AdditiveAttention::Keys> keys;
   std::vector<float> dMemory;
-  std::vector<float> dropped, dropMask, logits;
+  /// The logits and their gradient stay allocated between updates (tens of
+  /// MB: fresh pages would be faulted in and zeroed every update).
+  std::vector<float> dropped, dropMask, logits, dLogits;
 };
 
 } // namespace nmt

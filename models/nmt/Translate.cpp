@@ -113,7 +113,7 @@ void Model::decodeStep(const BeamSearch &search,
   readoutForward(top, step.embedded.data(), step.context.data(), n, nullptr,
                  step.readout);
   logSoftmax(step.readout.logits.data(), n, config.tgtVocab,
-             outputBias().value);
+             outputBiasOf(output).value);
   step.states.swap(step.next);
   step.stateRows = n;
 }

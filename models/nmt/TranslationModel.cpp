@@ -5,9 +5,15 @@
 
 namespace nmt {
 
+models::LogitBias outputBiasOf(const models::Linear &output) {
+  models::Param *b = output.bias();
+  if (!b)
+    return {};
+  return {b->value.data(), b->frozen ? nullptr : b->grad.data()};
+}
+
 std::vector<float> targetLogProbsOf(const float *logProbs,
-                                    const models::Batch &batch,
-                                    int64_t vocab) {
+                                    const models::Batch &batch, int64_t vocab) {
   const int64_t N = batch.Ty * batch.B;
   std::vector<float> result(N);
   for (int64_t r = 0; r < N; ++r)
@@ -15,9 +21,9 @@ std::vector<float> targetLogProbsOf(const float *logProbs,
   return result;
 }
 
-std::unique_ptr<TranslationModel>
-makeModel(const ModelConfig &config, const cellrt::Cell &cell,
-          const cellrt::Cell *twoSourceCell) {
+std::unique_ptr<TranslationModel> makeModel(const ModelConfig &config,
+                                            const cellrt::Cell &cell,
+                                            const cellrt::Cell *twoSourceCell) {
   if (config.arch != "srnmt") {
     if (config.noLayerNorm || config.noHighway || config.singleAttention)
       throw models::DataError("--no-layernorm, --no-highway and "
@@ -26,8 +32,9 @@ makeModel(const ModelConfig &config, const cellrt::Cell &cell,
     return std::make_unique<Model>(config, cell, twoSourceCell);
   }
   if (twoSourceCell || config.shareCell)
-    throw models::DataError(std::string(twoSourceCell ? "--cell2" : "--share-cell") +
-                            ": --arch srnmt runs its own units");
+    throw models::DataError(
+        std::string(twoSourceCell ? "--cell2" : "--share-cell") +
+        ": --arch srnmt runs its own units");
   ModelConfig resolved = config;
   resolved.resolveLayers();
   return std::make_unique<SrnmtModel>(resolved);

@@ -1,4 +1,5 @@
-//===- models/nmt/TranslationModel.h - What a translation model does -*- C++ -*-===//
+//===- models/nmt/TranslationModel.h - What a translation model does -*- C++
+//-*-===//
 //
 // The interface the driver (training, decoding, checkpoints) uses, and the
 // configuration every architecture reads: Model.h is RNNSearch and the
@@ -11,6 +12,8 @@
 
 #include "models/common/CellLayer.h"
 #include "models/common/Data.h"
+#include "models/common/Linear.h"
+#include "models/common/Losses.h"
 #include "models/common/Param.h"
 
 #include <memory>
@@ -130,6 +133,10 @@ public:
 protected:
   float smoothing = 0;
 };
+
+/// The output layer's bias as the loss adds it (models/common/Losses.h):
+/// its values, and its gradient unless frozen; none without a bias.
+models::LogitBias outputBiasOf(const models::Linear &output);
 
 /// log p(tgtOut[r]) for every row r of the batch's [Ty * B, vocab] log-
 /// probabilities (what a forced-decoding loss leaves in its logits).

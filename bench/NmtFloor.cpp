@@ -29,6 +29,7 @@
 #include "cellrt/Products.h"
 #include "cellrt/Runtime.h"
 #include "models/common/Math.h"
+#include "models/common/OpenMpWaits.h"
 #include "models/nmt/Translator.h"
 #include "runtime/Gemm.h"
 
@@ -332,6 +333,9 @@ void report(const char *what, const Measured &m, double peak) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // As the drivers run: oneDNN's OpenMP threads sleep between products
+  // rather than spin against cellrt's pool (OpenMpWaits.h; may restart).
+  models::preferSleepingOpenMpThreads(argv);
   CLI::App app("nmt-floor: an NMT model's training and decoding against the "
                "time its matrix products alone take (issue #47)");
   std::string model;

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 namespace {
@@ -175,6 +176,9 @@ TEST(OptionTable, SharedOptionsAreTheSameEverywhere) {
 // every core under --threads 1, so two one-thread runs side by side each
 // handed work to a second thread on the other run's core.
 TEST(Driver, ThreadsSetTheKernelsPool) {
+  // driverMain restarts its process once to set OMP_WAIT_POLICY
+  // (OpenMpWaits.h): set it, so that this test's process goes on.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   int seen = 0;
   models::DriverCommand probe{"probe", "records the pool's threads",
                               [](CLI::App &) {},
@@ -183,7 +187,7 @@ TEST(Driver, ThreadsSetTheKernelsPool) {
                                 return 0;
                               }};
   for (const char *threads : {"1", "2", "1"}) {
-    const char *argv[] = {"prog", "probe", "--threads", threads};
+    const char *argv[] = {"prog", "probe", "--threads", threads, nullptr};
     ASSERT_EQ(models::driverMain(4, const_cast<char **>(argv),
                                  {"prog", "prog: a test", "0"}, {probe}),
               0);

@@ -33,18 +33,13 @@ void Linear::forwardWithoutBias(const float *X, int64_t rows, float *Y) const {
 
 void Linear::backward(const float *X, int64_t rows, const float *dY, float *dX,
                       bool accumulateDx) const {
-  backwardWeight(X, rows, dY, dX, accumulateDx);
+  backwardWithoutBias(X, rows, dY, dX, accumulateDx);
   if (b && !b->frozen)
     biasBackward(dY, rows, out, b->grad.data());
 }
 
 void Linear::backwardWithoutBias(const float *X, int64_t rows, const float *dY,
                                  float *dX, bool accumulateDx) const {
-  backwardWeight(X, rows, dY, dX, accumulateDx);
-}
-
-void Linear::backwardWeight(const float *X, int64_t rows, const float *dY,
-                            float *dX, bool accumulateDx) const {
   if (!W->frozen)
     linearBackward(X, rows, in, W->value.data(), out, dY, W->grad.data(),
                    nullptr, false);

@@ -50,9 +50,6 @@ public:
                            float *dX, bool accumulateDx = true) const;
 
 private:
-  void backwardWeight(const float *X, int64_t rows, const float *dY, float *dX,
-                      bool accumulateDx) const;
-
   int64_t in, out;
   Param *W;
   Param *b = nullptr;

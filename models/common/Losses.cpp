@@ -34,29 +34,6 @@ float rowMax(const float *x, int64_t n) {
   return best;
 }
 
-} // namespace
-
-void logSoftmax(float *logits, int64_t R, int64_t V, const float *bias) {
-  cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
-#pragma clang fp reassociate(on)
-    for (int64_t r = begin; r < end; ++r) {
-      float *row = logits + r * V;
-      if (bias)
-        for (int64_t j = 0; j < V; ++j)
-          row[j] += bias[j];
-      const float best = rowMax(row, V);
-      float total = 0;
-      for (int64_t j = 0; j < V; ++j)
-        total += std::exp(row[j] - best);
-      float shift = best + std::log(total);
-      for (int64_t j = 0; j < V; ++j)
-        row[j] -= shift;
-    }
-  });
-}
-
-namespace {
-
 /// What smoothedCrossEntropyInPlace does to one row, in three passes over
 /// it while it is in cache (the row of an 8,000-word vocabulary is 32 KB):
 /// its maximum and sum; exp(x - max), summed, into the gradient's row; then
@@ -111,6 +88,15 @@ struct RowLoss {
 
 } // namespace
 
+void logSoftmax(float *logits, int64_t R, int64_t V, const float *bias) {
+  // RowLoss without a gradient: the same passes as the training loss.
+  const RowLoss rowPass{V, 0.f, 1.f, bias};
+  cellrt::parallelFor(R, R * V, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      rowPass(logits + r * V, 0, nullptr);
+  });
+}
+
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
                                    float smoothing, float scale, float *dLogits,
@@ -122,8 +108,8 @@ double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                               " classes");
   const RowLoss rowLoss{classes, smoothing, scale, bias.value};
   std::vector<double> losses(rows, 0.0);
-  // Each chunk's bias gradient, added in chunk order: the same sums for
-  // any number of threads.
+  // Each chunk's bias gradient, added in chunk order: the same sums in
+  // every run at a given number of threads.
   const bool biasGrad = bias.grad && dLogits;
   std::mutex partsMutex;
   std::vector<std::pair<int64_t, std::vector<float>>> parts;

@@ -275,6 +275,24 @@ void attentionBackward(const AttentionShape &s, const float *ann,
       dv[a] += part.second[a];
 }
 
+int64_t firstAbove(const float *x, int64_t begin, int64_t n, float threshold) {
+  constexpr int64_t kLanes = 16;
+  int64_t i = begin;
+  // A chunk's lanes are or-ed without branches, so each chunk is a few
+  // vector compares; the scalar loop then finds the element in it.
+  for (; i + kLanes <= n; i += kLanes) {
+    bool any = false;
+    for (int64_t k = 0; k < kLanes; ++k)
+      any |= x[i + k] > threshold;
+    if (any)
+      break;
+  }
+  for (; i < n; ++i)
+    if (x[i] > threshold)
+      return i;
+  return n;
+}
+
 bool setThreads(int n) {
   if (n <= 0)
     return true;

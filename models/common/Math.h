@@ -33,8 +33,8 @@ cellrt::Precision productPrecision();
 /// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error. In bf16
 /// (setProductPrecision) alpha must be 1 and beta 0 or 1.
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
-          float alpha, const float *A, int64_t lda, const float *B,
-          int64_t ldb, float beta, float *C, int64_t ldc);
+          float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+          float beta, float *C, int64_t ldc);
 
 /// One product of gemm(), for measuring what a model's layers multiply
 /// (bench/nmt-floor; the cells' own products: cellrt/Products.h).
@@ -45,7 +45,8 @@ struct LayerProduct {
 };
 /// Calls `observer` with every gemm() from now on (empty: stop); for
 /// measuring runs on one thread.
-void setLayerProductObserver(std::function<void(const LayerProduct &)> observer);
+void setLayerProductObserver(
+    std::function<void(const LayerProduct &)> observer);
 
 /// Y[rows, out] (+)= X[rows, in] * W^T with W [out, in] (a linear layer).
 void linear(const float *X, int64_t rows, int64_t in, const float *W,
@@ -110,11 +111,15 @@ void tanhInPlace(float *x, int64_t n);
 /// Its backward given y = tanh(x): dy[i] *= 1 - y[i]^2.
 void tanhBackward(const float *y, float *dy, int64_t n);
 
+/// The first i in [begin, n) with x[i] > threshold, else n; 16 lanes at a
+/// time (beam search's top-k skips most of a vocabulary row this way).
+int64_t firstAbove(const float *x, int64_t begin, int64_t n, float threshold);
+
 /// Sets the thread count of cellrt's pool (the cells' kernels and the
 /// layers' parallelFor) and the OpenMP one of oneDNN (and anything else
-/// using the process's OpenMP runtime); n <= 0 leaves them alone. Small models run
-/// fastest on one thread, especially on a loaded machine. Returns false when
-/// no OpenMP runtime is loaded.
+/// using the process's OpenMP runtime); n <= 0 leaves them alone. Small models
+/// run fastest on one thread, especially on a loaded machine. Returns false
+/// when no OpenMP runtime is loaded.
 bool setThreads(int n);
 
 } // namespace models

@@ -3,6 +3,7 @@
 #include "models/nmt/BeamSearch.h"
 
 #include "models/common/Data.h"
+#include "models/common/Math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -85,32 +86,63 @@ void BeamSearch::advance(const float *logProbs, int64_t vocab) {
   ++step;
 }
 
+/// Whether x is ranked above y: the heaps below keep the worst on top.
+static bool better(const BeamSearch::Candidate &x,
+                   const BeamSearch::Candidate &y) {
+  return x.score > y.score;
+}
+
+/// The largest t with base + t <= worst in float arithmetic (within a few
+/// ulps): a word whose log-probability is at most t cannot beat `worst`,
+/// since float addition is monotone.
+static float skipThreshold(float worst, float base) {
+  float t = worst - base;
+  while (base + t > worst)
+    t = std::nextafter(t, -std::numeric_limits<float>::infinity());
+  return t;
+}
+
+void BeamSearch::collectRowBest(int64_t r, const float *row, int64_t vocab) {
+  const size_t wanted = size_t(2 * K);
+  const float base = rows.scores[r];
+  auto skipped = [](int64_t w) {
+    return w == models::Vocab::Pad || w == models::Vocab::Bos;
+  };
+  rowBest.clear();
+  int64_t w = 0;
+  for (; w < vocab && rowBest.size() < wanted; ++w) {
+    if (skipped(w))
+      continue;
+    rowBest.push_back({base + row[w], int32_t(r), int32_t(w)});
+    std::push_heap(rowBest.begin(), rowBest.end(), better);
+  }
+  if (rowBest.size() < wanted)
+    return;
+  // The heap sees exactly the words the full scan would have let in (a
+  // word at or below the threshold would fail the comparison), so the
+  // result is the same; most of the row is skipped 16 words at a time.
+  float threshold = skipThreshold(rowBest.front().score, base);
+  for (w = models::firstAbove(row, w, vocab, threshold); w < vocab;
+       w = models::firstAbove(row, w + 1, vocab, threshold)) {
+    Candidate candidate{base + row[w], int32_t(r), int32_t(w)};
+    if (skipped(w) || !(candidate.score > rowBest.front().score))
+      continue;
+    std::pop_heap(rowBest.begin(), rowBest.end(), better);
+    rowBest.back() = candidate;
+    std::push_heap(rowBest.begin(), rowBest.end(), better);
+    threshold = skipThreshold(rowBest.front().score, base);
+  }
+}
+
 size_t BeamSearch::collectCandidates(int64_t b, const float *logProbs,
                                      int64_t vocab) {
   // Each row's own best 2K first, so only K*2K candidates are sorted.
   const size_t wanted = size_t(2 * K);
-  auto better = [](const Candidate &x, const Candidate &y) {
-    return x.score > y.score;
-  };
   candidates.clear();
   for (int64_t r = b * K; r < (b + 1) * K; ++r) {
     if (rows.scores[r] == MinusInf)
       continue;
-    const float *row = logProbs + int64_t(packedOf[r]) * vocab;
-    rowBest.clear();
-    for (int64_t w = 0; w < vocab; ++w) {
-      if (w == models::Vocab::Pad || w == models::Vocab::Bos)
-        continue;
-      Candidate candidate{rows.scores[r] + row[w], int32_t(r), int32_t(w)};
-      if (rowBest.size() < wanted) {
-        rowBest.push_back(candidate);
-        std::push_heap(rowBest.begin(), rowBest.end(), better);
-      } else if (candidate.score > rowBest.front().score) {
-        std::pop_heap(rowBest.begin(), rowBest.end(), better);
-        rowBest.back() = candidate;
-        std::push_heap(rowBest.begin(), rowBest.end(), better);
-      }
-    }
+    collectRowBest(r, logProbs + int64_t(packedOf[r]) * vocab, vocab);
     candidates.insert(candidates.end(), rowBest.begin(), rowBest.end());
   }
   size_t keep = std::min(candidates.size(), wanted);

@@ -63,11 +63,13 @@ public:
   /// so the first is best()'s).
   std::vector<std::vector<Hypothesis>> nBest(int64_t n) const;
 
-private:
+  /// An extension of row `row` by `word`, and its log-probability.
   struct Candidate {
     float score;
     int32_t row, word;
   };
+
+private:
   using Finished = Hypothesis;
   /// Every row's hypothesis: the row of its parent's states, its last
   /// word, its score (-inf: none) and its words.
@@ -77,6 +79,9 @@ private:
     std::vector<std::vector<int32_t>> hypotheses;
   };
 
+  /// Row r's best 2K words (fewer when the vocabulary has fewer) into
+  /// `rowBest`, a heap with the worst on top, given its log-probabilities.
+  void collectRowBest(int64_t r, const float *row, int64_t vocab);
   /// Each live row's best 2K words, the best 2K of them first in
   /// `candidates`; returns how many of those there are.
   size_t collectCandidates(int64_t b, const float *logProbs, int64_t vocab);

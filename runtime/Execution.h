@@ -439,9 +439,8 @@ private:
   /// The key this call's forward binding is valid for.
   ScheduleKind pickSchedule() const;
   BindingKey bindingKey() const {
-    return {sizesHandle,        training,
-            args.reverse,       readsOutRows(),
-            callerOnDevice,     usesPackedWeights()};
+    return {sizesHandle,    training,       args.reverse,
+            readsOutRows(), callerOnDevice, usesPackedWeights()};
   }
   Status bindOperations(bool backwardPhases, Blocks &scratchBlocks);
   /// Points a product's weight and packed weight at this call's.
@@ -509,13 +508,13 @@ private:
   int64_t width(const VectorDecl &decl) const {
     return sizes.eval(decl.length);
   }
-  /// Packed weights stand in for stacking the caller's params: on inference
-  /// calls only (training keeps its own copies: the tape may outlive the
-  /// caller's), as host arrays where memory is shared, else as the
-  /// device's copies.
+  /// Packed weights stand in for stacking the caller's params: as host
+  /// arrays where memory is shared (training too: backward reads them
+  /// through the same args, which the caller keeps alive as it does its
+  /// params), else as the device's copies on inference calls.
   bool usesPackedWeights() const {
-    return args.packedWeights && !training &&
-           (shared || args.packedWeights->onDevice());
+    return args.packedWeights &&
+           (shared || (!training && args.packedWeights->onDevice()));
   }
   const DeviceWeights *residentWeights() const {
     return usesPackedWeights() && !shared ? args.packedWeights->onDevice()

@@ -57,7 +57,8 @@ bool Execution::tilesPay() const {
   // With them the panels are packed once, and a step tiles too where its
   // products are large enough (shortCallTiles).
   constexpr int64_t kMinTiledSteps = 3;
-  int64_t minSteps = usesPackedWeights() && shared ? 1 : kMinTiledSteps;
+  int64_t minSteps =
+      usesPackedWeights() && shared && !training ? 1 : kMinTiledSteps;
   if (!tiledStepsWanted(training) || maxLength < minSteps)
     return false;
   return maxLength >= kMinTiledSteps || shortCallTiles();
@@ -94,8 +95,10 @@ bool Execution::describeTiledSteps(TiledSteps &tiled, bool backwardPass) const {
 }
 
 void Execution::refreshTiledSteps(TiledSteps &tiled) const {
+  // Training's tiled steps pack their own panels per call, as before
+  // packed weights reached training.
   PackedPanels *panels =
-      usesPackedWeights() ? args.packedWeights->panels() : nullptr;
+      usesPackedWeights() && !training ? args.packedWeights->panels() : nullptr;
   for (TiledPhase &phase : tiled.phases)
     if (phase.kind != TiledPhase::Kind::Kernel) {
       phase.weight = work.weights[phase.weightIndex];
@@ -131,7 +134,7 @@ bool Execution::describeHiddenBlocks(TiledSteps &tiled) const {
 void Execution::describeCallShape(TiledSteps &tiled, bool backwardPass) const {
   for (size_t i = 0; i < plan.dims.size(); ++i)
     tiled.dims.push_back(plan.dims[i] == tiled.hiddenDim ? tiled.block
-                                                          : dimValues[i]);
+                                                         : dimValues[i]);
   tiled.bf16 = device.precision() == Precision::BF16;
   tiled.batch = rowsPerStep;
   tiled.reverse = backwardPass;
@@ -329,8 +332,8 @@ bool Execution::tiledRows(const Ref &ref, const Operand &operand,
 
 bool Execution::describeTiledKernel(
     const BoundOperation &bound, const HostDevice &host,
-    const std::map<std::string, int64_t> &productPhase,
-    const TiledSteps &tiled, TiledPhase &phase) const {
+    const std::map<std::string, int64_t> &productPhase, const TiledSteps &tiled,
+    TiledPhase &phase) const {
   if (!bound.scratch.empty() || plan.scratch.count(bound.op->kernel))
     return false;
   phase.kind = TiledPhase::Kind::Kernel;

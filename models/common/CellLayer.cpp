@@ -49,12 +49,12 @@ bool bindOrMatch(const cellrt::DimExpr &expr, int64_t value,
 CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
                      int64_t inputSize, int64_t stateSize, ParamStore &store,
                      bool reverse)
-    : CellLayer(cell, prefix, std::vector<int64_t>{inputSize}, stateSize,
-                store, reverse) {}
+    : CellLayer(cell, prefix, std::vector<int64_t>{inputSize}, stateSize, store,
+                reverse) {}
 
 CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
-                     const std::vector<int64_t> &inputWidths,
-                     int64_t stateSize, ParamStore &store, bool reverse)
+                     const std::vector<int64_t> &inputWidths, int64_t stateSize,
+                     ParamStore &store, bool reverse)
     : impl(&cell), reverse(reverse),
       what("cell " + cell.getPlan().cellName + " (" + prefix + ")"),
       sources(inputWidths), inputs(inputWidths) {
@@ -66,10 +66,9 @@ CellLayer::CellLayer(const cellrt::Cell &cell, const std::string &prefix,
       sum += width;
     inputs = {sum};
   } else if (plan.inputs.size() != inputWidths.size()) {
-    throw DataError(what + ": the cell has " +
-                    std::to_string(plan.inputs.size()) +
-                    " inputs, the model gives it " +
-                    std::to_string(inputWidths.size()));
+    throw DataError(
+        what + ": the cell has " + std::to_string(plan.inputs.size()) +
+        " inputs, the model gives it " + std::to_string(inputWidths.size()));
   }
   if (!cell.hasBackward())
     throw DataError(what + ": compiled without backward directives");
@@ -105,7 +104,7 @@ CellLayer CellLayer::overInputProducts(const CellLayer &owner,
                                        const cellrt::Cell &derived) {
   if (owner.projectsAnInput())
     throw DataError(owner.what + ": a projected input cannot be given as "
-                    "products");
+                                 "products");
   CellLayer layer = sharing(owner, owner.reverse);
   layer.impl = &derived;
   layer.joined = false;
@@ -199,8 +198,10 @@ void CellLayer::bindWidths(const std::vector<int64_t> &inputWidths,
     for (const auto &dim : decl.shape) {
       auto value = dim.evaluate(dims);
       if (!value)
-        throw DataError(what + ": param " + decl.name + " has the unbound "
-                        "dim " + dim.str());
+        throw DataError(what + ": param " + decl.name +
+                        " has the unbound "
+                        "dim " +
+                        dim.str());
       shape.push_back(*value);
     }
     params.push_back(&store.add(prefix + "." + decl.name, std::move(shape)));
@@ -257,9 +258,8 @@ void CellLayer::forward(const CellSequence &sequence, CellTrace &trace,
   args.lengths = sequence.lengths;
   trace.finalStates.resize(states.size());
   for (size_t k = 0; k < states.size(); ++k) {
-    const float *initial = k < sequence.initialStates.size()
-                               ? sequence.initialStates[k]
-                               : nullptr;
+    const float *initial =
+        k < sequence.initialStates.size() ? sequence.initialStates[k] : nullptr;
     args.initialStates.push_back({initial, {B, states[k]}});
     trace.finalStates[k].resize(B * states[k]);
     args.finalStates.push_back({trace.finalStates[k].data(), {B, states[k]}});
@@ -267,6 +267,7 @@ void CellLayer::forward(const CellSequence &sequence, CellTrace &trace,
   args.params = paramArrays();
   args.reverse = reverse;
   args.output = {sequence.output, {T, B, output}};
+  args.packedWeights = sequence.packed;
   if (train) {
     check(impl->forward(args, trace.tape), what.c_str());
   } else if (recorder) {
@@ -304,8 +305,10 @@ void CellLayer::addProbeArrays(cellrt::ForwardArgs &args, int64_t T,
   for (const cellrt::VectorDecl &probe : probes) {
     auto width = probe.length.evaluate(boundDims);
     if (!width)
-      throw DataError(what + ": probe " + probe.name + " has the unbound "
-                      "width " + probe.length.str());
+      throw DataError(what + ": probe " + probe.name +
+                      " has the unbound "
+                      "width " +
+                      probe.length.str());
     call.probes.emplace_back(T * B * *width);
     args.probes.push_back({call.probes.back().data(), {T, B, *width}});
   }
@@ -350,8 +353,7 @@ void CellLayer::backward(CellTrace &trace, const float *dOutput,
   check(impl->backward(trace.args, grads, trace.tape), what.c_str());
   for (size_t k = 0; k < inputs.size(); ++k)
     if (projections[k])
-      projections[k]->backward(trace.rawInputs[k], T * B,
-                               dProjected[k].data(),
+      projections[k]->backward(trace.rawInputs[k], T * B, dProjected[k].data(),
                                k < dCellInputs.size() ? dCellInputs[k]
                                                       : nullptr);
   if (!joined)

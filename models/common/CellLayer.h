@@ -48,6 +48,11 @@ struct CellSequence {
   std::vector<const float *> initialStates;
   /// [T, B, outputWidth()]; zeros at padded steps.
   float *output = nullptr;
+  /// Optional: packWeights() of the layer's current params, so that the
+  /// call does not stack them again (a decoder trained one step at a time
+  /// calls forward at every step). When training, keep it alive and the
+  /// params unchanged until backward.
+  const cellrt::PackedWeights *packed = nullptr;
 };
 
 /// What one forward keeps for backward; the caller owns one per use of the
@@ -128,13 +133,12 @@ public:
                                      const cellrt::Cell &derived);
   /// out [rows, weight rows] = source [rows, cols] W^T for `product`, W the
   /// params of its weight stacked.
-  void productForward(const cellrt::InputProduct &product,
-                      const float *source, int64_t rows, float *out) const;
+  void productForward(const cellrt::InputProduct &product, const float *source,
+                      int64_t rows, float *out) const;
   /// Given dOut: the weight's params' gradients accumulate, dSource (when
   /// given) += dOut W.
-  void productBackward(const cellrt::InputProduct &product,
-                       const float *source, int64_t rows, const float *dOut,
-                       float *dSource) const;
+  void productBackward(const cellrt::InputProduct &product, const float *source,
+                       int64_t rows, const float *dOut, float *dSource) const;
 
   const cellrt::Cell &cell() const { return *impl; }
   size_t numInputs() const { return sources.size(); }

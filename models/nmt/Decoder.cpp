@@ -35,18 +35,32 @@ void Model::decodeForward(const Batch &batch, bool train) {
     traces2.resize(Ty);
     contextSlots.resize(Ty);
   }
+  // Stacked once per batch rather than at each step's call; backward
+  // reads them too, and the params do not change before it.
+  decoderWeights1 = decoder1.packWeights();
+  decoderWeights2 = decoder2.packWeights();
   // s_0 for the first state; the others start at zero.
   std::vector<const float *> states = {s0.data()};
   for (int64_t j = 0; j < Ty; ++j) {
     float *query = out1.data() + j * B * O1;
     float *context = contexts.data() + j * B * C;
     float *output = out2.data() + j * B * O2;
-    decoder1.forward({{targetEmbedded.data() + j * B * E}, ones.data(), 1, B,
-                      states, query},
+    decoder1.forward({{targetEmbedded.data() + j * B * E},
+                      ones.data(),
+                      1,
+                      B,
+                      states,
+                      query,
+                      &decoderWeights1},
                      traces1[j], train);
     contextForward(query, B, nullptr, contextSlots[j], context, train);
-    decoder2.forward({{context}, ones.data(), 1, B,
-                      traces1[j].finalStatePointers(), output},
+    decoder2.forward({{context},
+                      ones.data(),
+                      1,
+                      B,
+                      traces1[j].finalStatePointers(),
+                      output,
+                      &decoderWeights2},
                      traces2[j], train);
     states = traces2[j].finalStatePointers();
   }

@@ -236,6 +236,9 @@ private:
   std::vector<CellTrace> traces1, traces2;
   std::vector<ContextSlot> contextSlots;
   std::vector<float> dProjectedQueries;
+  /// The two decoder cells' weights, stacked once per teacher-forced
+  /// decode for its steps' forward and backward calls.
+  cellrt::PackedWeights decoderWeights1, decoderWeights2;
   // The upper decoder layers' inputs, outputs and traces ([Ty, B, width]).
   std::vector<std::vector<float>> upperOutputs;
   /// With --between-layers tanh: tanh of what each upper layer reads.

@@ -140,8 +140,8 @@ TEST(PlanTest, ParsesDocumentedExample) {
 // `probe NAME LEN` (cellc --probe): the kernels' `out` rows hold the output
 // and then every probe.
 TEST(PlanTest, ProbesWidenTheKernelsOutRows) {
-  std::string text = replaceOnce(atrPlan, "output H\n",
-                                 "output H\nprobe i H\nprobe h' 2*H\n");
+  std::string text =
+      replaceOnce(atrPlan, "output H\n", "output H\nprobe i H\nprobe h' 2*H\n");
   Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   ASSERT_EQ(plan->probes.size(), 2u);
@@ -233,9 +233,10 @@ TEST(PlanErrorTest, Syntax) {
             "plan line 4: unknown directive 'inpt'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "input x I", "input x  I")),
             "plan line 4: tokens must be separated by single spaces");
-  EXPECT_EQ(parseError(replaceOnce(atrPlan, "input x I", "input x")),
-            "plan line 4: 'input' takes 2 operands (input NAME LEN [written]), got "
-            "'input x'");
+  EXPECT_EQ(
+      parseError(replaceOnce(atrPlan, "input x I", "input x")),
+      "plan line 4: 'input' takes 2 operands (input NAME LEN [written]), got "
+      "'input x'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wx H I", "param Wx H 3*")),
             "plan line 6: malformed dimension expression '3*'");
   EXPECT_EQ(parseError(replaceOnce(atrPlan, "param Wx H I", "param Wx H J")),
@@ -343,10 +344,10 @@ TEST(PlanTest, ParsesAndPrintsTrainingPlans) {
 // store, which the runtime does not zero, and inputs whose gradient the
 // kernels store (Cell::withInputProducts).
 TEST(PlanTest, WrittenBuffersAndInputs) {
-  std::string text = replaceOnce(
-      replaceOnce(atrTrainingPlan, "buffer seq dv0 H\n",
-                  "buffer seq dv0 H written\n"),
-      "input x I\n", "input x I written\n");
+  std::string text =
+      replaceOnce(replaceOnce(atrTrainingPlan, "buffer seq dv0 H\n",
+                              "buffer seq dv0 H written\n"),
+                  "input x I\n", "input x I written\n");
   Expected<Plan> plan = cellc_test::readPlanText(text);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_TRUE(plan->findBuffer("dv0")->written);
@@ -730,7 +731,9 @@ TEST(ExecutorErrorTest, ErrorsRightAfterASuccessfulCall) {
   auto errorFor = [&](const std::function<void(ForwardArgs &)> &change) {
     return forwardError(*cell, problem, change, /*primed=*/true);
   };
-  EXPECT_EQ(errorFor([](ForwardArgs &a) { a.params["U"].shape = {5, 4}; }),
+  EXPECT_EQ(errorFor([](ForwardArgs &a) {
+              a.params["U"].shape = {5, 4};
+            }),
             "param 'U' has shape [5, 4] but the plan expects [H, H] = [5, 5]; "
             "dimension H = 5 comes from param 'A' [5, 4]");
   // The same shapes under another name.
@@ -933,6 +936,50 @@ TEST(BackwardTest, UnwantedGradientsAndNoOutputGradient) {
   }
 }
 
+// A decoder trained step by step calls forward once per step: with the
+// caller's PackedWeights a training call stacks no weight of its own, and
+// its backward multiplies by the same packed copy. Seen here by changing a
+// stacked param after packing: both passes still read the packed values.
+TEST(BackwardTest, TrainingReadsPackedWeightsInBothPasses) {
+  Expected<Cell> cell = Cell::load(imageFor(linearTrainingPlan, 2));
+  ASSERT_TRUE(cell.ok()) << cell.error();
+  // 6 rows: the forward's products read the oneDNN-packed copy too.
+  LinearProblem problem(4, 6, 4, 5, 9);
+  const int64_t outCount = problem.steps * problem.batch * problem.hidden;
+  std::mt19937 rng(4);
+  std::vector<float> dout = randomVector(rng, outCount),
+                     dfinal = randomVector(rng, problem.batch * problem.hidden);
+  auto train = [&](const PackedWeights *packed, std::vector<float> &out,
+                   LinearGradients &grads) {
+    out.assign(outCount, 0.f);
+    std::vector<float> finalState(problem.batch * problem.hidden);
+    ForwardArgs args = problem.args(out.data(), finalState.data(), false);
+    args.packedWeights = packed;
+    Tape tape;
+    Status status = cell->forward(args, tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+    status = cell->backward(args, grads.args(problem, dout, dfinal), tape);
+    ASSERT_TRUE(status.ok()) << status.message();
+  };
+  std::vector<float> plainOut, packedOut, staleOut;
+  LinearGradients plain(problem), withPacked(problem), stale(problem);
+  train(nullptr, plainOut, plain);
+  Expected<PackedWeights> packed =
+      cell->packWeights(problem.args(nullptr, nullptr, false).params);
+  ASSERT_TRUE(packed.ok()) << packed.error();
+  train(&*packed, packedOut, withPacked);
+  expectClose(packedOut, plainOut, "out with packed weights");
+  expectClose(withPacked.dx, plain.dx, "dx with packed weights");
+  expectClose(withPacked.da, plain.da, "dA with packed weights");
+  expectClose(withPacked.du, plain.du, "dU with packed weights");
+
+  // A is half of the stacked W0: the packed copy keeps the old values.
+  std::fill(problem.a.begin(), problem.a.end(), 0.f);
+  train(&*packed, staleOut, stale);
+  EXPECT_EQ(staleOut, packedOut) << "the forward stacked A again";
+  EXPECT_EQ(stale.dx, withPacked.dx) << "the backward stacked A again";
+}
+
 TEST(BackwardErrorTest, TapeAndPlan) {
   LinearProblem problem(2, 3, 4, 5, 1);
   ForwardArgs args = problem.args(nullptr, nullptr, false);
@@ -978,9 +1025,8 @@ TEST(BackwardErrorTest, TapeAndPlan) {
           .message(),
       "backward: the arguments bind T=2 B=3 H=6 I=4 but the tape was "
       "recorded with T=2 B=3 H=5 I=4");
-  Expected<Cell> atr =
-      Cell::load({cellc_test::planTables(atrTrainingPlan), linearKernels,
-                  linearKernelNames, 2});
+  Expected<Cell> atr = Cell::load({cellc_test::planTables(atrTrainingPlan),
+                                   linearKernels, linearKernelNames, 2});
   ASSERT_TRUE(atr.ok()) << atr.error();
   ForwardArgs atrArgs;
   atrArgs.inputs = args.inputs;
@@ -1122,9 +1168,9 @@ TEST(ScanTest, TrainingRunsTheScanUnlessThePlanHasSteps) {
   std::vector<int32_t> lengths = {3, 2};
   for (bool steps : {true, false}) {
     std::string plan = accumulatePlan(steps);
-    Expected<Cell> cell = Cell::load(
-        {cellc_test::planTables(plan.c_str()), accumulateKernels,
-         accumulateKernelNames, 3});
+    Expected<Cell> cell =
+        Cell::load({cellc_test::planTables(plan.c_str()), accumulateKernels,
+                    accumulateKernelNames, 3});
     ASSERT_TRUE(cell.ok()) << cell.error();
     for (bool training : {false, true}) {
       SCOPED_TRACE(std::string(steps ? "step and scan" : "scan only") +
@@ -1135,7 +1181,8 @@ TEST(ScanTest, TrainingRunsTheScanUnlessThePlanHasSteps) {
       args.lengths = lengths.data();
       args.output = {out.data(), {T, B, H}};
       Tape tape;
-      Status status = training ? cell->forward(args, tape) : cell->forward(args);
+      Status status =
+          training ? cell->forward(args, tape) : cell->forward(args);
       ASSERT_TRUE(status.ok()) << status.message();
       bool ranSteps = steps && training;
       // Row 0 at step 2 (active): the sum of three ones, or the scan's mark.

@@ -147,7 +147,11 @@ struct ForwardArgs {
   /// One per plan state, in plan order, [B, LEN]: each sequence's state after
   /// its last step. Empty, or an entry with null data: not written.
   std::vector<MutableArray> finalStates;
-  /// Optional: the params' stacked weights from Cell::packWeights.
+  /// Optional: the params' stacked weights from Cell::packWeights, so that
+  /// the call does not stack them again (a decoder trained step by step
+  /// would stack every weight at every step). In training on the CPU the
+  /// backward reads them too: keep them alive and the params unchanged
+  /// until then, as for the params themselves.
   const PackedWeights *packedWeights = nullptr;
   /// Where every float array above is (inputs, states, params, output,
   /// probes); `lengths` is always host memory.

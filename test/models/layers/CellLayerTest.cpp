@@ -26,7 +26,6 @@ using namespace layercheck;
 
 namespace {
 
-
 const char *kElman = R"(
 cell rnn(x: [I]) {
   state h: [H]
@@ -58,6 +57,14 @@ cell twostates(x: [I]) {
   h' = tanh(c')
 })";
 
+/// Two gates whose weights the compiler stacks (Wz with Wc, Uz with Uc).
+const char *kGated = R"(
+cell gated(x: [I]) {
+  state h: [H]
+  param Wz: [H, I], Wc: [H, I], Uz: [H, H], Uc: [H, H]
+  z = sigmoid(Wz @ x + Uz @ h)
+  h' = z * h + (1 - z) * tanh(Wc @ x + Uc @ h)
+})";
 
 class ElmanLayerTest : public ::testing::TestWithParam<bool> {};
 
@@ -72,12 +79,15 @@ TEST_P(ElmanLayerTest, MatchesTorchWithStatesBothWays) {
   for (Param *p : store.all())
     uniformInit(p->value, 0.6f, rng);
   std::vector<int32_t> lengths = {4, 1, 3};
-  std::vector<float> X = randomValues(T * B * I, rng), h0 = randomValues(B * H, rng);
-  std::vector<float> G = randomValues(T * B * H, rng), Gf = randomValues(B * H, rng);
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     h0 = randomValues(B * H, rng);
+  std::vector<float> G = randomValues(T * B * H, rng),
+                     Gf = randomValues(B * H, rng);
 
   std::vector<float> Y(T * B * H), dX(T * B * I, 0.f), dH0(B * H, 0.f);
   CellTrace trace;
-  CellSequence sequence{{X.data()}, lengths.data(), T, B, {h0.data()}, Y.data()};
+  CellSequence sequence{{X.data()}, lengths.data(), T,
+                        B,          {h0.data()},    Y.data()};
   layer.forward(sequence, trace, true);
   zeroGrads(store.all());
   layer.backward(trace, G.data(), {dX.data()}, {Gf.data()}, {dH0.data()});
@@ -86,7 +96,8 @@ TEST_P(ElmanLayerTest, MatchesTorchWithStatesBothWays) {
   torch::Tensor W = toTorch(store.find("enc.W")->value, {H, I}, true);
   torch::Tensor U = toTorch(store.find("enc.U")->value, {H, H}, true);
   torch::Tensor b = toTorch(store.find("enc.b")->value, {H}, true);
-  Step step = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+  Step step = [&](const std::vector<torch::Tensor> &xs,
+                  const torch::Tensor &s) {
     return torch::tanh(torch::mv(W, xs[0]) + torch::mv(U, s) + b);
   };
   auto [y, final] = reference(step, {x}, lengths, reverse, h);
@@ -133,30 +144,37 @@ TEST(CellLayer, TwoInputsAndAProjectedInputMatchTorch) {
   for (Param *p : store.all())
     uniformInit(p->value, 0.6f, rng);
   std::vector<int32_t> lengths = {3, 2};
-  std::vector<float> X = randomValues(T * B * I, rng), Cx = randomValues(T * B * C, rng);
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     Cx = randomValues(T * B * C, rng);
   std::vector<float> G = randomValues(T * B * H, rng);
 
   // Both layers read x, so dX sums their gradients.
   std::vector<float> Y1(T * B * H), Y2(T * B * H), dX(T * B * I, 0.f),
       dC(T * B * C, 0.f);
   CellTrace t1, t2;
-  both.forward({{X.data(), Cx.data()}, lengths.data(), T, B, {}, Y1.data()}, t1, true);
-  projected.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, t2, true);
+  both.forward({{X.data(), Cx.data()}, lengths.data(), T, B, {}, Y1.data()}, t1,
+               true);
+  projected.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, t2,
+                    true);
   zeroGrads(store.all());
   both.backward(t1, G.data(), {dX.data(), dC.data()});
   projected.backward(t2, G.data(), {dX.data()});
 
-  torch::Tensor x = toTorch(X, {T, B, I}, true), c = toTorch(Cx, {T, B, C}, true);
+  torch::Tensor x = toTorch(X, {T, B, I}, true),
+                c = toTorch(Cx, {T, B, C}, true);
   auto param = [&](const std::string &name) {
     Param *p = store.find(name);
     return toTorch(p->value, p->shape, true);
   };
   torch::Tensor W = param("two.W"), V = param("two.V"), U = param("two.U");
   torch::Tensor P = param("same.proj_x.W"), U2 = param("same.U");
-  Step twoStep = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
-    return torch::tanh(torch::mv(W, xs[0]) + torch::mv(V, xs[1]) + torch::mv(U, s));
+  Step twoStep = [&](const std::vector<torch::Tensor> &xs,
+                     const torch::Tensor &s) {
+    return torch::tanh(torch::mv(W, xs[0]) + torch::mv(V, xs[1]) +
+                       torch::mv(U, s));
   };
-  Step sameStep = [&](const std::vector<torch::Tensor> &xs, const torch::Tensor &s) {
+  Step sameStep = [&](const std::vector<torch::Tensor> &xs,
+                      const torch::Tensor &s) {
     return torch::tanh(torch::mv(U2, s) + torch::mv(P, xs[0]));
   };
   torch::Tensor zeros = torch::zeros({B, H}, torch::kFloat64);
@@ -185,7 +203,6 @@ TEST(CellLayer, MismatchesNameTheCell) {
   }
 }
 
-
 /// kElman's step with the leaves PREFIX.W, PREFIX.U and PREFIX.b.
 Step elmanStep(std::map<std::string, torch::Tensor> &params,
                const std::string &prefix) {
@@ -197,7 +214,6 @@ Step elmanStep(std::map<std::string, torch::Tensor> &params,
   };
 }
 
-
 /// An encoder's (SequenceEncoder's, ContextAwareEncoder's) forward and
 /// backward over random inputs X [T, B, I] with the output gradient G
 /// [T, B, outputWidth], its params drawn from `seed`.
@@ -207,8 +223,8 @@ struct EncoderRun {
 
 template <typename Encoder>
 EncoderRun runEncoder(const Encoder &encoder, ParamStore &store,
-                      const std::vector<int32_t> &lengths, int64_t T,
-                      int64_t I, uint64_t seed) {
+                      const std::vector<int32_t> &lengths, int64_t T, int64_t I,
+                      uint64_t seed) {
   const int64_t B = int64_t(lengths.size()), O = encoder.outputWidth();
   Rng rng(seed);
   for (Param *p : store.all())
@@ -242,9 +258,9 @@ TEST(SequenceEncoder, TwoBidirectionalLayersMatchTorch) {
     std::vector<torch::Tensor> outs;
     for (int d = 0; d < 2; ++d) {
       std::string name = "enc.l" + std::to_string(l) + (d ? ".bwd" : ".fwd");
-      outs.push_back(reference(elmanStep(params, name), {input}, lengths,
-                               d == 1, zeros)
-                         .first);
+      outs.push_back(
+          reference(elmanStep(params, name), {input}, lengths, d == 1, zeros)
+              .first);
     }
     input = torch::cat(outs, 2);
   }
@@ -261,7 +277,11 @@ TEST(SequenceEncoder, MixedDirectionsAndResidualMatchTorch) {
   const int64_t T = 5, B = 3, I = 3, H = 2;
   ParamStore store;
   using Dir = LayerDirection;
-  EncoderShape shape{I, H, 0, false, {Dir::Both, Dir::Forward, Dir::Backward},
+  EncoderShape shape{I,
+                     H,
+                     0,
+                     false,
+                     {Dir::Both, Dir::Forward, Dir::Backward},
                      /*residualFrom=*/2};
   SequenceEncoder encoder(*jit.cell, "enc", shape, store);
   ASSERT_EQ(encoder.outputWidth(), H);
@@ -279,9 +299,8 @@ TEST(SequenceEncoder, MixedDirectionsAndResidualMatchTorch) {
     return reference(elmanStep(params, name), {in}, lengths, reverse, zeros)
         .first;
   };
-  torch::Tensor l0 = torch::cat({run("enc.l0.fwd", x, false),
-                                 run("enc.l0.bwd", x, true)},
-                                2);
+  torch::Tensor l0 =
+      torch::cat({run("enc.l0.fwd", x, false), run("enc.l0.bwd", x, true)}, 2);
   torch::Tensor l1 = run("enc.l1.fwd", l0, false);
   // The residual adds l1 only at each sequence's steps: padding stays 0.
   torch::Tensor valid = torch::zeros({T, B, 1}, torch::kFloat64);
@@ -358,8 +377,8 @@ TEST(CellLayer, OneInputCellJoinsItsSources) {
   CellTrace trace, joinedTrace;
   apart.forward({{X1.data(), X2.data()}, lengths.data(), T, B, {}, Y.data()},
                 trace, true);
-  joined.forward({{X.data()}, lengths.data(), T, B, {}, Yj.data()},
-                 joinedTrace, true);
+  joined.forward({{X.data()}, lengths.data(), T, B, {}, Yj.data()}, joinedTrace,
+                 true);
   EXPECT_EQ(Y, Yj);
   zeroGrads(store.all());
   zeroGrads(joinedStore.all());
@@ -374,12 +393,12 @@ TEST(CellLayer, OneInputCellJoinsItsSources) {
 
   std::vector<float> next(B * H), nextJoined(B * H), out(B * H),
       outJoined(B * H);
-  apart.step({{X1.data(), X2.data()}, B, {}, B, nullptr, {next.data()},
-              out.data()},
-             nullptr);
-  joined.step({{X.data()}, B, {}, B, nullptr, {nextJoined.data()},
-               outJoined.data()},
-              nullptr);
+  apart.step(
+      {{X1.data(), X2.data()}, B, {}, B, nullptr, {next.data()}, out.data()},
+      nullptr);
+  joined.step(
+      {{X.data()}, B, {}, B, nullptr, {nextJoined.data()}, outJoined.data()},
+      nullptr);
   EXPECT_EQ(out, outJoined);
 }
 
@@ -404,8 +423,7 @@ TEST(CellLayer, SharingRunsTheOwnersParamsAndAddsItsGradients) {
   CellTrace trace1, trace2;
   owner.forward({{X.data()}, lengths.data(), T, B, {}, Y1.data()}, trace1,
                 true);
-  twin.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, trace2,
-               true);
+  twin.forward({{X.data()}, lengths.data(), T, B, {}, Y2.data()}, trace2, true);
   zeroGrads(store.all());
   owner.backward(trace1, G1.data(), {dX.data()});
   twin.backward(trace2, G2.data(), {dX.data()});
@@ -427,8 +445,7 @@ TEST(CellLayer, SharingRunsTheOwnersParamsAndAddsItsGradients) {
 
 // Cseq2seq-I's context: the cell re-reads the sequence from tanh(V q + b)
 // per query; the context is its last output or the mean of its outputs.
-class CyclicContextTest : public testing::TestWithParam<CyclicContext::Pool> {
-};
+class CyclicContextTest : public testing::TestWithParam<CyclicContext::Pool> {};
 
 TEST_P(CyclicContextTest, MatchesTorch) {
   const CyclicContext::Pool pool = GetParam();
@@ -443,7 +460,8 @@ TEST_P(CyclicContextTest, MatchesTorch) {
     uniformInit(p->value, 0.7f, rng);
   std::vector<int32_t> lengths = {4, 1, 3};
   std::vector<float> X = randomValues(T * B * C, rng),
-                     Qs = randomValues(B * Q, rng), G = randomValues(B * H, rng);
+                     Qs = randomValues(B * Q, rng),
+                     G = randomValues(B * H, rng);
   std::vector<float> context(B * H), dX(T * B * C, 0.f), dQ(B * Q);
   CyclicContext::Sequence sequence;
   CyclicContext::Step step;
@@ -455,14 +473,14 @@ TEST_P(CyclicContextTest, MatchesTorch) {
 
   torch::Tensor x = toTorch(X, {T, B, C}, true), q = toTorch(Qs, {B, Q}, true);
   std::map<std::string, torch::Tensor> params = torchParams(store);
-  torch::Tensor init = torch::tanh(torch::matmul(q, params["cyc.V.W"].t()) +
-                                   params["cyc.V.b"]);
+  torch::Tensor init =
+      torch::tanh(torch::matmul(q, params["cyc.V.W"].t()) + params["cyc.V.b"]);
   auto [outputs, finals] =
       reference(elmanStep(params, "cyc.cell"), {x}, lengths, false, init);
   torch::Tensor expected = finals;
   if (pool == CyclicContext::Pool::Mean) {
-    torch::Tensor counts = torch::tensor(std::vector<double>(
-        lengths.begin(), lengths.end()), torch::kFloat64);
+    torch::Tensor counts = torch::tensor(
+        std::vector<double>(lengths.begin(), lengths.end()), torch::kFloat64);
     expected = outputs.sum(0) / counts.unsqueeze(1);
   }
   (expected * toTorch(G, {B, H})).sum().backward();
@@ -500,9 +518,9 @@ struct TwoStatesReference {
     b = toTorch(store.find(prefix + ".b")->value, {W.size(0)}, true);
   }
   /// One step of rows x [R, I], h and c [R, H]: the new (h, c).
-  std::pair<torch::Tensor, torch::Tensor>
-  step(const torch::Tensor &x, const torch::Tensor &h,
-       const torch::Tensor &c) const {
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor &x,
+                                               const torch::Tensor &h,
+                                               const torch::Tensor &c) const {
     torch::Tensor next =
         c + torch::tanh(torch::matmul(x, W.t()) + torch::matmul(h, U.t()) + b);
     return {torch::tanh(next), next};
@@ -536,7 +554,11 @@ struct StepwiseRun {
   double forward(bool train) {
     std::vector<const float *> states = {h0.data()}; // c starts at zero
     for (int64_t t = 0; t < T; ++t) {
-      layer.forward({{X.data() + t * B * I}, ones.data(), 1, B, states,
+      layer.forward({{X.data() + t * B * I},
+                     ones.data(),
+                     1,
+                     B,
+                     states,
                      Y.data() + t * B * H},
                     traces[t], train);
       states = {traces[t].finalStates[0].data(),
@@ -553,8 +575,7 @@ struct StepwiseRun {
     for (int64_t t = T - 1; t >= 0; --t) {
       for (std::vector<float> &state : before)
         std::fill(state.begin(), state.end(), 0.f);
-      layer.backward(traces[t], G.data() + t * B * H,
-                     {dX.data() + t * B * I},
+      layer.backward(traces[t], G.data() + t * B * H, {dX.data() + t * B * I},
                      {after[0].data(), after[1].data()},
                      {before[0].data(), before[1].data()});
       after.swap(before);
@@ -596,6 +617,71 @@ TEST(CellLayer, LengthOneStepsChainedByStatesMatchTorch) {
   expectParamDifferences(lossOnly, run.store);
 }
 
+// A decoder trained one step at a time stacks its weights once per batch
+// (CellSequence::packed) instead of at every step's forward: the outputs
+// and every gradient are those of steps that stack their own, up to the
+// last bits (with 5 rows the forward's products read oneDNN's packed copy).
+TEST(CellLayer, StepsTrainedWithPackedWeightsMatchStepsWithout) {
+  JitCell jit(kGated);
+  const int64_t T = 3, B = 5, I = 4, H = 6;
+  ParamStore store;
+  CellLayer layer(*jit.cell, "dec", I, H, store);
+  Rng rng(23);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.6f, rng);
+  std::vector<float> X = randomValues(T * B * I, rng),
+                     h0 = randomValues(B * H, rng),
+                     G = randomValues(T * B * H, rng);
+  std::vector<int32_t> ones(B, 1);
+  struct Run {
+    std::vector<float> Y, dX, dH0;
+    std::vector<std::vector<float>> grads;
+  };
+  auto train = [&](bool packOnce) {
+    Run run{std::vector<float>(T * B * H),
+            std::vector<float>(T * B * I),
+            std::vector<float>(B * H, 0.f),
+            {}};
+    cellrt::PackedWeights packed;
+    if (packOnce)
+      packed = layer.packWeights();
+    std::vector<CellTrace> traces(T);
+    std::vector<const float *> states = {h0.data()};
+    for (int64_t t = 0; t < T; ++t) {
+      layer.forward({{X.data() + t * B * I},
+                     ones.data(),
+                     1,
+                     B,
+                     states,
+                     run.Y.data() + t * B * H,
+                     packOnce ? &packed : nullptr},
+                    traces[t], true);
+      states = traces[t].finalStatePointers();
+    }
+    zeroGrads(store.all());
+    std::vector<float> before(B * H);
+    for (int64_t t = T - 1; t >= 0; --t) {
+      std::fill(before.begin(), before.end(), 0.f);
+      layer.backward(traces[t], G.data() + t * B * H,
+                     {run.dX.data() + t * B * I}, {run.dH0.data()},
+                     {before.data()});
+      run.dH0.swap(before);
+    }
+    for (Param *p : store.all())
+      run.grads.push_back(p->grad);
+    return run;
+  };
+  Run plain = train(false), packed = train(true);
+  expectClose(packed.Y, toTorch(plain.Y, {T, B, H}), "Y", 1e-5);
+  expectClose(packed.dX, toTorch(plain.dX, {T, B, I}), "dX", 1e-5);
+  expectClose(packed.dH0, toTorch(plain.dH0, {B, H}), "dH0", 1e-5);
+  std::vector<Param *> params = store.all();
+  ASSERT_EQ(params.size(), 4u);
+  for (size_t k = 0; k < params.size(); ++k)
+    expectClose(packed.grads[k], toTorch(plain.grads[k], params[k]->shape),
+                params[k]->name, 1e-5);
+}
+
 TEST(CellLayer, InferenceStepsStartFromTheirSourceRows) {
   JitCell jit(kTwoStates);
   const int64_t I = 3, H = 4, stateRows = 3, rows = 4;
@@ -613,8 +699,13 @@ TEST(CellLayer, InferenceStepsStartFromTheirSourceRows) {
   const cellrt::PackedWeights *stacked = &packed, *none = nullptr;
   for (const cellrt::PackedWeights *weights : {stacked, none}) {
     std::fill(Y.begin(), Y.end(), 0.f);
-    layer.step({{X.data()}, rows, {h.data(), c.data()}, stateRows,
-                sourceRows.data(), {nextH.data(), nextC.data()}, Y.data()},
+    layer.step({{X.data()},
+                rows,
+                {h.data(), c.data()},
+                stateRows,
+                sourceRows.data(),
+                {nextH.data(), nextC.data()},
+                Y.data()},
                weights);
     TwoStatesReference ref(store, "dec");
     torch::Tensor index = torch::tensor({2, 0, 2, 1}, torch::kLong);
@@ -627,7 +718,12 @@ TEST(CellLayer, InferenceStepsStartFromTheirSourceRows) {
     expectClose(nextC, refC, "next c");
   }
   // No states: both start at zero.
-  layer.step({{X.data()}, rows, {}, 0, nullptr, {nextH.data(), nextC.data()},
+  layer.step({{X.data()},
+              rows,
+              {},
+              0,
+              nullptr,
+              {nextH.data(), nextC.data()},
               Y.data()},
              &packed);
   TwoStatesReference ref(store, "dec");

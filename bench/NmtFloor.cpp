@@ -333,9 +333,9 @@ void report(const char *what, const Measured &m, double peak) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // As the drivers run: oneDNN's OpenMP threads sleep between products
-  // rather than spin against cellrt's pool (OpenMpWaits.h; may restart).
-  models::preferSleepingOpenMpThreads(argv);
+  // As the drivers run: one OpenMP team for the products and the kernels,
+  // spinning briefly between them (OpenMpWaits.h; may restart).
+  models::useOneThreadTeam(argv);
   CLI::App app("nmt-floor: an NMT model's training and decoding against the "
                "time its matrix products alone take (issue #47)");
   std::string model;

@@ -1,6 +1,7 @@
 //===- Parallel.cpp - Rows of a kernel call split across threads ----------===//
 
 #include "Parallel.h"
+#include "OpenMpTeam.h"
 #include "cellrt/Runtime.h"
 
 #include <atomic>
@@ -52,14 +53,37 @@ public:
   void setThreads(int n) { wanted.store(n < 1 ? 1 : n); }
 
   void run(int64_t rows, const std::function<void(int64_t, int64_t)> &body) {
+    int chunks = static_cast<int>(std::min<int64_t>(threads(), rows));
+    if (const OpenMpTeam *team = OpenMpTeam::get()) {
+      // The chunks are the same as the pool's, whatever the team's size:
+      // the results' bits do not depend on who runs which chunk.
+      team->run(chunks, [&](int member, int members) {
+        InsideJob inside;
+        for (int chunk = member; chunk < chunks; chunk += members)
+          body(rows * chunk / chunks, rows * (chunk + 1) / chunks);
+      });
+      return;
+    }
     std::lock_guard<std::mutex> callLock(callMutex);
-    runChunks(static_cast<int>(std::min<int64_t>(threads(), rows)), rows,
-              body);
+    runChunks(chunks, rows, body);
   }
 
   /// One member per chunk: the count is read once, under the call lock.
   void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
                const std::function<void(int64_t)> &body) {
+    if (const OpenMpTeam *team = OpenMpTeam::get()) {
+      // The team's size is known only inside: its first member prepares.
+      team->run(static_cast<int>(std::max<int64_t>(
+                    1, std::min<int64_t>(threads(), maxMembers))),
+                [&](int member, int members) {
+                  if (member == 0)
+                    prepare(members);
+                  team->barrier();
+                  InsideJob inside;
+                  body(member);
+                });
+      return;
+    }
     std::lock_guard<std::mutex> callLock(callMutex);
     int64_t team =
         std::max<int64_t>(1, std::min<int64_t>(threads(), maxMembers));
@@ -69,9 +93,8 @@ public:
       body(0);
       return;
     }
-    runChunks(static_cast<int>(team), team, [&](int64_t begin, int64_t) {
-      body(begin);
-    });
+    runChunks(static_cast<int>(team), team,
+              [&](int64_t begin, int64_t) { body(begin); });
   }
 
   ~Pool() {

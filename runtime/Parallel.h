@@ -5,7 +5,8 @@
 // calls, after spinning up to CELLRT_SPIN_US (50 µs) when calls have been
 // coming back to back; the caller's thread runs the first chunk itself. oneDNN's GEMMs
 // keep their own OpenMP threads: run with OMP_WAIT_POLICY=PASSIVE so those
-// do not spin while the kernels run.
+// do not spin while the kernels run, or with CELLRT_POOL=openmp, which runs
+// the chunks and teams on the OpenMP threads instead (OpenMpTeam.h).
 //
 //===----------------------------------------------------------------------===//
 

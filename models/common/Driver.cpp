@@ -11,7 +11,7 @@ namespace models {
 
 int driverMain(int argc, char **argv, const DriverInfo &info,
                const std::vector<DriverCommand> &commands) {
-  preferSleepingOpenMpThreads(argv);
+  useOneThreadTeam(argv);
   CLI::App app(info.about, info.program);
   app.set_version_flag("--version", info.program + " (cellc) " + info.version);
   // One thread is the fastest at the seed models' sizes, and far faster on

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <functional>
 #include <random>
 
@@ -1206,6 +1208,29 @@ TEST(ExecutorErrorTest, PackWeightsNeedsStackedParamsOfOneWidth) {
   ASSERT_FALSE(packed.ok());
   EXPECT_EQ(packed.error(), "packWeights: params stacked into one weight "
                             "need as many columns: 'A' has 4, 'B' has 6");
+}
+
+// The drivers run cellrt's parallel calls on libgomp's OpenMP team
+// (CELLRT_POOL=openmp: runtime/OpenMpTeam.h), elsewhere on cellrt's own
+// pool; inside a chunk, OpenMP's team size says which ran it. ctest runs
+// this binary both ways (OpenMpTeam.RuntimeUnitTests runs it on OpenMP).
+TEST(ParallelTest, ChunksRunOnThePoolThatCellrtPoolNames) {
+  using CountFn = int (*)();
+  auto teamSize =
+      reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
+  ASSERT_NE(teamSize, nullptr) << "libgomp is not loaded (oneDNN brings it)";
+  const char *pool = std::getenv("CELLRT_POOL");
+  const bool openMp = pool && std::string(pool) == "openmp";
+  int threadsBefore = getNumThreads();
+  setNumThreads(2);
+  std::vector<int> sizes(4, 0);
+  parallelFor(4, 1 << 20, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row)
+      sizes[row] = teamSize();
+  });
+  setNumThreads(threadsBefore);
+  EXPECT_EQ(sizes, std::vector<int>(4, openMp ? 2 : 1))
+      << "CELLRT_POOL=" << (pool ? pool : "(unset)");
 }
 
 // A parallelFor body that itself calls parallelFor (as a driver's layer

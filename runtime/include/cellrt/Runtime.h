@@ -260,7 +260,9 @@ private:
 /// follow oneDNN's OpenMP settings, but for products under 2 MFLOP, which
 /// run on the calling thread alone (a decoding step's); with more than one
 /// thread, run with OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do
-/// not spin.
+/// not spin, or (what the drivers do) with CELLRT_POOL=openmp and a short
+/// GOMP_SPINCOUNT, so that the kernels run on oneDNN's OpenMP threads too:
+/// one team for both (README.md, "Threads").
 void setNumThreads(int threads);
 int getNumThreads();
 

@@ -262,7 +262,7 @@ private:
 /// thread, run with OMP_WAIT_POLICY=PASSIVE so oneDNN's idle threads do
 /// not spin, or (what the drivers do) with CELLRT_POOL=openmp and a short
 /// GOMP_SPINCOUNT, so that the kernels run on oneDNN's OpenMP threads too:
-/// one team for both (README.md, "Threads").
+/// one team for both (README.md, "OpenMP's idle threads: one team").
 void setNumThreads(int threads);
 int getNumThreads();
 

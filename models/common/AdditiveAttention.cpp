@@ -21,8 +21,8 @@ AdditiveAttention::AdditiveAttention(ParamStore &store, const std::string &name,
     b = &store.add(name + ".b", {attentionWidth});
   v = &store.add(name + ".v", {attentionWidth});
   if (options.layerNorm) {
-    queryNorm =
-        std::make_unique<LayerNorm>(store, name + ".query_norm", attentionWidth);
+    queryNorm = std::make_unique<LayerNorm>(store, name + ".query_norm",
+                                            attentionWidth);
     keyNorm =
         std::make_unique<LayerNorm>(store, name + ".key_norm", attentionWidth);
   }
@@ -85,8 +85,8 @@ void AdditiveAttention::queryNormBackward(const Step &step, float *dQ) const {
   const int64_t n = step.R * attentionWidth();
   std::vector<float> dNormed(dQ, dQ + n);
   std::fill(dQ, dQ + n, 0.f);
-  queryNorm->backward(step.rawQ.data(), step.R, step.queryStats,
-                      dNormed.data(), dQ);
+  queryNorm->backward(step.rawQ.data(), step.R, step.queryStats, dNormed.data(),
+                      dQ);
 }
 
 void AdditiveAttention::backward(Keys &keys, const float *query,
@@ -125,6 +125,22 @@ void AdditiveAttention::backward(Keys &keys, const float *query,
                  accumulateDQuery);
 }
 
+void AdditiveAttention::annotationsBackward(
+    const Keys &keys, const std::vector<const Step *> &steps,
+    const float *dContexts, float *dAnn) const {
+  std::vector<const float *> alphas;
+  for (const Step *step : steps) {
+    if (step->R != keys.B || !step->row2seq.empty())
+      throw std::invalid_argument(
+          "annotationsBackward: steps whose rows are the sequences only");
+    alphas.push_back(step->alpha.data());
+  }
+  AttentionShape shape{keys.T, keys.B, contextWidth(), attentionWidth(),
+                       keys.B};
+  attentionAnnotationsBackward(shape, keys.lengths, alphas, dContexts,
+                               contextScale, dAnn);
+}
+
 void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
   if (keys.dUH.empty()) // no backward() since precompute
     return;
@@ -133,8 +149,8 @@ void AdditiveAttention::keysBackward(Keys &keys, float *dAnn) const {
     biasBackward(keys.dUH.data(), rows, A, b->grad.data());
   if (keyNorm) {
     std::vector<float> dRaw(rows * A, 0.f);
-    keyNorm->backward(keys.rawUH.data(), rows, keys.keyStats,
-                      keys.dUH.data(), dRaw.data());
+    keyNorm->backward(keys.rawUH.data(), rows, keys.keyStats, keys.dUH.data(),
+                      dRaw.data());
     keys.dUH.swap(dRaw);
   }
   linearBackward(keys.ann, rows, contextWidth(), Ua->value.data(), A,

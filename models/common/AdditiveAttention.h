@@ -83,15 +83,21 @@ public:
               const int32_t *row2seq, Step &step, float *context) const;
   /// Backward of one attend() (`query` as given to it), steps in any order.
   /// Given dContext [R, C]: dAnn [T, B, C] += the gradient through the
-  /// weighted sum, keys.dUH += the keys' gradient, dQuery [R, queryWidth]
-  /// (when given) gets the query's gradient (added with accumulateDQuery,
-  /// else overwritten), and Wa.grad, v.grad get theirs. With
-  /// dProjectedQuery [R, A], Wa.grad is left for queryWeightBackward(): the
-  /// gradient of Wa q is written there instead.
+  /// weighted sum (null: left for annotationsBackward()), keys.dUH += the keys'
+  /// gradient, dQuery [R, queryWidth] (when given) gets the query's gradient
+  /// (added with accumulateDQuery, else overwritten), and Wa.grad, v.grad get
+  /// theirs. With dProjectedQuery [R, A], Wa.grad is left for
+  /// queryWeightBackward(): the gradient of Wa q is written there instead.
   void backward(Keys &keys, const float *query, const Step &step,
                 const float *dContext, float *dAnn, float *dQuery,
                 bool accumulateDQuery = true,
                 float *dProjectedQuery = nullptr) const;
+  /// With dAnn null in backward(): the weighted sums' part of dAnn for
+  /// teacher-forced steps (R = B, no row2seq) given their dContexts
+  /// [steps, B, C], in one pass that writes each row of dAnn once.
+  void annotationsBackward(const Keys &keys,
+                           const std::vector<const Step *> &steps,
+                           const float *dContexts, float *dAnn) const;
   /// After the batch's last backward(): pushes keys.dUH through the key
   /// projection in one GEMM (Ua.grad, b.grad, dAnn +=), then clears it.
   void keysBackward(Keys &keys, float *dAnn) const;

@@ -238,12 +238,17 @@ void attentionBackward(const AttentionShape &s, const float *ann,
       float weighted = 0;
       for (int64_t t = 0; t < L; ++t) {
         const float *h = ann + (t * s.B + b) * s.C;
-        float *dh = dAnn + (t * s.B + b) * s.C;
+        float *dh = dAnn ? dAnn + (t * s.B + b) * s.C : nullptr;
         float a = alpha[t * s.R + r];
         float sum = 0;
-        for (int64_t j = 0; j < s.C; ++j) {
-          sum += dc[j] * h[j];
-          dh[j] += a * dc[j];
+        if (dh) {
+          for (int64_t j = 0; j < s.C; ++j) {
+            sum += dc[j] * h[j];
+            dh[j] += a * dc[j];
+          }
+        } else {
+          for (int64_t j = 0; j < s.C; ++j)
+            sum += dc[j] * h[j];
         }
         dAlpha[t] = sum;
         weighted += a * sum;
@@ -291,6 +296,28 @@ int64_t firstAbove(const float *x, int64_t begin, int64_t n, float threshold) {
     if (x[i] > threshold)
       return i;
   return n;
+}
+
+void attentionAnnotationsBackward(const AttentionShape &s,
+                                  const int32_t *lengths,
+                                  const std::vector<const float *> &alphas,
+                                  const float *dContexts, float scale,
+                                  float *dAnn) {
+  const int64_t steps = int64_t(alphas.size());
+  // Sequences write disjoint rows of dAnn: split over them.
+  cellrt::parallelFor(s.B, s.B * s.T * steps * s.C,
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t b = begin; b < end; ++b)
+                          for (int64_t t = 0; t < lengths[b]; ++t) {
+                            float *dh = dAnn + (t * s.B + b) * s.C;
+                            for (int64_t j = 0; j < steps; ++j) {
+                              const float a = scale * alphas[j][t * s.B + b];
+                              const float *dc = dContexts + (j * s.B + b) * s.C;
+                              for (int64_t k = 0; k < s.C; ++k)
+                                dh[k] += a * dc[k];
+                            }
+                          }
+                      });
 }
 
 bool setThreads(int n) {

@@ -99,13 +99,23 @@ void attentionForward(const AttentionShape &s, const float *ann,
                       const int32_t *row2seq, const float *Q, const float *v,
                       float *alpha, float *context);
 /// Backward given dContext [R, C]: accumulates dAnn [T,B,C], dUH [T,B,A],
-/// dQ [R,A] (overwritten) and dv [A].
+/// dQ [R,A] (overwritten) and dv [A]. dAnn null: the weighted sum's
+/// gradient is left for attentionAnnotationsBackward().
 void attentionBackward(const AttentionShape &s, const float *ann,
                        const float *UH, const int32_t *lengths,
                        const int32_t *row2seq, const float *Q, const float *v,
                        const float *alpha, const float *dContext, float *dAnn,
                        float *dUH, float *dQ, float *dv);
 
+/// dAnn[t, b] += scale * sum_j alphas[j][t, b] dContexts[j, b] over `steps`
+/// steps whose rows are the sequences (R = B): the weighted sum's part of
+/// the annotations' gradient, after a teacher-forced decoder's sweep, each
+/// row of dAnn written once instead of once per step.
+void attentionAnnotationsBackward(const AttentionShape &s,
+                                  const int32_t *lengths,
+                                  const std::vector<const float *> &alphas,
+                                  const float *dContexts, float scale,
+                                  float *dAnn);
 /// x[i] = tanh(x[i]) (absolute error ~1e-7).
 void tanhInPlace(float *x, int64_t n);
 /// Its backward given y = tanh(x): dy[i] *= 1 - y[i]^2.

@@ -35,9 +35,11 @@ void Model::contextForward(const float *query, int64_t rows,
 void Model::contextBackward(const float *query, ContextSlot &slot,
                             const float *dContext, float *dQuery,
                             float *dProjectedQuery) {
+  // The weighted sum's part of dAnnotations waits for the end of the sweep
+  // (decodeBackward: annotationsBackward), which writes each row once.
   if (attention)
     attention->backward(keys, query, slot.attention, dContext,
-                        dAnnotations.data(), dQuery,
+                        /*dAnn=*/nullptr, dQuery,
                         /*accumulateDQuery=*/false, dProjectedQuery);
   else
     cyclic->backward(cyclicSource, slot.cyclic, query, dContext, dQuery);

@@ -83,10 +83,16 @@ Model::States Model::decodeBackward(const Batch &batch, const float *dOut2,
                              attention->attentionWidth());
   for (int64_t j = batch.Ty - 1; j >= 0; --j)
     decodeStepBackward(batch, j, dOut2, dEmbedded, dContexts, grads);
-  // All steps' queries at once: one GEMM rather than one per step.
-  if (attention)
+  // All steps' queries at once: one GEMM rather than one per step; and
+  // the annotations' gradient through every step's weighted sum.
+  if (attention) {
     attention->queryWeightBackward(out1.data(), batch.Ty * batch.B,
                                    dProjectedQueries.data());
+    std::vector<const AdditiveAttention::Step *> steps;
+    for (int64_t j = 0; j < batch.Ty; ++j)
+      steps.push_back(&contextSlots[j].attention);
+    attention->annotationsBackward(keys, steps, dContexts, dAnnotations.data());
+  }
   return std::move(grads.after);
 }
 

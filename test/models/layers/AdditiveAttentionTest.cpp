@@ -76,18 +76,26 @@ struct AttentionRun {
   }
 
   /// With deferQueryWeights, as a decoder does: Wa's gradient in one GEMM
-  /// over both steps' stacked queries.
-  void backward(bool deferQueryWeights = false) {
+  /// over both steps' stacked queries. With deferAnnotations, as the NMT
+  /// decoder does: the weighted sums' part of dAnn after the last step.
+  void backward(bool deferQueryWeights = false, bool deferAnnotations = false) {
     zeroGrads(store.all());
     dAnn.assign(ann.size(), 0.f);
     const int64_t A = c.A;
     std::vector<float> dProjected(Steps * R * A);
     for (int s = Steps - 1; s >= 0; --s) {
       dQuery[s].assign(query[s].size(), 0.f);
-      layer.backward(keys, query[s].data(), steps[s], G[s].data(), dAnn.data(),
-                     dQuery[s].data(), true,
-                     deferQueryWeights ? dProjected.data() + s * R * A
-                                       : nullptr);
+      layer.backward(
+          keys, query[s].data(), steps[s], G[s].data(),
+          deferAnnotations ? nullptr : dAnn.data(), dQuery[s].data(), true,
+          deferQueryWeights ? dProjected.data() + s * R * A : nullptr);
+    }
+    if (deferAnnotations) {
+      std::vector<float> dContexts;
+      for (int s = 0; s < Steps; ++s)
+        dContexts.insert(dContexts.end(), G[s].begin(), G[s].end());
+      layer.annotationsBackward(keys, {&steps[0], &steps[1]}, dContexts.data(),
+                                dAnn.data());
     }
     layer.keysBackward(keys, dAnn.data());
     if (!deferQueryWeights)
@@ -121,7 +129,8 @@ torch::Tensor torchContext(const AttentionRun &run, const TorchInputs &in,
                            const torch::Tensor &query, int64_t r) {
   int64_t seq = run.row2seq.empty() ? r : run.row2seq[r];
   torch::Tensor a = in.ann.narrow(0, 0, run.c.lengths[seq]).select(1, seq);
-  torch::Tensor q = torch::matmul(in.Wa, query[r]), k = torch::matmul(a, in.Ua.t());
+  torch::Tensor q = torch::matmul(in.Wa, query[r]),
+                k = torch::matmul(a, in.Ua.t());
   torch::Tensor pre = run.options.layerNorm
                           ? layerNorm(q, in.queryGain, in.queryBias) +
                                 layerNorm(k, in.keyGain, in.keyBias)
@@ -180,10 +189,10 @@ protected:
 /// Forward, backward (Wa's gradient per step or deferred), and every
 /// result against the reference.
 void expectMatchesTorch(const AttentionCase &c, const AttentionOptions &options,
-                        bool deferQueryWeights) {
+                        bool deferQueryWeights, bool deferAnnotations = false) {
   AttentionRun run(c, options);
   double loss = run.forward();
-  run.backward(deferQueryWeights);
+  run.backward(deferQueryWeights, deferAnnotations);
   TorchInputs in;
   torch::Tensor total = torchLoss(run, in);
   total.backward();
@@ -211,6 +220,21 @@ TEST_P(AdditiveAttentionTest, MatchesTorch) {
 
 TEST_P(AdditiveAttentionTest, DeferredQueryWeightsMatchTorch) {
   expectMatchesTorch(attentionCase(), options(), true);
+}
+
+// The NMT decoder adds the annotations' gradient through the weighted
+// sums after its sweep (annotationsBackward); beams (rows sharing a
+// sequence) are decoding's, never trained, and refused.
+TEST_P(AdditiveAttentionTest, DeferredAnnotationsMatchTorch) {
+  const AttentionCase c = attentionCase();
+  if (!c.beam) {
+    expectMatchesTorch(c, options(), true, /*deferAnnotations=*/true);
+    return;
+  }
+  AttentionRun run(c, options());
+  run.forward();
+  EXPECT_THROW(run.backward(false, /*deferAnnotations=*/true),
+               std::invalid_argument);
 }
 
 TEST_P(AdditiveAttentionTest, MatchesDifferences) {

@@ -51,6 +51,26 @@ def files():
     return found
 
 
+def stop(process):
+    """SIGSTOP, then wait until every thread of it has stopped: kill()
+    returns before a thread running on another core stops, and a save in
+    flight could still write between two reads of the files."""
+    process.send_signal(signal.SIGSTOP)
+    tasks = f"/proc/{process.pid}/task"
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        states = []
+        for task in os.listdir(tasks):
+            try:
+                with open(os.path.join(tasks, task, "stat")) as f:
+                    states.append(f.read().rsplit(") ", 1)[1][0])
+            except OSError:
+                pass  # a thread that ended meanwhile
+        if all(state in "tT" for state in states):
+            return
+        time.sleep(0.01)
+
+
 holder = subprocess.Popen(train, stderr=subprocess.DEVNULL)
 deadline = time.time() + 120
 # Each saves after two updates. Wait for a checkpoint so that --resume has
@@ -63,7 +83,7 @@ while time.time() < deadline and not (
 print("holder locked:", holder_pid() == holder.pid)
 
 for extra in (["--seed", "2"], ["--resume"], ["--force"]):
-    holder.send_signal(signal.SIGSTOP)  # its files stay as they are
+    stop(holder)  # its files stay as they are
     before = files()
     second = subprocess.run(train + extra, capture_output=True, text=True)
     after = files()

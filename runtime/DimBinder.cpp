@@ -3,6 +3,8 @@
 #include "DimBinder.h"
 #include "PlanLayout.h"
 
+#include <algorithm>
+
 using namespace cellrt;
 using namespace cellrt::detail;
 
@@ -300,8 +302,13 @@ SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
   std::shared_ptr<const Sizes> hit;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (last && signature == lastShapes && sameParamNames(args, lastParams))
-      hit = last;
+    auto found = std::find_if(entries.begin(), entries.end(), [&](auto &e) {
+      return e.shapes == signature && sameParamNames(args, e.params);
+    });
+    if (found != entries.end()) {
+      hit = found->sizes;
+      std::rotate(entries.begin(), found, found + 1);
+    }
   }
   if (hit) {
     // Outside the lock: the check is linear in B.
@@ -312,14 +319,14 @@ SizesCache::bind(const Plan &plan, const ForwardArgs &args) {
   Expected<Sizes> solved = DimBinder(plan, args).bind();
   if (!solved)
     return solved.getStatus();
-  auto sizes = std::make_shared<const Sizes>(std::move(*solved));
-  std::vector<std::string> names;
-  for (const auto &entry : args.params)
-    names.push_back(entry.first);
+  Entry entry{signature, {}, std::make_shared<const Sizes>(std::move(*solved))};
+  for (const auto &param : args.params)
+    entry.params.push_back(param.first);
+  std::shared_ptr<const Sizes> sizes = entry.sizes;
   std::lock_guard<std::mutex> lock(mutex);
-  lastShapes = signature;
-  lastParams = std::move(names);
-  last = sizes;
+  if (entries.size() == kEntries)
+    entries.pop_back();
+  entries.insert(entries.begin(), std::move(entry));
   return sizes;
 }
 

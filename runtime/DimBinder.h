@@ -55,22 +55,31 @@ struct ShapeConstraint {
 /// Checks every length against [1, T].
 Status checkLengths(const ForwardArgs &args, const Sizes &sizes);
 
-/// The sizes of the last call a Cell bound, by the shapes that gave them: a
-/// call whose arrays are the same ones present with the same shapes (and
-/// the same param names) gets the same sizes without solving and checking
-/// again; its lengths are still checked. A decoding step binds the same
-/// shapes thousands of times, and solving them, with its strings and maps,
-/// was most of a small step's fixed cost. Safe to share between threads.
+/// The sizes of the last few shapes a Cell bound, by the shapes that gave
+/// them: a call whose arrays are the same ones present with the same shapes
+/// (and the same param names) gets the same sizes without solving and
+/// checking again; its lengths are still checked. A decoding step binds the
+/// same shapes thousands of times, and solving them, with its strings and
+/// maps, was most of a small step's fixed cost. Several entries, because
+/// models call one Cell with a few shapes in turn (the NMT decoder's two
+/// layers at every step): with one entry each call evicted the other's.
+/// Safe to share between threads.
 class SizesCache {
 public:
+  /// Shapes kept, the most recently used first.
+  static constexpr size_t kEntries = 8;
+
   Expected<std::shared_ptr<const Sizes>> bind(const Plan &plan,
                                               const ForwardArgs &args);
 
 private:
+  struct Entry {
+    std::vector<int64_t> shapes;
+    std::vector<std::string> params;
+    std::shared_ptr<const Sizes> sizes;
+  };
   std::mutex mutex;
-  std::vector<int64_t> lastShapes;
-  std::vector<std::string> lastParams;
-  std::shared_ptr<const Sizes> last;
+  std::vector<Entry> entries;
 };
 
 /// Binds dims by solving one-unknown linear equations until nothing changes,

@@ -360,21 +360,28 @@ struct GradientSpace {
 
 /// Workspaces of inference calls, kept between calls: a call takes one (or
 /// a new one when all are in use by other threads) and gives it back. Also
-/// the sizes of the Cell's last call's shapes.
+/// the sizes of the Cell's last shapes.
 class ExecutablePool {
 public:
+  /// Workspaces kept bound to their shapes before a call of a new shape
+  /// rebinds one: as many as SizesCache keeps shapes, so that a Cell called
+  /// with a few shapes in turn binds each once.
+  static constexpr size_t kBoundShapes = SizesCache::kEntries;
+
   SizesCache sizes;
 
   /// A spare executable bound for `sizes` if there is one (a call of the
-  /// same kind binds nothing), else the last one given back, else a new
-  /// one.
+  /// same kind binds nothing), else a new one while fewer than
+  /// kBoundShapes exist, else the last one given back.
   std::unique_ptr<Executable> take(const std::shared_ptr<const Sizes> &sizes) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (spare.empty())
-      return std::make_unique<Executable>();
     auto bound = std::find_if(spare.rbegin(), spare.rend(), [&](auto &work) {
       return work->boundFor && work->boundFor->sizes == sizes;
     });
+    if (bound == spare.rend() && (spare.empty() || made < kBoundShapes)) {
+      ++made;
+      return std::make_unique<Executable>();
+    }
     auto chosen = bound == spare.rend() ? spare.end() - 1 : bound.base() - 1;
     std::unique_ptr<Executable> work = std::move(*chosen);
     spare.erase(chosen);
@@ -388,6 +395,7 @@ public:
 private:
   std::mutex mutex;
   std::vector<std::unique_ptr<Executable>> spare;
+  size_t made = 0;
 };
 
 /// How many times forward calls have bound their operations in this

@@ -271,6 +271,29 @@ TEST(BoundCalls, SameShapeBindsOnce) {
       << "a call of another shape must bind";
 }
 
+TEST(BoundCalls, ShapesCalledInTurnBindEachOnce) {
+  // The NMT decoder's two layers share one Cell and take turns at every
+  // step, with other input widths: each shape must stay bound.
+  cellrt::Cell cell = load(cellc_gru_image());
+  Arrays lower(cell, {{"H", 9}, {"I", 5}}, 1, 4, 1),
+      upper(cell, {{"H", 9}, {"I", 13}}, 1, 4, 2),
+      sequence(cell, {{"H", 9}, {"I", 5}}, 6, 3, 3);
+  std::vector<Arrays *> turns = {&lower, &upper, &sequence};
+  for (Arrays *arrays : turns)
+    arrays->forward(cell, false, true, false);
+  int64_t before = cellrt::detail::forwardBindings();
+  for (int round = 0; round < 3; ++round)
+    for (Arrays *arrays : turns) {
+      cellrt::Cell fresh = load(cellc_gru_image());
+      EXPECT_EQ(arrays->forward(cell, false, true, false),
+                arrays->forward(fresh, false, true, false))
+          << "round " << round;
+    }
+  // The fresh cells bind once per call; the shared one not at all.
+  EXPECT_EQ(cellrt::detail::forwardBindings() - before, 3 * 3)
+      << "a shape bound before, called in turn with others, binds again";
+}
+
 TEST(BoundCalls, TrainingAlternatingArraysOnOneTape) {
   for (const cellrt_image &image : {cellc_gru_image(), cellc_lstm_image()}) {
     cellrt::Cell shared = load(image);

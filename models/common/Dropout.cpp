@@ -2,6 +2,8 @@
 
 #include "models/common/Dropout.h"
 
+#include "cellrt/Runtime.h"
+
 #include <cassert>
 
 namespace models {
@@ -25,8 +27,11 @@ void Dropout::backward(float *dx, int64_t n,
   if (mask.empty())
     return;
   assert(int64_t(mask.size()) == n && "the mask of another forward");
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] *= mask[i];
+  const float *keep = mask.data();
+  cellrt::parallelFor(n, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] *= keep[i];
+  });
 }
 
 } // namespace models

@@ -2,6 +2,8 @@
 
 #include "models/common/Losses.h"
 
+#include "models/common/VectorExp.h"
+
 #include "cellrt/Runtime.h"
 
 #include <algorithm>
@@ -13,7 +15,7 @@
 
 namespace models {
 
-// Like Math.cpp, built with libmvec and -march=native: exp vectorises.
+// Like Math.cpp, built with -march=native: exp (VectorExp.h) vectorises.
 
 namespace {
 
@@ -62,12 +64,12 @@ struct RowLoss {
     float total = 0;
     if (d) {
       for (int64_t j = 0; j < V; ++j) {
-        d[j] = std::exp(row[j] - best);
+        d[j] = vectorExp(row[j] - best);
         total += d[j];
       }
     } else {
       for (int64_t j = 0; j < V; ++j)
-        total += std::exp(row[j] - best);
+        total += vectorExp(row[j] - best);
     }
     float shift = best + std::log(total);
     for (int64_t j = 0; j < V; ++j)

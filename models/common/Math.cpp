@@ -2,6 +2,8 @@
 
 #include "models/common/Math.h"
 
+#include "models/common/VectorExp.h"
+
 #include "cellrt/Runtime.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -129,14 +131,14 @@ void uniformInit(std::vector<float> &values, float scale, Rng &rng) {
 }
 
 // The element-wise layers below run on every target word of every batch;
-// written so clang vectorises them: exp through glibc's vector libmvec
-// (-fveclib=libmvec), tanh from exp, reductions reassociated (this file's
+// written so clang vectorises them: exp inline at the loop's width
+// (VectorExp.h), tanh from exp, reductions reassociated (this file's
 // `#pragma clang fp reassociate`), rows split across the runtime's threads.
 
 /// tanh(x) = 1 - 2 / (exp(2x) + 1): one vectorisable exp, exact limits at
 /// +-inf, absolute error ~1e-7.
 static inline float tanhFromExp(float x) {
-  return 1.f - 2.f / (std::exp(2.f * x) + 1.f);
+  return 1.f - 2.f / (vectorExp(2.f * x) + 1.f);
 }
 
 void tanhInPlace(float *x, int64_t n) {
@@ -202,7 +204,7 @@ void attentionForward(const AttentionShape &s, const float *ann,
       }
       float total = 0;
       for (int64_t t = 0; t < L; ++t) {
-        e[t] = std::exp(e[t] - best);
+        e[t] = vectorExp(e[t] - best);
         total += e[t];
       }
       float *c = context + r * s.C;

@@ -9,6 +9,7 @@
 #ifndef CELLRT_GEMM_H
 #define CELLRT_GEMM_H
 
+#include "cellrt/KeepRoundedOperands.h"
 #include "cellrt/Plan.h"
 
 #include <cstdint>
@@ -49,24 +50,9 @@ Status gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
                 int64_t k, const float *a, int64_t aStride, const float *b,
                 int64_t bStride, float *out, int64_t outStride, float beta);
 
-/// While one is alive on a thread, the bf16 products it runs keep the
-/// rounded copies of their operands and read an operand that lies within a
-/// kept one (the same rows' stride) from that copy instead of rounding it
-/// again. For a run of products whose operands nothing but those products
-/// writes meanwhile (a product's own output drops the copies it overlaps):
-/// backward's products after the steps, where LSTM's weight gradients and
-/// input gradient read the same [T*B, 4H] gradient and inputs up to 4
-/// times each (once per stacked part).
-class KeepRoundedOperands {
-public:
-  explicit KeepRoundedOperands(bool keep);
-  ~KeepRoundedOperands();
-  KeepRoundedOperands(const KeepRoundedOperands &) = delete;
-  KeepRoundedOperands &operator=(const KeepRoundedOperands &) = delete;
-
-private:
-  bool keep;
-};
+/// The runtime's backward runs its products after the steps in one
+/// (cellrt/KeepRoundedOperands.h).
+using cellrt::KeepRoundedOperands;
 
 /// How many operands bf16 products have read from a kept copy (tests).
 int64_t bf16OperandsReused();

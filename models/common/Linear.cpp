@@ -4,6 +4,8 @@
 
 #include "models/common/Math.h"
 
+#include "cellrt/KeepRoundedOperands.h"
+
 namespace models {
 
 Linear::Linear(ParamStore &store, const std::string &name, int64_t in,
@@ -40,6 +42,10 @@ void Linear::backward(const float *X, int64_t rows, const float *dY, float *dX,
 
 void Linear::backwardWithoutBias(const float *X, int64_t rows, const float *dY,
                                  float *dX, bool accumulateDx) const {
+  // In bf16 both products read dY (the NMT output layer's is [rows,
+  // vocabulary]): rounded once.
+  cellrt::KeepRoundedOperands roundOnce(productPrecision() ==
+                                        cellrt::Precision::BF16);
   if (!W->frozen)
     linearBackward(X, rows, in, W->value.data(), out, dY, W->grad.data(),
                    nullptr, false);

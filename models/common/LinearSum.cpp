@@ -4,6 +4,8 @@
 
 #include "models/common/Math.h"
 
+#include "cellrt/KeepRoundedOperands.h"
+
 #include <stdexcept>
 
 namespace models {
@@ -36,6 +38,9 @@ void LinearSum::backward(const std::vector<const float *> &X, int64_t rows,
                          bool accumulateDx) const {
   if (!b->frozen)
     biasBackward(dY, rows, out, b->grad.data());
+  // In bf16 every input's two products read dY: rounded once for all.
+  cellrt::KeepRoundedOperands roundOnce(productPrecision() ==
+                                        cellrt::Precision::BF16);
   for (size_t k = 0; k < weights.size(); ++k) {
     const Param &W = *weights[k];
     float *dInput = k < dX.size() ? dX[k] : nullptr;

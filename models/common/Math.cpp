@@ -4,6 +4,7 @@
 
 #include "models/common/VectorExp.h"
 
+#include "cellrt/KeepRoundedOperands.h"
 #include "cellrt/Runtime.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -81,6 +82,9 @@ void linear(const float *X, int64_t rows, int64_t in, const float *W,
 void linearBackward(const float *X, int64_t rows, int64_t in, const float *W,
                     int64_t out, const float *dY, float *dW, float *dX,
                     bool accumulateDx) {
+  // In bf16 both products read dY: rounded once.
+  cellrt::KeepRoundedOperands roundOnce(
+      dW && dX && productPrecision() == cellrt::Precision::BF16);
   if (dW)
     gemm(true, false, out, in, rows, 1.f, dY, out, X, in, 1.f, dW, in);
   if (dX)

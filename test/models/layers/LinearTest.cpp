@@ -1,6 +1,9 @@
 //===- LinearTest.cpp - Linear against LibTorch and differences -----------===//
 
 #include "models/common/Linear.h"
+#include "models/common/LinearSum.h"
+
+#include "runtime/Gemm.h"
 
 #include "LayerCheck.h"
 
@@ -91,6 +94,81 @@ TEST(Linear, FrozenWeightsGetNoGradient) {
   EXPECT_EQ(store.trainable().size(), 1u);
   EXPECT_EQ(store.trainableCount(), 2);
   EXPECT_EQ(store.count(), 6);
+}
+
+/// Runs body with the layers' products in bf16, then back in f32.
+template <typename Body> void inBf16(Body body) {
+  setProductPrecision(cellrt::Precision::BF16);
+  body();
+  setProductPrecision(cellrt::Precision::F32);
+}
+
+/// In bf16 a layer's weight and input gradients read the same dY: it is
+/// rounded once (issue #47), and the gradients are the bits that the two
+/// products give one by one.
+TEST(LinearBf16, BackwardRoundsTheOutputGradientOnce) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  const int64_t rows = 20, in = 64, out = 96;
+  ParamStore store;
+  Linear layer(store, "proj", in, out, /*bias=*/false);
+  Rng rng(5);
+  uniformInit(layer.weight().value, 0.5f, rng);
+  std::vector<float> X = randomValues(rows * in, rng);
+  std::vector<float> dY = randomValues(rows * out, rng);
+  inBf16([&] {
+    std::vector<float> dW(out * in, 0.f), dX(rows * in);
+    gemm(true, false, out, in, rows, 1.f, dY.data(), out, X.data(), in, 1.f,
+         dW.data(), in);
+    gemm(false, false, rows, in, out, 1.f, dY.data(), out,
+         layer.weight().value.data(), in, 0.f, dX.data(), in);
+    std::vector<float> dXLayer(rows * in);
+    zeroGrads(store.all());
+    const int64_t before = cellrt::detail::bf16OperandsReused();
+    layer.backward(X.data(), rows, dY.data(), dXLayer.data(),
+                   /*accumulateDx=*/false);
+    EXPECT_EQ(cellrt::detail::bf16OperandsReused() - before, 1);
+    EXPECT_EQ(layer.weight().grad, dW);
+    EXPECT_EQ(dXLayer, dX);
+  });
+}
+
+/// A LinearSum's inputs all read dY: rounded once for all of them.
+TEST(LinearBf16, SumBackwardRoundsTheOutputGradientOnce) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  const int64_t rows = 12, out = 32;
+  ParamStore store;
+  LinearSum layer(store, "readout", {{"s", 48}, {"y", 16}, {"c", 40}}, out);
+  Rng rng(6);
+  for (Param *p : store.all())
+    uniformInit(p->value, 0.5f, rng);
+  std::vector<std::vector<float>> X, dX;
+  std::vector<const float *> inputs;
+  std::vector<float *> gradients;
+  for (size_t k = 0; k < layer.numInputs(); ++k) {
+    X.push_back(randomValues(rows * layer.inputWidth(k), rng));
+    dX.emplace_back(rows * layer.inputWidth(k));
+  }
+  for (size_t k = 0; k < layer.numInputs(); ++k) {
+    inputs.push_back(X[k].data());
+    gradients.push_back(dX[k].data());
+  }
+  std::vector<float> dY = randomValues(rows * out, rng);
+  inBf16([&] {
+    zeroGrads(store.all());
+    const int64_t before = cellrt::detail::bf16OperandsReused();
+    layer.backward(inputs, rows, dY.data(), gradients, false);
+    // Six products read dY; the first rounds it.
+    EXPECT_EQ(cellrt::detail::bf16OperandsReused() - before, 5);
+    for (size_t k = 0; k < layer.numInputs(); ++k) {
+      const int64_t in = layer.inputWidth(k);
+      std::vector<float> expected(rows * in);
+      gemm(false, false, rows, in, out, 1.f, dY.data(), out,
+           layer.weight(k).value.data(), in, 0.f, expected.data(), in);
+      EXPECT_EQ(dX[k], expected) << "input " << k;
+    }
+  });
 }
 
 TEST(ParamStore, RejectsDuplicateNames) {

@@ -42,6 +42,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 
 namespace {
 
@@ -229,6 +230,60 @@ double peakRate() {
   return 2.0 * double(n) * n * n / best;
 }
 
+/// What a product's line in --by-shape names: where it ran (a cell's
+/// forward, backward or weight gradient, or a layer's), its shape and
+/// whether it read a packed weight.
+std::string describe(const Product &p) {
+  using Kind = cellrt::ProductRecord::Kind;
+  const char *what = !p.cell                    ? "layer"
+                     : p.kind == Kind::Forward  ? "cell forward"
+                     : p.kind == Kind::Backward ? "cell backward"
+                                                : "cell weight grad";
+  // op(A)[m, k] · op(B)[k, n], T where the operand is read transposed.
+  char line[160];
+  std::snprintf(line, sizeof(line),
+                "%-16s %s [%lld, %lld]%s x [%lld, %lld]%s%s", what,
+                p.beta != 0.f ? "+=" : " =", (long long)p.m, (long long)p.k,
+                p.transA ? "T" : "", (long long)p.k, (long long)p.n,
+                p.transB ? "T" : "", p.packed ? " packed" : "");
+  return line;
+}
+
+/// The `top` shapes whose products take the most of the GEMM floor, each
+/// shape's products replayed alone: how often it runs, its time and its
+/// rate against the peak. The products that run far under the peak are
+/// where a model loses to its flop floor.
+void reportShapes(const std::vector<Product> &list, double peak, int64_t top) {
+  std::map<std::string, std::vector<Product>> groups;
+  for (const Product &p : list)
+    groups[describe(p)].push_back(p);
+  struct Row {
+    std::string shape;
+    size_t count;
+    double seconds, flops;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (const auto &[shape, products] : groups) {
+    double seconds = replaySeconds(products, 3);
+    rows.push_back(
+        {shape, products.size(), seconds, totalFlops(products, false)});
+    total += seconds;
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const Row &x, const Row &y) { return x.seconds > y.seconds; });
+  std::printf("  %zu shapes; the %lld slowest in all (%% of their sum, "
+              "GFLOP/s, %% of peak):\n",
+              rows.size(), (long long)top);
+  for (size_t i = 0; i < rows.size() && int64_t(i) < top; ++i) {
+    const Row &row = rows[i];
+    double rate = row.flops / row.seconds;
+    std::printf("  %6zu x %-58s %8.1f ms %5.1f%% %7.1f %4.0f%%\n", row.count,
+                row.shape.c_str(), 1e3 * row.seconds, 100 * row.seconds / total,
+                rate / 1e9, 100 * rate / peak);
+  }
+}
+
 struct Measured {
   double seconds = 0;
   int64_t words = 0; // target words (training: real target tokens)
@@ -308,6 +363,9 @@ Measured decode(nmt::Session &session, int64_t sentences, int64_t beam) {
   return m;
 }
 
+/// Shapes listed per report (--by-shape); 0: none.
+int64_t shapesShown = 0;
+
 void report(const char *what, const Measured &m, double peak) {
   if (realOnly) {
     std::printf("%s: real %.3f s, %.0f target words/s\n", what, m.seconds,
@@ -328,6 +386,8 @@ void report(const char *what, const Measured &m, double peak) {
   std::printf("  flop floor  %8.3f s  %9.0f target words/s  real/floor "
               "%.2fx\n",
               flopFloor, m.words / flopFloor, m.seconds / flopFloor);
+  if (shapesShown > 0)
+    reportShapes(m.products, peak, shapesShown);
 }
 
 } // namespace
@@ -364,6 +424,10 @@ int main(int argc, char **argv) {
                "floor records)");
   app.add_flag("--real-only", realOnly,
                "time the model alone: no recording, no replay (to profile)");
+  app.add_option("--by-shape", shapesShown,
+                 "also list the N shapes whose products take longest, each "
+                 "replayed alone, with its rate against the peak")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   // Each product seen once (Products.h): no tiles. At several threads a
   // product is still recorded once (runGemm runs it whole on the team).

@@ -218,6 +218,14 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
       return Status::error("packWeights: " + error);
     packed.products.push_back(std::move(product));
     packed.productShapes.push_back({rows, cols});
+    if (device->precision() != Precision::BF16)
+      continue;
+    std::shared_ptr<const PackedProduct> backward =
+        PackedProduct::pack(packed.weights[w], rows, cols, error,
+                            Precision::BF16, PackedProduct::Use::Backward);
+    if (!backward)
+      return Status::error("packWeights: " + error);
+    packed.backwardProducts.push_back(std::move(backward));
   }
   packed.tiledPanels = std::make_shared<PackedPanels>();
   return packed;

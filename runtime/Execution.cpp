@@ -564,9 +564,13 @@ Status Execution::bindOperations(bool backwardPhases, Blocks &scratchBlocks) {
 void Execution::bindWeight(BoundOperation &bound) {
   bound.weight = work.weights[bound.weightIndex];
   bound.packedProduct = nullptr;
-  if (usesPackedWeights() && shared && !isBackward(bound.op->phase))
-    bound.packedProduct = args.packedWeights->product(
-        bound.weightIndex, bound.weightRows, bound.weightCols);
+  if (usesPackedWeights() && shared)
+    bound.packedProduct =
+        isBackward(bound.op->phase)
+            ? args.packedWeights->backwardProduct(
+                  bound.weightIndex, bound.weightRows, bound.weightCols)
+            : args.packedWeights->product(bound.weightIndex, bound.weightRows,
+                                          bound.weightCols);
   // Packed by a cell of the other precision: as if none were given, so
   // that the call packs its own.
   if (bound.packedProduct &&

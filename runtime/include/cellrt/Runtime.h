@@ -105,6 +105,18 @@ public:
                ? products[w].get()
                : nullptr;
   }
+  /// Plan weight `w` packed for backward's products by it (a step's state
+  /// gradient, dIN += dOUT · W), if it was packed as [rows, cols]: only in
+  /// bf16, where a product by the plain weight rounds the whole weight
+  /// again (a decoder trained step by step would at every step); f32's
+  /// sgemm reads it as fast plain.
+  const PackedProduct *backwardProduct(size_t w, int64_t rows,
+                                       int64_t cols) const {
+    return w < backwardProducts.size() &&
+                   productShapes[w] == std::make_pair(rows, cols)
+               ? backwardProducts[w].get()
+               : nullptr;
+  }
   /// The tiled steps' panels (null on a device with memory of its own).
   PackedPanels *panels() const { return tiledPanels.get(); }
 
@@ -112,6 +124,7 @@ private:
   friend class Cell;
   std::vector<std::vector<float>> stacked;
   std::vector<std::shared_ptr<const PackedProduct>> products;
+  std::vector<std::shared_ptr<const PackedProduct>> backwardProducts;
   std::vector<std::pair<int64_t, int64_t>> productShapes;
   std::vector<const float *> weights;
   std::shared_ptr<const DeviceWeights> device;

@@ -39,15 +39,8 @@ void detail::roundToBf16(const float *source, int64_t rows, int64_t columns,
   for (int64_t row = 0; row < rows; ++row) {
     const float *from = source + row * stride;
     uint16_t *to = target + row * columns;
-    for (int64_t column = 0; column < columns; ++column) {
-      uint32_t bits;
-      std::memcpy(&bits, from + column, sizeof(bits));
-      // Round to nearest, ties to even; a NaN stays a (quiet) NaN.
-      uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
-      bool isNaN = (bits & 0x7fffffffu) > 0x7f800000u;
-      to[column] = isNaN ? static_cast<uint16_t>((bits >> 16) | 0x40u)
-                         : static_cast<uint16_t>(rounded >> 16);
-    }
+    for (int64_t column = 0; column < columns; ++column)
+      to[column] = cellrt::roundToBf16(from[column]);
   }
 }
 
@@ -146,6 +139,9 @@ struct KeptCopy {
   const float *source = nullptr;
   int64_t rows = 0, columns = 0, stride = 0;
   std::vector<uint16_t> copy;
+  /// The caller's copy instead of `copy` (KeepRoundedOperands::lend).
+  const uint16_t *lent = nullptr;
+  const uint16_t *data() const { return lent ? lent : copy.data(); }
 };
 struct KeptCopies {
   int depth = 0;
@@ -170,7 +166,7 @@ const uint16_t *within(const KeptCopy &copy, const float *source, int64_t rows,
   if (row + rows > uintptr_t(copy.rows) ||
       column + columns > uintptr_t(copy.columns))
     return nullptr;
-  return copy.copy.data() + row * copy.columns + column;
+  return copy.data() + row * copy.columns + column;
 }
 
 /// The operand rounded: from a kept copy that holds it, else into a new
@@ -189,6 +185,7 @@ Rounded rounded(std::vector<uint16_t> &scratch, const float *source,
   if (kept.used == kept.copies.size())
     kept.copies.emplace_back();
   KeptCopy &copy = kept.copies[kept.used];
+  copy.lent = nullptr;
   const uint16_t *data = roundedCopy(copy.copy, source, rows, columns, stride);
   // Kept only once complete: a failed allocation above keeps nothing.
   copy.source = source;
@@ -226,6 +223,21 @@ void forgetOverwritten(const float *out, int64_t rows, int64_t outStride) {
 KeepRoundedOperands::KeepRoundedOperands(bool keep) : keep(keep) {
   if (keep)
     ++kept.depth;
+}
+
+void KeepRoundedOperands::lend(const float *source, int64_t rows,
+                               int64_t columns, int64_t stride,
+                               const uint16_t *rounded) {
+  if (!keep || rows <= 0 || columns <= 0)
+    return;
+  if (kept.used == kept.copies.size())
+    kept.copies.emplace_back();
+  KeptCopy &copy = kept.copies[kept.used++];
+  copy.source = source;
+  copy.rows = rows;
+  copy.columns = columns;
+  copy.stride = stride;
+  copy.lent = rounded;
 }
 
 KeepRoundedOperands::~KeepRoundedOperands() {

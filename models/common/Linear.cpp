@@ -41,11 +41,14 @@ void Linear::backward(const float *X, int64_t rows, const float *dY, float *dX,
 }
 
 void Linear::backwardWithoutBias(const float *X, int64_t rows, const float *dY,
-                                 float *dX, bool accumulateDx) const {
+                                 float *dX, bool accumulateDx,
+                                 const uint16_t *roundedDY) const {
   // In bf16 both products read dY (the NMT output layer's is [rows,
-  // vocabulary]): rounded once.
+  // vocabulary]): rounded once, or not at all where the caller has.
   cellrt::KeepRoundedOperands roundOnce(productPrecision() ==
                                         cellrt::Precision::BF16);
+  if (roundedDY)
+    roundOnce.lend(dY, rows, out, out, roundedDY);
   if (!W->frozen)
     linearBackward(X, rows, in, W->value.data(), out, dY, W->grad.data(),
                    nullptr, false);

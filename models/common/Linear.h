@@ -46,8 +46,12 @@ public:
   /// layer's logits are the largest array of an NMT update.
   void forwardWithoutBias(const float *X, int64_t rows, float *Y) const;
   /// backward() without the bias gradient, which that consumer added up.
+  /// In bf16, `roundedDY` (may be null) is dY already rounded
+  /// (cellrt::roundToBf16, dense): both products read it instead of
+  /// rounding dY (an NMT loss writes its gradient in both precisions).
   void backwardWithoutBias(const float *X, int64_t rows, const float *dY,
-                           float *dX, bool accumulateDx = true) const;
+                           float *dX, bool accumulateDx = true,
+                           const uint16_t *roundedDY = nullptr) const;
 
 private:
   int64_t in, out;

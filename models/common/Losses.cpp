@@ -4,6 +4,7 @@
 
 #include "models/common/VectorExp.h"
 
+#include "cellrt/Precision.h"
 #include "cellrt/Runtime.h"
 
 #include <algorithm>
@@ -47,8 +48,11 @@ struct RowLoss {
 
   /// Returns -log p(target) smoothed by eps: (1 - eps) (-log p(target)) +
   /// eps (-mean log p), computed from the logits' sum (sum log p = sum x -
-  /// V shift). `d` (may be null) gets scale (softmax - q).
-  double operator()(float *row, int32_t target, float *d) const {
+  /// V shift). `d` (may be null, or `row` itself: then the row becomes the
+  /// gradient instead of log-probabilities) gets scale (softmax - q), and
+  /// `roundedRow` (may be null) its bf16 rounding.
+  double operator()(float *row, int32_t target, float *d,
+                    uint16_t *roundedRow = nullptr) const {
 #pragma clang fp reassociate(on)
     float sum = 0;
     if (bias) {
@@ -61,8 +65,18 @@ struct RowLoss {
         sum += row[j];
     }
     const float best = rowMax(row, V);
+    // Read before a gradient in place overwrites it.
+    const float targetLogit = row[target];
     float total = 0;
-    if (d) {
+    // In place on a loop of its own: one that might alias would be
+    // vectorised only where d and row do not overlap, and summed in
+    // another order where they do.
+    if (d == row) {
+      for (int64_t j = 0; j < V; ++j) {
+        row[j] = vectorExp(row[j] - best);
+        total += row[j];
+      }
+    } else if (d) {
       for (int64_t j = 0; j < V; ++j) {
         d[j] = vectorExp(row[j] - best);
         total += d[j];
@@ -72,15 +86,26 @@ struct RowLoss {
         total += vectorExp(row[j] - best);
     }
     float shift = best + std::log(total);
-    for (int64_t j = 0; j < V; ++j)
-      row[j] -= shift;
+    if (d != row)
+      for (int64_t j = 0; j < V; ++j)
+        row[j] -= shift;
     if (d) {
       const float toProbability = scale / total, uniform = scale * eps / V;
-      for (int64_t j = 0; j < V; ++j)
-        d[j] = d[j] * toProbability - uniform;
+      if (roundedRow) {
+        for (int64_t j = 0; j < V; ++j) {
+          d[j] = d[j] * toProbability - uniform;
+          roundedRow[j] = cellrt::roundToBf16(d[j]);
+        }
+      } else {
+        for (int64_t j = 0; j < V; ++j)
+          d[j] = d[j] * toProbability - uniform;
+      }
       d[target] -= scale * (1 - eps);
+      if (roundedRow)
+        roundedRow[target] = cellrt::roundToBf16(d[target]);
     }
-    double targetLoss = -double(row[target]);
+    // The log-probability row[target] would hold, in the same float.
+    double targetLoss = -double(targetLogit - shift);
     if (eps == 0)
       return targetLoss;
     double meanLogProb = (double(sum) - double(V) * shift) / double(V);
@@ -102,7 +127,7 @@ void logSoftmax(float *logits, int64_t R, int64_t V, const float *bias) {
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
                                    float smoothing, float scale, float *dLogits,
-                                   LogitBias bias) {
+                                   LogitBias bias, uint16_t *roundedDLogits) {
   for (int64_t r = 0; r < rows; ++r)
     if ((!mask || mask[r]) && (targets[r] < 0 || targets[r] >= classes))
       throw std::out_of_range("target " + std::to_string(targets[r]) +
@@ -119,15 +144,20 @@ double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
     std::vector<float> dBias(biasGrad ? classes : 0, 0.f);
     for (int64_t r = begin; r < end; ++r) {
       float *d = dLogits ? dLogits + r * classes : nullptr;
+      uint16_t *rounded =
+          d && roundedDLogits ? roundedDLogits + r * classes : nullptr;
       bool counted = !mask || mask[r];
       // A masked row's log-probabilities are still written; its gradient
       // is 0.
       double loss = rowLoss(logits + r * classes, counted ? targets[r] : 0,
-                            counted ? d : nullptr);
-      if (counted)
+                            counted ? d : nullptr, counted ? rounded : nullptr);
+      if (counted) {
         losses[r] = loss;
-      else if (d)
+      } else if (d) {
         std::fill(d, d + classes, 0.f);
+        if (rounded)
+          std::fill(rounded, rounded + classes, uint16_t(0));
+      }
       if (counted && biasGrad)
         for (int64_t j = 0; j < classes; ++j)
           dBias[j] += d[j];

@@ -48,11 +48,17 @@ double softmaxCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
 /// (1 - eps) onehot + eps / classes), and dLogits = scale * (softmax -
 /// that distribution). Skipped (padded) rows count nothing. eps = 0 is
 /// softmaxCrossEntropyInPlace, bit for bit. With `bias`, the logits are
-/// logits + bias.value (and become those log-probabilities).
+/// logits + bias.value (and become those log-probabilities). dLogits may
+/// be `logits` itself: the gradient then takes the log-probabilities'
+/// place (training needs only the loss), one [rows, classes] array fewer
+/// written. `roundedDLogits` (may be null) gets dLogits rounded to bf16
+/// (cellrt::roundToBf16) in the same pass, for a bf16 output layer's
+/// backward (KeepRoundedOperands::lend).
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
                                    const int32_t *targets, const uint8_t *mask,
                                    float smoothing, float scale, float *dLogits,
-                                   LogitBias bias = {});
+                                   LogitBias bias = {},
+                                   uint16_t *roundedDLogits = nullptr);
 
 /// Log-softmax of each row of logits [rows, classes] (+ bias [classes]
 /// when given), in place.

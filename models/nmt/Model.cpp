@@ -186,11 +186,12 @@ void Model::readoutForward(const float *s, const float *y, const float *c,
 
 void Model::readoutBackward(const float *s, const float *y, const float *c,
                             int64_t rows, Readout &out, const float *dLogits,
-                            float *ds, float *dy, float *dc) const {
+                            const uint16_t *roundedDLogits, float *ds,
+                            float *dy, float *dc) const {
   const int64_t R = readout.outputWidth();
   std::vector<float> dHidden(rows * R);
   output.backwardWithoutBias(out.dropped.data(), rows, dLogits, dHidden.data(),
-                             /*accumulateDx=*/false);
+                             /*accumulateDx=*/false, roundedDLogits);
   readoutDropout.backward(dHidden.data(), rows * R, out.dropMask);
   tanhBackward(out.hidden.data(), dHidden.data(), rows * R);
   readout.backward({out.tanhState.data(), y, c}, rows, dHidden.data(),
@@ -210,19 +211,22 @@ double Model::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   for (int64_t j = 0; j < Ty; ++j)
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
-  dLogits.resize(backward ? N * V : 0);
+  float *dLogits = backward ? trainReadout.logits.data() : nullptr;
+  roundedDLogits.resize(
+      backward && productPrecision() == cellrt::Precision::BF16 ? N * V : 0);
   double total = smoothedCrossEntropyInPlace(
       trainReadout.logits.data(), N, V, batch.tgtOut.data(), mask.data(),
-      smoothing, 1.f / float(batch.targetTokens),
-      backward ? dLogits.data() : nullptr, outputBiasOf(output));
+      smoothing, 1.f / float(batch.targetTokens), dLogits, outputBiasOf(output),
+      roundedDLogits.empty() ? nullptr : roundedDLogits.data());
   if (!backward)
     return total;
 
   std::vector<float> dTop(N * topWidth()), dOut2(out2.size()),
       dEmbedded(targetEmbedded.size()), dContexts(contexts.size());
   readoutBackward(top, targetEmbedded.data(), contexts.data(), N, trainReadout,
-                  dLogits.data(), dTop.data(), dEmbedded.data(),
-                  dContexts.data());
+                  dLogits,
+                  roundedDLogits.empty() ? nullptr : roundedDLogits.data(),
+                  dTop.data(), dEmbedded.data(), dContexts.data());
   upperBackward(batch, dTop.data(), dOut2.data(), dContexts.data());
   dAnnotations.assign(annotations.size(), 0.f);
   dSourceEmbedded.assign(sourceEmbedded.size(), 0.f);

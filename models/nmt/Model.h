@@ -138,11 +138,13 @@ private:
   /// output layer's bias: the loss or log-softmax adds it (outputBiasOf).
   void readoutForward(const float *s, const float *y, const float *c,
                       int64_t rows, Rng *dropoutRng, Readout &out) const;
-  /// Given out.logits' gradient dLogits: writes (not adds) ds, dy and dc;
-  /// the output bias's gradient is the loss's.
+  /// Given out.logits' gradient dLogits (and in bf16 its rounding, or
+  /// null): writes (not adds) ds, dy and dc; the output bias's gradient is
+  /// the loss's.
   void readoutBackward(const float *s, const float *y, const float *c,
                        int64_t rows, Readout &out, const float *dLogits,
-                       float *ds, float *dy, float *dc) const;
+                       const uint16_t *roundedDLogits, float *ds, float *dy,
+                       float *dc) const;
 
   // The context c_j (Context.cpp).
   int64_t contextWidth() const;
@@ -246,8 +248,10 @@ private:
   std::vector<CellTrace> upperTraces;
   // The [Ty*B, V] softmax arrays, kept between batches: allocating ~30 MB
   // afresh per batch cost more in page faults than the softmax itself.
+  // In training the loss turns the logits into their gradient in place,
+  // and in bf16 also writes its rounding here for the output layer.
   Readout trainReadout;
-  std::vector<float> dLogits;
+  std::vector<uint16_t> roundedDLogits;
 };
 
 } // namespace nmt

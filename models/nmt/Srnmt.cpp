@@ -139,17 +139,21 @@ double SrnmtModel::loss(const Batch &batch, bool backward, Rng *dropoutRng) {
   for (int64_t j = 0; j < Ty; ++j)
     for (int64_t b = 0; b < B; ++b)
       mask[j * B + b] = j < batch.tgtLen[b];
-  dLogits.resize(backward ? N * V : 0);
+  float *dLogits = backward ? logits.data() : nullptr;
+  roundedDLogits.resize(
+      backward && productPrecision() == cellrt::Precision::BF16 ? N * V : 0);
   double total = smoothedCrossEntropyInPlace(
       logits.data(), N, V, batch.tgtOut.data(), mask.data(), smoothing,
-      1.f / float(batch.targetTokens), backward ? dLogits.data() : nullptr,
-      outputBiasOf(output));
+      1.f / float(batch.targetTokens), dLogits, outputBiasOf(output),
+      roundedDLogits.empty() ? nullptr : roundedDLogits.data());
   if (!backward)
     return total;
 
   std::vector<float> dOutput(N * d), dInput;
-  output.backwardWithoutBias(dropped.data(), N, dLogits.data(), dOutput.data(),
-                             /*accumulateDx=*/false);
+  output.backwardWithoutBias(dropped.data(), N, dLogits, dOutput.data(),
+                             /*accumulateDx=*/false,
+                             roundedDLogits.empty() ? nullptr
+                                                    : roundedDLogits.data());
   outputDropout.backward(dOutput.data(), N * d, dropMask);
   dMemory.assign(batch.Tx * B * d, 0.f);
   for (size_t l = decoder.size(); l-- > 0;) {

@@ -74,9 +74,11 @@ private:
   std::vector<models::WeaklyRecurrentDecoderLayer::Trace> decoderTraces;
   std::vector<models::AdditiveAttention::Keys> keys;
   std::vector<float> dMemory;
-  /// The logits and their gradient stay allocated between updates (tens of
-  /// MB: fresh pages would be faulted in and zeroed every update).
-  std::vector<float> dropped, dropMask, logits, dLogits;
+  /// The logits (in training turned into their gradient in place) and the
+  /// gradient's bf16 rounding stay allocated between updates (tens of MB:
+  /// fresh pages would be faulted in and zeroed every update).
+  std::vector<float> dropped, dropMask, logits;
+  std::vector<uint16_t> roundedDLogits;
 };
 
 } // namespace nmt

@@ -10,6 +10,8 @@
 #ifndef CELLRT_KEEPROUNDEDOPERANDS_H
 #define CELLRT_KEEPROUNDEDOPERANDS_H
 
+#include <cstdint>
+
 namespace cellrt {
 
 /// While one is alive on a thread, the bf16 products it runs keep the
@@ -27,6 +29,16 @@ class KeepRoundedOperands {
 public:
   explicit KeepRoundedOperands(bool keep);
   ~KeepRoundedOperands();
+
+  /// Lends the scope a copy of the [rows, columns] operand at `source`
+  /// (rows `stride` apart) that the caller rounded itself, dense, every
+  /// value as cellrt::roundToBf16 rounds it: the scope's products read it
+  /// instead of rounding the operand (an NMT loss writes its [rows,
+  /// vocabulary] gradient in both precisions in one pass). `rounded` must
+  /// stay alive and unchanged while the scope does; a product that writes
+  /// over `source` drops it. Nothing in an f32 scope (keep false).
+  void lend(const float *source, int64_t rows, int64_t columns, int64_t stride,
+            const uint16_t *rounded);
   KeepRoundedOperands(const KeepRoundedOperands &) = delete;
   KeepRoundedOperands &operator=(const KeepRoundedOperands &) = delete;
 

@@ -133,6 +133,43 @@ TEST(LinearBf16, BackwardRoundsTheOutputGradientOnce) {
   });
 }
 
+/// dY already rounded by its producer (an NMT loss writes its gradient in
+/// both precisions): both products read that copy, and round nothing of
+/// dY, to the same bits. A wrong copy lent changes the result, so it is
+/// the one read.
+TEST(LinearBf16, BackwardReadsALentRoundedOutputGradient) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  const int64_t rows = 20, in = 64, out = 96;
+  ParamStore store;
+  Linear layer(store, "output", in, out, /*bias=*/false);
+  Rng rng(7);
+  uniformInit(layer.weight().value, 0.5f, rng);
+  std::vector<float> X = randomValues(rows * in, rng);
+  std::vector<float> dY = randomValues(rows * out, rng);
+  std::vector<uint16_t> rounded(dY.size());
+  for (size_t i = 0; i < dY.size(); ++i)
+    rounded[i] = cellrt::roundToBf16(dY[i]);
+  inBf16([&] {
+    auto backward = [&](const uint16_t *lent) {
+      zeroGrads(store.all());
+      std::vector<float> dX(rows * in);
+      layer.backwardWithoutBias(X.data(), rows, dY.data(), dX.data(),
+                                /*accumulateDx=*/false, lent);
+      return std::make_pair(layer.weight().grad, dX);
+    };
+    auto roundedHere = backward(nullptr);
+    const int64_t before = cellrt::detail::bf16OperandsReused();
+    auto lent = backward(rounded.data());
+    EXPECT_EQ(cellrt::detail::bf16OperandsReused() - before, 2);
+    EXPECT_EQ(lent.first, roundedHere.first);
+    EXPECT_EQ(lent.second, roundedHere.second);
+    std::vector<uint16_t> zeros(rounded.size(), 0);
+    auto fromZeros = backward(zeros.data());
+    EXPECT_EQ(fromZeros.second, std::vector<float>(rows * in, 0.f));
+  });
+}
+
 /// A LinearSum's inputs all read dY: rounded once for all of them.
 TEST(LinearBf16, SumBackwardRoundsTheOutputGradientOnce) {
   if (!cellrt::detail::bf16Available().ok())

@@ -5,6 +5,7 @@
 
 #include "LayerCheck.h"
 
+#include "cellrt/Precision.h"
 #include "cellrt/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -199,6 +200,52 @@ TEST(SmoothedCrossEntropy, BiasAddedInTheLossPass) {
   logSoftmax(plain.data(), R, V);
   for (int64_t i = 0; i < R * V; ++i)
     ASSERT_NEAR(own[i], plain[i], 1e-6) << i;
+}
+
+// Training needs the loss and the gradient, not the log-probabilities:
+// the gradient may take the logits' place (one [rows, vocabulary] array
+// fewer written per update) and comes with its bf16 rounding when asked
+// (for a bf16 output layer). The loss, the gradient and the bias gradient
+// are the bits of the two-array call; the rounding is cellrt's; masked
+// rows are zeros in both.
+TEST(SmoothedCrossEntropy, GradientInPlaceAndRoundedGiveTheSameBits) {
+  const int64_t R = 41, V = 517;
+  std::vector<float> logits(R * V), bias(V);
+  std::vector<int32_t> targets(R);
+  std::vector<uint8_t> mask(R);
+  for (int64_t i = 0; i < R * V; ++i)
+    logits[i] = float(std::sin(0.29 * double(i)) * 4);
+  for (int64_t j = 0; j < V; ++j)
+    bias[j] = float(std::cos(0.13 * double(j)));
+  for (int64_t r = 0; r < R; ++r) {
+    targets[r] = int32_t((r * 11) % V);
+    mask[r] = r % 6 != 2;
+  }
+  int threadsBefore = cellrt::getNumThreads();
+  for (int threads : {1, 2}) {
+    cellrt::setNumThreads(threads);
+    for (float smoothing : {0.f, 0.1f}) {
+      SCOPED_TRACE("smoothing " + std::to_string(smoothing) + ", " +
+                   std::to_string(threads) + " threads");
+      std::vector<float> separate(logits), d(R * V), dBias(V, 0.f);
+      double expected = smoothedCrossEntropyInPlace(
+          separate.data(), R, V, targets.data(), mask.data(), smoothing, 0.5f,
+          d.data(), {bias.data(), dBias.data()});
+      std::vector<float> inPlace(logits), dBiasInPlace(V, 0.f);
+      std::vector<uint16_t> rounded(R * V, 0xffff);
+      double loss = smoothedCrossEntropyInPlace(
+          inPlace.data(), R, V, targets.data(), mask.data(), smoothing, 0.5f,
+          inPlace.data(), {bias.data(), dBiasInPlace.data()}, rounded.data());
+      EXPECT_EQ(loss, expected);
+      EXPECT_EQ(inPlace, d);
+      EXPECT_EQ(dBiasInPlace, dBias);
+      for (int64_t i = 0; i < R * V; ++i)
+        ASSERT_EQ(rounded[i], cellrt::roundToBf16(d[i])) << i;
+      for (int64_t j = 0; j < V; ++j)
+        ASSERT_EQ(rounded[2 * V + j], 0) << j;
+    }
+  }
+  cellrt::setNumThreads(threadsBefore);
 }
 
 TEST(SoftmaxCrossEntropy, ArgmaxRows) {

@@ -170,7 +170,8 @@ uploadWeights(const Plan &plan, const std::shared_ptr<Device> &device,
 }
 
 Expected<PackedWeights>
-Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
+Cell::packWeights(const std::map<std::string, ConstArray> &params,
+                  PackFor purpose) const {
   PackedWeights packed;
   packed.stacked.reserve(plan.weights.size());
   for (const WeightDecl &weight : plan.weights) {
@@ -218,7 +219,7 @@ Cell::packWeights(const std::map<std::string, ConstArray> &params) const {
       return Status::error("packWeights: " + error);
     packed.products.push_back(std::move(product));
     packed.productShapes.push_back({rows, cols});
-    if (device->precision() != Precision::BF16)
+    if (device->precision() != Precision::BF16 || purpose != PackFor::Training)
       continue;
     std::shared_ptr<const PackedProduct> backward =
         PackedProduct::pack(packed.weights[w], rows, cols, error,

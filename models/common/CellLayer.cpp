@@ -365,8 +365,8 @@ void CellLayer::backward(CellTrace &trace, const float *dOutput,
           dInputs[k][r * sources[k] + i] += dJoined[r * inputs[0] + offset + i];
 }
 
-cellrt::PackedWeights CellLayer::packWeights() const {
-  auto packed = impl->packWeights(paramArrays());
+cellrt::PackedWeights CellLayer::packWeights(cellrt::PackFor purpose) const {
+  auto packed = impl->packWeights(paramArrays(), purpose);
   check(packed.getStatus(), what.c_str());
   return std::move(*packed);
 }

@@ -180,9 +180,11 @@ public:
   /// recorder must outlive the forwards.
   void setProbeRecorder(ProbeRecorder *recorder);
 
-  /// The cell's weights stacked once for step(); valid while the params
-  /// keep their values and addresses (for one decoding pass).
-  cellrt::PackedWeights packWeights() const;
+  /// The cell's weights stacked once for step(), or for forward() and
+  /// backward() with PackFor::Training; valid while the params keep their
+  /// values and addresses (one decoding pass, one update).
+  cellrt::PackedWeights
+  packWeights(cellrt::PackFor purpose = cellrt::PackFor::Inference) const;
   /// One inference step (no backward). `packed` is packWeights()' result,
   /// or null to stack the weights in this call.
   void step(const CellStep &step, const cellrt::PackedWeights *packed) const;

@@ -67,6 +67,10 @@ class PackedProduct;
 /// their micro-kernels read, made by the first call that tiles.
 struct PackedPanels;
 
+/// What a PackedWeights is for: inference calls only, or training calls
+/// (forward and backward) as well.
+enum class PackFor { Inference, Training };
+
 /// A cell's stacked weights (`weight W0 Wz Wr Wh` in the plan) built once.
 /// Calls stack the caller's params on every call unless given these: worth
 /// it whenever params stay the same across many calls (decoding, beam
@@ -400,9 +404,13 @@ public:
                     uint64_t seed, const InitScheme &fallback) const;
 
   /// Stacks the plan's weights from `params` (shapes as in ForwardArgs;
-  /// host arrays).
+  /// host arrays). For training calls, a bf16 cell also packs each weight
+  /// for backward's state gradient (PackedWeights::backwardProduct): a
+  /// decoder trained one step at a time would round every weight again at
+  /// every step's backward.
   Expected<PackedWeights>
-  packWeights(const std::map<std::string, ConstArray> &params) const;
+  packWeights(const std::map<std::string, ConstArray> &params,
+              PackFor purpose = PackFor::Inference) const;
 
   /// The values the plan's dims take for these arguments (plan order), or
   /// the error forward() would report for their shapes.

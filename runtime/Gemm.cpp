@@ -329,6 +329,9 @@ std::optional<Status> PackedProduct::tryMultiply(int64_t rows, const float *in,
     packedMultiplies.fetch_add(1);
     if (impl->precision == Precision::BF16)
       countBf16Product();
+    // Inside a KeepRoundedOperands (a bf16 backward's products after the
+    // steps), copies of what this wrote are stale.
+    forgetRoundedCopiesOf(out, rows, outStride);
     return Status::success();
   } catch (const dnnl::error &failure) {
     return Status::error("oneDNN's matmul of " + std::to_string(rows) +

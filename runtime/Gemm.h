@@ -57,6 +57,11 @@ using cellrt::KeepRoundedOperands;
 /// How many operands bf16 products have read from a kept copy (tests).
 int64_t bf16OperandsReused();
 
+/// A product other than gemmBf16 (a packed weight's) wrote [rows, ...] at
+/// `out`, `outStride` apart: the KeepRoundedOperands copies it overlaps
+/// are stale, and are dropped.
+void forgetRoundedCopiesOf(const float *out, int64_t rows, int64_t outStride);
+
 /// How many products have read bfloat16 in this process (gemmBf16's, bf16
 /// PackedProducts', and each product or accumulation of a bf16 tiled call,
 /// once per call): tests check which calls multiply in bf16.

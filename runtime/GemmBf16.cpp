@@ -139,8 +139,10 @@ struct KeptCopy {
   const float *source = nullptr;
   int64_t rows = 0, columns = 0, stride = 0;
   std::vector<uint16_t> copy;
-  /// The caller's copy instead of `copy` (KeepRoundedOperands::lend).
+  /// The caller's copy instead of `copy` (KeepRoundedOperands::lend), and
+  /// the depth of the scope that lent it, which drops it when it ends.
   const uint16_t *lent = nullptr;
+  int lentAt = 0;
   const uint16_t *data() const { return lent ? lent : copy.data(); }
 };
 struct KeptCopies {
@@ -238,11 +240,29 @@ void KeepRoundedOperands::lend(const float *source, int64_t rows,
   copy.columns = columns;
   copy.stride = stride;
   copy.lent = rounded;
+  copy.lentAt = kept.depth;
 }
 
 KeepRoundedOperands::~KeepRoundedOperands() {
-  if (keep && --kept.depth == 0)
+  if (!keep)
+    return;
+  // What this scope lent may not outlive it (an outer scope keeps the
+  // rest).
+  size_t live = 0;
+  for (size_t i = 0; i < kept.used; ++i) {
+    KeptCopy &copy = kept.copies[i];
+    if (!copy.lent || copy.lentAt != kept.depth)
+      std::swap(kept.copies[live++], copy);
+  }
+  kept.used = live;
+  if (--kept.depth == 0)
     kept.used = 0;
+}
+
+void detail::forgetRoundedCopiesOf(const float *out, int64_t rows,
+                                   int64_t outStride) {
+  if (kept.depth > 0)
+    forgetOverwritten(out, rows, outStride);
 }
 
 int64_t detail::bf16OperandsReused() { return reusedOperands.load(); }

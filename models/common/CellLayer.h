@@ -180,9 +180,10 @@ public:
   /// recorder must outlive the forwards.
   void setProbeRecorder(ProbeRecorder *recorder);
 
-  /// The cell's weights stacked once for step(), or for forward() and
-  /// backward() with PackFor::Training; valid while the params keep their
-  /// values and addresses (one decoding pass, one update).
+  /// The cell's weights stacked once for step() and forward(); with
+  /// PackFor::Training, in bf16, also packed for backward() (see
+  /// cellrt::Cell::packWeights); valid while the params keep their values
+  /// and addresses (one decoding pass, one update).
   cellrt::PackedWeights
   packWeights(cellrt::PackFor purpose = cellrt::PackFor::Inference) const;
   /// One inference step (no backward). `packed` is packWeights()' result,

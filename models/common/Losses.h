@@ -49,9 +49,10 @@ double softmaxCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,
 /// that distribution). Skipped (padded) rows count nothing. eps = 0 is
 /// softmaxCrossEntropyInPlace, bit for bit. With `bias`, the logits are
 /// logits + bias.value (and become those log-probabilities). dLogits may
-/// be `logits` itself: the gradient then takes the log-probabilities'
-/// place (training needs only the loss), one [rows, classes] array fewer
-/// written. `roundedDLogits` (may be null) gets dLogits rounded to bf16
+/// be `logits` itself (exactly; no other overlap): the gradient then takes
+/// the log-probabilities' place (training needs only the loss), one
+/// [rows, classes] array fewer written. With dLogits, `roundedDLogits`
+/// (may be null; ignored without dLogits) gets it rounded to bf16
 /// (cellrt::roundToBf16) in the same pass, for a bf16 output layer's
 /// backward (KeepRoundedOperands::lend).
 double smoothedCrossEntropyInPlace(float *logits, int64_t rows, int64_t classes,

@@ -37,8 +37,10 @@ void Model::decodeForward(const Batch &batch, bool train) {
   }
   // Stacked once per batch rather than at each step's call; backward
   // reads them too, and the params do not change before it.
-  decoderWeights1 = decoder1.packWeights(cellrt::PackFor::Training);
-  decoderWeights2 = decoder2.packWeights(cellrt::PackFor::Training);
+  const cellrt::PackFor purpose =
+      train ? cellrt::PackFor::Training : cellrt::PackFor::Inference;
+  decoderWeights1 = decoder1.packWeights(purpose);
+  decoderWeights2 = decoder2.packWeights(purpose);
   // s_0 for the first state; the others start at zero.
   std::vector<const float *> states = {s0.data()};
   for (int64_t j = 0; j < Ty; ++j) {

@@ -594,6 +594,63 @@ TEST(Bf16Products, KeptOperandsGiveTheSameBits) {
   EXPECT_EQ(cellrt::detail::bf16OperandsReused(), before);
 }
 
+// A copy lent to a scope (KeepRoundedOperands::lend) is read by that
+// scope's products and by no product after it ends, even while an outer
+// scope keeps its own copies: the caller's buffer may be gone by then.
+TEST(Bf16Products, ALentCopyEndsWithTheScopeThatLentIt) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  const int64_t m = 8, n = 16, k = 32;
+  std::vector<float> a = randomValues(m * k, 11), b = randomValues(k * n, 12);
+  auto product = [&] {
+    std::vector<float> out(m * n, 0.25f);
+    EXPECT_TRUE(cellrt::multiply(Precision::BF16, false, false, m, n, k,
+                                 a.data(), k, b.data(), n, 0.0f, out.data(), n)
+                    .ok());
+    return out;
+  };
+  std::vector<float> expected = product();
+  std::vector<uint16_t> zeros(m * k, 0);
+  KeepRoundedOperands outer(true);
+  {
+    KeepRoundedOperands inner(true);
+    inner.lend(a.data(), m, k, k, zeros.data());
+    EXPECT_EQ(product(), std::vector<float>(m * n, 0.0f));
+  }
+  EXPECT_EQ(product(), expected);
+}
+
+// A weight packed for oneDNN's matmul that writes over an operand whose
+// rounded copy a scope keeps makes that copy stale, as gemmBf16's own
+// products do: the next product rounds the new values.
+TEST(Bf16Products, APackedProductDropsTheCopiesItOverwrites) {
+  if (!cellrt::detail::bf16Available().ok())
+    GTEST_SKIP() << "no bf16 products on this CPU";
+  const int64_t m = 8, n = 16, k = 32;
+  std::vector<float> x = randomValues(m * k, 13), b = randomValues(k * n, 14);
+  std::vector<float> in = randomValues(m * k, 15), w = randomValues(k * k, 16);
+  std::string error;
+  auto packed = PackedProduct::pack(w.data(), k, k, error, Precision::BF16);
+  ASSERT_NE(packed, nullptr) << error;
+  auto product = [&] {
+    std::vector<float> out(m * n, 0.25f);
+    EXPECT_TRUE(cellrt::multiply(Precision::BF16, false, false, m, n, k,
+                                 x.data(), k, b.data(), n, 0.0f, out.data(), n)
+                    .ok());
+    return out;
+  };
+  std::vector<float> before, after;
+  {
+    KeepRoundedOperands keep(true);
+    before = product();
+    // x = in · wᵀ, through the packed copy.
+    ASSERT_TRUE(packed->multiply(m, in.data(), k, x.data(), k).ok());
+    after = product();
+  }
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, product());
+}
+
 // A bf16 backward keeps its operands' copies for the products after the
 // steps (LSTM: the input gradient and 8 weight gradients' parts read 3
 // operands), and an f32 one rounds nothing.

@@ -34,9 +34,11 @@ public:
   /// (rows `stride` apart) that the caller rounded itself, dense, every
   /// value as cellrt::roundToBf16 rounds it: the scope's products read it
   /// instead of rounding the operand (an NMT loss writes its [rows,
-  /// vocabulary] gradient in both precisions in one pass). `rounded` must
-  /// stay alive and unchanged while the scope does; a product that writes
-  /// over `source` drops it. Nothing in an f32 scope (keep false).
+  /// vocabulary] gradient in both precisions in one pass), until this
+  /// scope ends, even inside an outer one. `rounded` must stay alive and
+  /// unchanged while this scope does, and so must `source`'s values: a
+  /// bf16 product that writes over `source` drops the copy, other writes
+  /// are not seen. Nothing in an f32 scope (keep false).
   void lend(const float *source, int64_t rows, int64_t columns, int64_t stride,
             const uint16_t *rounded);
   KeepRoundedOperands(const KeepRoundedOperands &) = delete;

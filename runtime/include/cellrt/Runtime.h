@@ -109,8 +109,9 @@ public:
                ? products[w].get()
                : nullptr;
   }
-  /// Plan weight `w` packed for backward's products by it (a step's state
-  /// gradient, dIN += dOUT · W), if it was packed as [rows, cols]: only in
+  /// Plan weight `w` packed for backward's products by it (dIN += dOUT ·
+  /// W: a step's state gradient, and a short call's input gradient after
+  /// the steps), if it was packed as [rows, cols] for training: only in
   /// bf16, where a product by the plain weight rounds the whole weight
   /// again (a decoder trained step by step would at every step); f32's
   /// sgemm reads it as fast plain.

@@ -27,6 +27,18 @@ constexpr int64_t kMinParallelWork = 16 * 1024;
 /// lock is held and its threads are busy.
 thread_local bool insideJob = false;
 
+/// Tests: how long a woken worker waits before taking its chunk (a
+/// virtual machine's slow wake-up, made certain), and how many chunks
+/// the workers took while spinning between back-to-back jobs.
+std::atomic<int64_t> wakeDelayMicroseconds{0};
+std::atomic<int64_t> chunksAfterQuickJobs{0};
+
+int64_t nowNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 struct InsideJob {
   bool previous = insideJob;
   InsideJob() { insideJob = true; }
@@ -120,6 +132,10 @@ private:
       jobRows = rows;
       jobChunks = chunks;
       pending.store(chunks - 1);
+      // Back to back: this call began within the spin budget of the last
+      // one's return (the caller's own work between them, no thread's
+      // wake-up in it). The workers spin for the next call after it.
+      backToBack = nowNanoseconds() - lastReturned < spinBudget() * 1000;
       ++generation;
     }
     wake.notify_all();
@@ -127,13 +143,14 @@ private:
       InsideJob inside;
       body(0, rows / chunks);
     }
-    // The workers' chunks end about when the caller's does, unless a
-    // worker had to be woken first.
-    if (workersSpun.load())
+    // Back to back, the workers were spinning: their chunks end about
+    // when the caller's does.
+    if (backToBack)
       spinUntil([&] { return pending.load() == 0; });
     std::unique_lock<std::mutex> lock(mutex);
     finished.wait(lock, [&] { return pending.load() == 0; });
     job = nullptr;
+    lastReturned = nowNanoseconds();
   }
 
   static int64_t spinBudget() {
@@ -177,13 +194,17 @@ private:
 
   void work(int index) {
     uint64_t seen = 0;
-    // Whether the last job came within the spin budget of the one before:
-    // kernels back to back (a scan-free cell's training steps) come
-    // microseconds apart, kernels between GEMMs come after the GEMM, and
-    // spinning through a GEMM would take a core from oneDNN's threads.
+    // Whether the last job came back to back with the one before (see
+    // runChunks): kernels back to back (a scan-free cell's training steps,
+    // decoding steps) come microseconds apart, kernels between GEMMs come
+    // after the GEMM, and spinning through a GEMM would take a core from
+    // oneDNN's threads. The caller decides, by its own time between the
+    // calls: measured by a worker from its last chunk to its wake-up, the
+    // gap held the wake-up itself (~100 µs on some VMs), so a worker that
+    // once fell asleep slept between back-to-back jobs for good (decoding
+    // steps at 2 threads ran 10x slower in half of the processes).
     bool quick = false;
     for (;;) {
-      auto idle = std::chrono::steady_clock::now();
       if (quick)
         spinUntil([&] { return generation.load() != seen; });
       std::unique_lock<std::mutex> lock(mutex);
@@ -194,12 +215,15 @@ private:
       if (!job || index >= jobChunks)
         continue;
       const auto *body = job;
+      const bool jobBackToBack = backToBack;
       int64_t begin = jobRows * index / jobChunks,
               end = jobRows * (index + 1) / jobChunks;
       lock.unlock();
-      quick = std::chrono::steady_clock::now() - idle <
-              std::chrono::microseconds(spinBudget());
-      workersSpun.store(quick);
+      if (int64_t delay = wakeDelayMicroseconds.load())
+        std::this_thread::sleep_for(std::chrono::microseconds(delay));
+      quick = jobBackToBack;
+      if (quick)
+        chunksAfterQuickJobs.fetch_add(1);
       {
         InsideJob inside;
         (*body)(begin, end);
@@ -219,8 +243,11 @@ private:
   int64_t jobRows = 0;
   int jobChunks = 0;
   std::atomic<int> pending{0};
-  /// Whether the last job found a worker awake (see work()).
-  std::atomic<bool> workersSpun{false};
+  /// When the last call returned (steady clock, ns), and whether the
+  /// current job began within the spin budget of that: written under
+  /// `mutex` by the caller (which holds callMutex).
+  int64_t lastReturned = 0;
+  bool backToBack = false;
   /// Written under `mutex`; read without it while spinning.
   std::atomic<uint64_t> generation{0};
   bool stopping = false;
@@ -258,4 +285,12 @@ int cellrt::getNumThreads() { return Pool::get().threads(); }
 void cellrt::parallelFor(int64_t rows, int64_t work,
                          const std::function<void(int64_t, int64_t)> &body) {
   parallelRows(rows, work, body);
+}
+
+void cellrt::detail::setPoolWakeDelayForTesting(int64_t microseconds) {
+  wakeDelayMicroseconds.store(microseconds);
+}
+
+int64_t cellrt::detail::poolChunksAfterQuickJobs() {
+  return chunksAfterQuickJobs.load();
 }

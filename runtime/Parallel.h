@@ -34,6 +34,13 @@ int threads();
 void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
              const std::function<void(int64_t)> &body);
 
+/// Tests: a pool worker sleeps `microseconds` after waking, before it
+/// takes its chunk (0: none); and how many chunks workers have taken
+/// after a job that came within the spin budget of the one before (after
+/// which they spin for the next).
+void setPoolWakeDelayForTesting(int64_t microseconds);
+int64_t poolChunksAfterQuickJobs();
+
 } // namespace cellrt::detail
 
 #endif // CELLRT_PARALLEL_H

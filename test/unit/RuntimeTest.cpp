@@ -1,17 +1,20 @@
 //===- RuntimeTest.cpp - Unit tests of cellrt's plan and executor ---------===//
 
 #include "cellrt/Runtime.h"
+#include "runtime/Parallel.h"
 #include "test/support/AtrTrainingPlan.h"
 #include "test/support/PlanText.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <functional>
 #include <random>
+#include <thread>
 
 using namespace cellrt;
 
@@ -1231,6 +1234,41 @@ TEST(ParallelTest, ChunksRunOnThePoolThatCellrtPoolNames) {
   setNumThreads(threadsBefore);
   EXPECT_EQ(sizes, std::vector<int>(4, openMp ? 2 : 1))
       << "CELLRT_POOL=" << (pool ? pool : "(unset)");
+}
+
+// Calls that come back to back (decoding steps) keep the pool's workers
+// spinning between them, however slowly a sleeping worker wakes: after a
+// pause the workers sleep, and the next back-to-back calls bring them back
+// to spinning. When the workers judged by their own time from one chunk
+// to the next, a slow wake-up (injected here, 200 µs; ~100 µs on some VMs)
+// counted as a gap and kept them asleep for good: decoding steps at 2
+// threads ran 10x slower in half of the processes.
+TEST(ParallelTest, WorkersSpinAgainWhenCallsComeBackToBack) {
+  const char *pool = std::getenv("CELLRT_POOL");
+  if (pool && std::string(pool) == "openmp")
+    GTEST_SKIP() << "cellrt's own pool only";
+  int threadsBefore = getNumThreads();
+  setNumThreads(2);
+  auto call = [] { parallelFor(2, 1 << 20, [](int64_t, int64_t) {}); };
+  cellrt::detail::setPoolWakeDelayForTesting(200);
+  call();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  call();
+  int64_t before = cellrt::detail::poolChunksAfterQuickJobs();
+  constexpr int kCalls = 50;
+  for (int i = 0; i < kCalls; ++i)
+    call();
+  int64_t quick = cellrt::detail::poolChunksAfterQuickJobs() - before;
+  cellrt::detail::setPoolWakeDelayForTesting(0);
+  setNumThreads(threadsBefore);
+  EXPECT_GE(quick, kCalls - 2);
+  // After a pause the calls are not back to back.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  before = cellrt::detail::poolChunksAfterQuickJobs();
+  setNumThreads(2);
+  call();
+  setNumThreads(threadsBefore);
+  EXPECT_EQ(cellrt::detail::poolChunksAfterQuickJobs(), before);
 }
 
 // A parallelFor body that itself calls parallelFor (as a driver's layer

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 using namespace cellrt;
 using namespace cellrt::detail;
 
@@ -31,6 +33,7 @@ thread_local bool insideJob = false;
 /// virtual machine's slow wake-up, made certain), and how many chunks
 /// the workers took while spinning between back-to-back jobs.
 std::atomic<int64_t> wakeDelayMicroseconds{0};
+std::atomic<bool> pileUpForTesting{false};
 std::atomic<int64_t> chunksAfterQuickJobs{0};
 
 int64_t nowNanoseconds() {
@@ -136,6 +139,7 @@ private:
       // one's return (the caller's own work between them, no thread's
       // wake-up in it). The workers spin for the next call after it.
       backToBack = nowNanoseconds() - lastReturned < spinBudget() * 1000;
+      callerCpu = sched_getcpu();
       ++generation;
     }
     wake.notify_all();
@@ -216,9 +220,19 @@ private:
         continue;
       const auto *body = job;
       const bool jobBackToBack = backToBack;
+      const int jobCallerCpu = callerCpu;
       int64_t begin = jobRows * index / jobChunks,
               end = jobRows * (index + 1) / jobChunks;
       lock.unlock();
+      if (pileUpForTesting.load())
+        moveOnto(jobCallerCpu);
+      // Woken on the caller's core (the scheduler puts a woken thread
+      // beside its waker), the two would take turns on it for good while
+      // the other core idles: with one of them runnable at a time, nothing
+      // balances them apart (2-thread decoding steps ran 10x slower in
+      // half of the processes, bench/README.md). Move off once.
+      if (sched_getcpu() == jobCallerCpu)
+        moveOffCpu(jobCallerCpu);
       if (int64_t delay = wakeDelayMicroseconds.load())
         std::this_thread::sleep_for(std::chrono::microseconds(delay));
       quick = jobBackToBack;
@@ -235,6 +249,34 @@ private:
     }
   }
 
+  /// Tests: where the scheduler may put a woken worker, its caller's
+  /// core, made certain.
+  static void moveOnto(int cpu) {
+    cpu_set_t all, one;
+    if (cpu < 0 || sched_getaffinity(0, sizeof(all), &all) != 0)
+      return;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    sched_setaffinity(0, sizeof(all), &all);
+  }
+
+  /// Moves this thread to another core it may run on, keeping its
+  /// affinity as it was (nothing where it may run on `cpu` alone).
+  static void moveOffCpu(int cpu) {
+    cpu_set_t all, others;
+    if (cpu < 0 || sched_getaffinity(0, sizeof(all), &all) != 0)
+      return;
+    others = all;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) == 0)
+      return;
+    sched_setaffinity(0, sizeof(others), &others);
+    sched_setaffinity(0, sizeof(all), &all);
+  }
+
+  /// The core the caller posted the current job from (under `mutex`).
+  int callerCpu = -1;
   std::atomic<int> wanted;
   std::mutex callMutex, mutex;
   std::condition_variable wake, finished;
@@ -293,4 +335,8 @@ void cellrt::detail::setPoolWakeDelayForTesting(int64_t microseconds) {
 
 int64_t cellrt::detail::poolChunksAfterQuickJobs() {
   return chunksAfterQuickJobs.load();
+}
+
+void cellrt::detail::setPoolPileUpForTesting(bool pileUp) {
+  pileUpForTesting.store(pileUp);
 }

@@ -39,6 +39,9 @@ void runTeam(int64_t maxMembers, const std::function<void(int64_t)> &prepare,
 /// after a job that came within the spin budget of the one before (after
 /// which they spin for the next).
 void setPoolWakeDelayForTesting(int64_t microseconds);
+/// Tests: a woken pool worker moves onto its caller's core first, as the
+/// scheduler may put it.
+void setPoolPileUpForTesting(bool pileUp);
 int64_t poolChunksAfterQuickJobs();
 
 } // namespace cellrt::detail

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <functional>
 #include <random>
+#include <sched.h>
 #include <thread>
 
 using namespace cellrt;
@@ -1269,6 +1270,40 @@ TEST(ParallelTest, WorkersSpinAgainWhenCallsComeBackToBack) {
   call();
   setNumThreads(threadsBefore);
   EXPECT_EQ(cellrt::detail::poolChunksAfterQuickJobs(), before);
+}
+
+// A pool worker woken on its caller's core (where the scheduler tends to
+// put a woken thread; forced here) moves to another core before it runs
+// its chunk: on one core the two took turns for good while the other
+// idled, and 2-thread decoding steps ran 10x slower in half of the
+// processes.
+TEST(ParallelTest, AWorkerWokenOnItsCallersCoreMovesOff) {
+  const char *pool = std::getenv("CELLRT_POOL");
+  if (pool && std::string(pool) == "openmp")
+    GTEST_SKIP() << "cellrt's own pool only";
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2)
+    GTEST_SKIP() << "one core: nowhere to move";
+  int threadsBefore = getNumThreads();
+  setNumThreads(2);
+  cellrt::detail::setPoolPileUpForTesting(true);
+  std::vector<int> callerCpu, workerCpu;
+  for (int i = 0; i < 20; ++i) {
+    int cpus[2] = {-1, -1};
+    parallelFor(2, 1 << 20, [&](int64_t begin, int64_t) {
+      cpus[begin] = sched_getcpu();
+    });
+    callerCpu.push_back(cpus[0]);
+    workerCpu.push_back(cpus[1]);
+  }
+  cellrt::detail::setPoolPileUpForTesting(false);
+  setNumThreads(threadsBefore);
+  int apart = 0;
+  for (size_t i = 0; i < callerCpu.size(); ++i)
+    apart += callerCpu[i] != workerCpu[i];
+  // The caller itself may be moved between its post and its chunk.
+  EXPECT_GE(apart, 18);
 }
 
 // A parallelFor body that itself calls parallelFor (as a driver's layer

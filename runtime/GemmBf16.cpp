@@ -171,6 +171,35 @@ const uint16_t *within(const KeptCopy &copy, const float *source, int64_t rows,
   return copy.data() + row * copy.columns + column;
 }
 
+/// The slot the next kept copy goes into (its buffer reused).
+KeptCopy &nextCopy() {
+  if (kept.used == kept.copies.size())
+    kept.copies.emplace_back();
+  return kept.copies[kept.used];
+}
+
+/// Makes `copy`, the slot nextCopy() gave, a kept copy of the operand at
+/// `source`: its own buffer, or `lent`.
+void keepCopy(KeptCopy &copy, const float *source, int64_t rows,
+              int64_t columns, int64_t stride, const uint16_t *lent) {
+  copy.source = source;
+  copy.rows = rows;
+  copy.columns = columns;
+  copy.stride = stride;
+  copy.lent = lent;
+  copy.lentAt = kept.depth;
+  ++kept.used;
+}
+
+/// Keeps the kept copies for which `stays` holds, in order.
+template <typename Stays> void keepOnly(Stays stays) {
+  size_t live = 0;
+  for (size_t i = 0; i < kept.used; ++i)
+    if (stays(kept.copies[i]))
+      std::swap(kept.copies[live++], kept.copies[i]);
+  kept.used = live;
+}
+
 /// The operand rounded: from a kept copy that holds it, else into a new
 /// kept copy (while a KeepRoundedOperands lives), else into `scratch`.
 Rounded rounded(std::vector<uint16_t> &scratch, const float *source,
@@ -184,17 +213,10 @@ Rounded rounded(std::vector<uint16_t> &scratch, const float *source,
       return {data, copy.columns};
     }
   }
-  if (kept.used == kept.copies.size())
-    kept.copies.emplace_back();
-  KeptCopy &copy = kept.copies[kept.used];
-  copy.lent = nullptr;
+  KeptCopy &copy = nextCopy();
   const uint16_t *data = roundedCopy(copy.copy, source, rows, columns, stride);
   // Kept only once complete: a failed allocation above keeps nothing.
-  copy.source = source;
-  copy.rows = rows;
-  copy.columns = columns;
-  copy.stride = stride;
-  ++kept.used;
+  keepCopy(copy, source, rows, columns, stride, nullptr);
   return {data, columns};
 }
 
@@ -205,19 +227,17 @@ uintptr_t endOf(const float *at, int64_t rows, int64_t stride) {
 }
 
 /// A product wrote [rows, ...] at `out`: the kept copies of what it
-/// overlaps are stale.
+/// overlaps are stale (none outside a KeepRoundedOperands).
 void forgetOverwritten(const float *out, int64_t rows, int64_t outStride) {
+  if (kept.depth == 0)
+    return;
   auto begin = reinterpret_cast<uintptr_t>(out);
   uintptr_t end = endOf(out, rows, outStride);
-  size_t live = 0;
-  for (size_t i = 0; i < kept.used; ++i) {
-    KeptCopy &copy = kept.copies[i];
+  keepOnly([&](const KeptCopy &copy) {
     auto first = reinterpret_cast<uintptr_t>(copy.source);
     uintptr_t last = endOf(copy.source, copy.rows, copy.stride);
-    if (last <= begin || end <= first)
-      std::swap(kept.copies[live++], copy);
-  }
-  kept.used = live;
+    return last <= begin || end <= first;
+  });
 }
 
 } // namespace
@@ -232,15 +252,7 @@ void KeepRoundedOperands::lend(const float *source, int64_t rows,
                                const uint16_t *rounded) {
   if (!keep || rows <= 0 || columns <= 0)
     return;
-  if (kept.used == kept.copies.size())
-    kept.copies.emplace_back();
-  KeptCopy &copy = kept.copies[kept.used++];
-  copy.source = source;
-  copy.rows = rows;
-  copy.columns = columns;
-  copy.stride = stride;
-  copy.lent = rounded;
-  copy.lentAt = kept.depth;
+  keepCopy(nextCopy(), source, rows, columns, stride, rounded);
 }
 
 KeepRoundedOperands::~KeepRoundedOperands() {
@@ -248,21 +260,16 @@ KeepRoundedOperands::~KeepRoundedOperands() {
     return;
   // What this scope lent may not outlive it (an outer scope keeps the
   // rest).
-  size_t live = 0;
-  for (size_t i = 0; i < kept.used; ++i) {
-    KeptCopy &copy = kept.copies[i];
-    if (!copy.lent || copy.lentAt != kept.depth)
-      std::swap(kept.copies[live++], copy);
-  }
-  kept.used = live;
+  keepOnly([](const KeptCopy &copy) {
+    return !copy.lent || copy.lentAt != kept.depth;
+  });
   if (--kept.depth == 0)
     kept.used = 0;
 }
 
 void detail::forgetRoundedCopiesOf(const float *out, int64_t rows,
                                    int64_t outStride) {
-  if (kept.depth > 0)
-    forgetOverwritten(out, rows, outStride);
+  forgetOverwritten(out, rows, outStride);
 }
 
 int64_t detail::bf16OperandsReused() { return reusedOperands.load(); }
@@ -302,8 +309,7 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
     if (beta == 0.0f) {
       for (int64_t row = 0; row < m; ++row)
         std::memset(out + row * outStride, 0, n * sizeof(float));
-      if (kept.depth > 0)
-        forgetOverwritten(out, m, outStride);
+      forgetOverwritten(out, m, outStride);
     }
     return Status::success();
   }
@@ -332,8 +338,7 @@ Status detail::gemmBf16(bool transposeA, bool transposeB, int64_t m, int64_t n,
          {DNNL_ARG_SCRATCHPAD,
           memory(matmul.scratchpad, cpuEngine(), scratch.data())}});
     stream.wait();
-    if (kept.depth > 0)
-      forgetOverwritten(out, m, outStride);
+    forgetOverwritten(out, m, outStride);
     countBf16Product();
     return Status::success();
   } catch (const dnnl::error &failure) {

@@ -224,15 +224,16 @@ private:
       int64_t begin = jobRows * index / jobChunks,
               end = jobRows * (index + 1) / jobChunks;
       lock.unlock();
+      // Tests: where the scheduler may put a woken worker, made certain.
       if (pileUpForTesting.load())
-        moveOnto(jobCallerCpu);
+        move(jobCallerCpu, /*onto=*/true);
       // Woken on the caller's core (the scheduler puts a woken thread
       // beside its waker), the two would take turns on it for good while
       // the other core idles: with one of them runnable at a time, nothing
       // balances them apart (2-thread decoding steps ran 10x slower in
-      // half of the processes, bench/README.md). Move off once.
+      // half of the processes, bench/README.md). Move off it.
       if (sched_getcpu() == jobCallerCpu)
-        moveOffCpu(jobCallerCpu);
+        move(jobCallerCpu, /*onto=*/false);
       if (int64_t delay = wakeDelayMicroseconds.load())
         std::this_thread::sleep_for(std::chrono::microseconds(delay));
       quick = jobBackToBack;
@@ -249,29 +250,24 @@ private:
     }
   }
 
-  /// Tests: where the scheduler may put a woken worker, its caller's
-  /// core, made certain.
-  static void moveOnto(int cpu) {
-    cpu_set_t all, one;
+  /// Moves this thread onto `cpu` (onto: true) or off it, to a core it
+  /// may run on, and leaves its affinity as it was: the kernel moves a
+  /// thread at once when its affinity excludes its core. Nothing where
+  /// that leaves no core.
+  static void move(int cpu, bool onto) {
+    cpu_set_t all, via;
     if (cpu < 0 || sched_getaffinity(0, sizeof(all), &all) != 0)
       return;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    sched_setaffinity(0, sizeof(one), &one);
-    sched_setaffinity(0, sizeof(all), &all);
-  }
-
-  /// Moves this thread to another core it may run on, keeping its
-  /// affinity as it was (nothing where it may run on `cpu` alone).
-  static void moveOffCpu(int cpu) {
-    cpu_set_t all, others;
-    if (cpu < 0 || sched_getaffinity(0, sizeof(all), &all) != 0)
+    if (onto) {
+      CPU_ZERO(&via);
+      CPU_SET(cpu, &via);
+    } else {
+      via = all;
+      CPU_CLR(cpu, &via);
+    }
+    if (CPU_COUNT(&via) == 0)
       return;
-    others = all;
-    CPU_CLR(cpu, &others);
-    if (CPU_COUNT(&others) == 0)
-      return;
-    sched_setaffinity(0, sizeof(others), &others);
+    sched_setaffinity(0, sizeof(via), &via);
     sched_setaffinity(0, sizeof(all), &all);
   }
 

@@ -63,3 +63,6 @@ expect a/decoder-gates.png
 expect a/encoder-arcs-0.svg
 quiet "$prefix/share/cellc/plot_training.py" curves m.ckpt.jsonl
 expect curves.png
+quiet "$prefix/share/cellc/plot_table.py" \
+  "$prefix/share/doc/cellc/nmt/README.md" "The table so far" table
+expect table.png

@@ -3,6 +3,7 @@
 #include "Parallel.h"
 #include "OpenMpTeam.h"
 #include "cellrt/Runtime.h"
+#include "cellrt/ThisThread.h"
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,9 @@ constexpr int64_t kMinParallelWork = 16 * 1024;
 /// whose rounding is split across the pool) runs inline, since the pool's
 /// lock is held and its threads are busy.
 thread_local bool insideJob = false;
+
+/// Whether this thread runs its calls alone (cellrt::KernelsOnThisThread).
+thread_local bool kernelsOnThisThread = false;
 
 /// Tests: how long a woken worker waits before taking its chunk (a
 /// virtual machine's slow wake-up, made certain), and how many chunks
@@ -297,19 +301,21 @@ void cellrt::detail::parallelRows(
     int64_t rows, int64_t work,
     const std::function<void(int64_t, int64_t)> &body) {
   Pool &pool = Pool::get();
-  if (pool.threads() < 2 || rows < 2 || work < kMinParallelWork || insideJob) {
+  if (threads() < 2 || rows < 2 || work < kMinParallelWork || insideJob) {
     body(0, rows);
     return;
   }
   pool.run(rows, body);
 }
 
-int cellrt::detail::threads() { return Pool::get().threads(); }
+int cellrt::detail::threads() {
+  return kernelsOnThisThread ? 1 : Pool::get().threads();
+}
 
 void cellrt::detail::runTeam(int64_t maxMembers,
                              const std::function<void(int64_t)> &prepare,
                              const std::function<void(int64_t)> &body) {
-  if (insideJob) {
+  if (insideJob || kernelsOnThisThread) {
     prepare(1);
     body(0);
     return;
@@ -318,7 +324,16 @@ void cellrt::detail::runTeam(int64_t maxMembers,
 }
 
 void cellrt::setNumThreads(int threads) { Pool::get().setThreads(threads); }
-int cellrt::getNumThreads() { return Pool::get().threads(); }
+int cellrt::getNumThreads() { return threads(); }
+
+cellrt::KernelsOnThisThread::KernelsOnThisThread()
+    : previous(kernelsOnThisThread) {
+  kernelsOnThisThread = true;
+}
+
+cellrt::KernelsOnThisThread::~KernelsOnThisThread() {
+  kernelsOnThisThread = previous;
+}
 
 void cellrt::parallelFor(int64_t rows, int64_t work,
                          const std::function<void(int64_t, int64_t)> &body) {

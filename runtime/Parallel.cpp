@@ -1,6 +1,7 @@
 //===- Parallel.cpp - Rows of a kernel call split across threads ----------===//
 
 #include "Parallel.h"
+#include "OneDnn.h"
 #include "OpenMpTeam.h"
 #include "cellrt/Runtime.h"
 #include "cellrt/ThisThread.h"
@@ -329,10 +330,20 @@ int cellrt::getNumThreads() { return threads(); }
 cellrt::KernelsOnThisThread::KernelsOnThisThread()
     : previous(kernelsOnThisThread) {
   kernelsOnThisThread = true;
+  // OpenMP's team size is the calling thread's own setting (libgomp keeps
+  // one per thread, and a thread that was never in a team starts from the
+  // process's default, not from what another thread set).
+  const OpenMPApi &api = openMP();
+  if (api.set && api.get) {
+    openMpBefore = api.get();
+    api.set(1);
+  }
 }
 
 cellrt::KernelsOnThisThread::~KernelsOnThisThread() {
   kernelsOnThisThread = previous;
+  if (openMpBefore > 0)
+    openMP().set(openMpBefore);
 }
 
 void cellrt::parallelFor(int64_t rows, int64_t work,

@@ -49,7 +49,20 @@ void Session::save(const std::string &path) const {
 }
 
 std::unique_ptr<Session> Session::load(const std::string &path) {
-  CheckpointBytes file = readCheckpointFile(path);
+  return fromCheckpoint(readCheckpointFile(path), path);
+}
+
+std::unique_ptr<Session> Session::copy() const {
+  // What save() would write and load() read back: serialize() writes
+  // the payload of checkpoint format 2.
+  CheckpointBytes file;
+  file.version = 2;
+  file.payload = serialize();
+  return fromCheckpoint(file, "a copy of a session");
+}
+
+std::unique_ptr<Session> Session::fromCheckpoint(const CheckpointBytes &file,
+                                                 const std::string &path) {
   ByteReader r{file.payload, path};
   std::unique_ptr<Session> session(new Session());
   if (file.version >= 2)

@@ -3,6 +3,7 @@
 #ifndef CELLC_MODELS_NMT_TRAINER_H
 #define CELLC_MODELS_NMT_TRAINER_H
 
+#include "models/common/CheckpointFile.h"
 #include "models/common/Data.h"
 #include "models/common/Optimizers.h"
 #include "models/common/RunFiles.h"
@@ -63,6 +64,10 @@ public:
   Session(const TrainOptions &options, const TrainData &data);
   /// Reads a checkpoint (DataError on a missing or corrupt file).
   static std::unique_ptr<Session> load(const std::string &path);
+  /// A session of its own with this one's options, codec, vocabularies,
+  /// parameters and state, as load() of a checkpoint saved now would give
+  /// (without the file): another thread's model to decode with.
+  std::unique_ptr<Session> copy() const;
   /// Rebuilds the model with its products in `precision` ("f32" or "bf16"),
   /// keeping every parameter and Adam moment: one checkpoint measured both
   /// ways (bench/nmt-floor --precision).
@@ -106,6 +111,9 @@ public:
 
 private:
   Session() = default;
+  /// load()'s reading of a checkpoint's payload (`path` names it in errors).
+  static std::unique_ptr<Session>
+  fromCheckpoint(const models::CheckpointBytes &file, const std::string &path);
   void build();
   struct EpochRun {
     bool stopped = false; // --max-updates reached

@@ -2,16 +2,17 @@
 
 #include "models/nmt/Translator.h"
 
-#include "models/common/ThreadsHere.h"
 #include "models/nmt/Ensemble.h"
+
+#include "cellrt/ThisThread.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 
 namespace nmt {
@@ -97,6 +98,14 @@ int64_t translateBatch(const std::vector<Session *> &sessions,
   return words;
 }
 
+/// Whether every session's products multiply in one precision.
+bool onePrecision(const std::vector<Session *> &sessions) {
+  for (const Session *session : sessions)
+    if (session->options.precision != sessions.at(0)->options.precision)
+      return false;
+  return true;
+}
+
 } // namespace
 
 std::vector<std::vector<Translation>>
@@ -124,54 +133,72 @@ int64_t workersSideBySide(int64_t workers, int64_t lines,
 
 std::vector<std::vector<Translation>>
 translateLinesSideBySide(const std::vector<Session *> &sessions,
-                         const SessionLoader &loadCopy, int64_t workers,
-                         const std::vector<std::string> &lines,
-                         const DecodeOptions &options, int64_t *wordsOut) {
+                         int64_t workers, const std::vector<std::string> &lines,
+                         const DecodeOptions &options, int64_t *wordsOut,
+                         int64_t *workersOut) {
   checkDecodeOptions(options);
   workers = workersSideBySide(workers, int64_t(lines.size()), options);
+  if (workersOut)
+    *workersOut = workers;
   if (workers < 2)
     return translateLines(sessions, lines, options, wordsOut);
   const std::vector<std::vector<int32_t>> sources =
       encodeSources(*sessions.at(0), lines);
   const std::vector<std::vector<int64_t>> batches =
       lengthBatches(sources, options.batchSize);
+  // Building a model sets the process's product precision
+  // (setProductPrecision), which the layers read at every product: where
+  // the sessions differ in precision (a mixed ensemble), a copy made while
+  // another thread decodes would change that thread's bits, so every copy
+  // is made first, in the originals' order (which leaves the setting as
+  // their loading did). Otherwise each worker makes its own while the
+  // calling thread already decodes.
+  const bool oneP = onePrecision(sessions);
+  const size_t count = static_cast<size_t>(workers);
+  std::vector<std::vector<std::unique_ptr<Session>>> copies(count);
+  std::vector<std::vector<Session *>> own(count, sessions);
+  auto makeCopies = [&](size_t worker) {
+    own[worker].clear();
+    for (const Session *session : sessions) {
+      copies[worker].push_back(session->copy());
+      own[worker].push_back(copies[worker].back().get());
+    }
+  };
+  if (!oneP)
+    for (size_t worker = 1; worker < count; ++worker)
+      makeCopies(worker);
   std::vector<std::vector<Translation>> out(lines.size());
   std::atomic<size_t> next{0};
-  std::vector<int64_t> words(static_cast<size_t>(workers), 0);
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
-  // Each worker takes the next batch until none is left; a batch's lines
-  // are its own slots of `out`. A failure stops the others' next takes.
-  auto work = [&](int64_t worker, const std::vector<Session *> &own) {
+  std::vector<int64_t> words(count, 0);
+  std::vector<std::exception_ptr> failures(count);
+  // Each worker takes the next batch, the longest first (the last ones
+  // then leave no thread waiting long), until none is left; a batch's
+  // lines are its own slots of `out`. A failure stops the others' takes.
+  auto work = [&](int64_t worker) {
     try {
-      models::OneThreadHere alone;
-      for (size_t b; (b = next.fetch_add(1)) < batches.size();)
-        words[worker] += translateBatch(own, sources, batches[b], options, out);
+      cellrt::KernelsOnThisThread alone;
+      if (worker > 0 && oneP)
+        makeCopies(size_t(worker));
+      for (size_t taken; (taken = next.fetch_add(1)) < batches.size();)
+        words[worker] +=
+            translateBatch(own[worker], sources,
+                           batches[batches.size() - 1 - taken], options, out);
     } catch (...) {
       failures[worker] = std::current_exception();
       next.store(batches.size());
     }
   };
-  std::mutex loading;
   std::vector<std::thread> threads;
-  for (int64_t worker = 1; worker < workers; ++worker)
-    threads.emplace_back([&, worker] {
-      std::vector<std::unique_ptr<Session>> copies;
-      try {
-        // One load at a time: a model of a cell file compiles it (JIT)
-        // as it loads, and the copies' decoding need not wait for the
-        // slowest load anyway.
-        std::lock_guard<std::mutex> lock(loading);
-        copies = loadCopy();
-      } catch (...) {
-        failures[worker] = std::current_exception();
-        return;
-      }
-      std::vector<Session *> own;
-      for (const auto &copy : copies)
-        own.push_back(copy.get());
-      work(worker, own);
-    });
-  work(0, sessions);
+  threads.reserve(count - 1);
+  for (int64_t worker = 1; worker < workers; ++worker) {
+    try {
+      threads.emplace_back(work, worker);
+    } catch (const std::system_error &) {
+      // No thread to be had: the ones started take what is left.
+      break;
+    }
+  }
+  work(0);
   for (std::thread &thread : threads)
     thread.join();
   for (const std::exception_ptr &failure : failures)
@@ -179,6 +206,8 @@ translateLinesSideBySide(const std::vector<Session *> &sessions,
       std::rethrow_exception(failure);
   if (wordsOut)
     *wordsOut = std::accumulate(words.begin(), words.end(), int64_t(0));
+  if (workersOut)
+    *workersOut = int64_t(threads.size()) + 1;
   return out;
 }
 

@@ -12,8 +12,6 @@
 
 #include "models/nmt/Trainer.h"
 
-#include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,27 +38,25 @@ translateLines(const std::vector<Session *> &sessions,
                const std::vector<std::string> &lines,
                const DecodeOptions &options, int64_t *wordsOut = nullptr);
 
-/// Loads another copy of the models a translation decodes with (the same
-/// checkpoints again), for a thread of its own.
-using SessionLoader = std::function<std::vector<std::unique_ptr<Session>>()>;
-
 /// How many threads translateLinesSideBySide decodes `lines` lines with:
 /// `workers`, but no more than there are batches.
 int64_t workersSideBySide(int64_t workers, int64_t lines,
                           const DecodeOptions &options);
 
 /// translateLines with its batches decoded side by side by `workers`
-/// threads, each on one core (models::OneThreadHere) with its own copy of
-/// the models: `sessions` on the calling thread, one loadCopy() on each of
-/// the others. The translations are translateLines' at one thread, bit for
-/// bit, whichever worker decodes a batch; with fewer than two batches
-/// (or workers) it is translateLines, products split across the threads.
-/// On 2 cores side by side decodes 1.04-1.17x faster than the products split
-/// (models/nmt/README.md, "Decoding side by side").
+/// threads, each on one core (cellrt::KernelsOnThisThread) with its own
+/// copy of the sessions (Session::copy; the compiled cells are shared):
+/// `sessions` on the calling thread. The translations are translateLines'
+/// at one thread, bit for bit, whichever worker decodes a batch; with
+/// fewer than two batches (or workers) it is translateLines, products
+/// split across the threads. `workersOut` gets the threads that decoded
+/// (fewer where the system gave no more). On 2 cores side by side decodes
+/// 1.03-1.23x faster than the products split (models/nmt/README.md,
+/// "Decoding side by side").
 std::vector<std::vector<Translation>> translateLinesSideBySide(
-    const std::vector<Session *> &sessions, const SessionLoader &loadCopy,
-    int64_t workers, const std::vector<std::string> &lines,
-    const DecodeOptions &options, int64_t *wordsOut = nullptr);
+    const std::vector<Session *> &sessions, int64_t workers,
+    const std::vector<std::string> &lines, const DecodeOptions &options,
+    int64_t *wordsOut = nullptr, int64_t *workersOut = nullptr);
 
 /// Throws DataError naming `path` unless `other` (read from `path`) reads
 /// and writes `first`'s tokens: the same codec, subword models and source

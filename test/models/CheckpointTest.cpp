@@ -92,6 +92,19 @@ TEST(Checkpoint, LoadsThroughAPipe) {
   EXPECT_EQ(error, "");
 }
 
+// A copy (what another decoding thread gets) is the session as a
+// checkpoint of it would load: the same payload, parameters included, and
+// a model of its own.
+TEST(Checkpoint, ACopyIsTheSessionReloaded) {
+  Saved saved("copy");
+  std::unique_ptr<Session> copy = saved.session->copy();
+  EXPECT_EQ(copy->serialize(), saved.session->serialize());
+  EXPECT_EQ(copy->serialize(), Session::load(saved.options.out)->serialize());
+  EXPECT_NE(copy->model.get(), saved.session->model.get());
+  EXPECT_EQ(copy->translate({"one two"}, 2, 1.0f, 8),
+            saved.session->translate({"one two"}, 2, 1.0f, 8));
+}
+
 /// Saves `session` to `path` with the float `marker` (once in the file)
 /// replaced by `value` and the checksum mended: a checkpoint that
 /// writeParams would refuse to write.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <dlfcn.h>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,27 @@ int chunksOfABigCall() {
   return chunks.load();
 }
 
+/// The pool's size for the test, as it was after.
+struct PoolOf {
+  int before = getNumThreads();
+  explicit PoolOf(int threads) { setNumThreads(threads); }
+  ~PoolOf() { setNumThreads(before); }
+};
+
+/// This thread's OpenMP team size (oneDNN's), or 0 with no OpenMP.
+int openMpThreads() {
+  auto get =
+      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return get ? get() : 0;
+}
+
+void setOpenMpThreads(int n) {
+  auto set = reinterpret_cast<void (*)(int)>(
+      dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set)
+    set(n);
+}
+
 /// The size of the team cellrt's tiled steps would get.
 int64_t teamSize() {
   int64_t size = 0;
@@ -45,8 +67,7 @@ int64_t teamSize() {
 // one-thread process (one chunk, a team of one, getNumThreads() 1); the
 // pool keeps its size for other threads, and scopes nest.
 TEST(KernelsOnThisThread, ItsThreadRunsAloneAndOthersDoNot) {
-  int threadsBefore = getNumThreads();
-  setNumThreads(2);
+  PoolOf pool(2);
   ASSERT_EQ(chunksOfABigCall(), 2);
   ASSERT_EQ(teamSize(), 2);
   {
@@ -70,15 +91,13 @@ TEST(KernelsOnThisThread, ItsThreadRunsAloneAndOthersDoNot) {
   }
   EXPECT_EQ(getNumThreads(), 2);
   EXPECT_EQ(chunksOfABigCall(), 2);
-  setNumThreads(threadsBefore);
 }
 
 // Two threads, each alone, call the kernels' parallelFor at once: both
 // run every row of their own calls on themselves, and nothing waits on
 // the pool.
 TEST(KernelsOnThisThread, TwoThreadsAloneRunSideBySide) {
-  int threadsBefore = getNumThreads();
-  setNumThreads(2);
+  PoolOf pool(2);
   std::atomic<int> chunks{0};
   auto job = [&] {
     KernelsOnThisThread alone;
@@ -93,6 +112,27 @@ TEST(KernelsOnThisThread, TwoThreadsAloneRunSideBySide) {
   std::thread first(job), second(job);
   first.join();
   second.join();
-  setNumThreads(threadsBefore);
   EXPECT_EQ(chunks.load(), 100);
+}
+
+// The products follow: the thread's OpenMP team (oneDNN's) is 1 inside,
+// what it was after, and another thread's is its own.
+TEST(KernelsOnThisThread, ItsThreadsProductsRunAloneToo) {
+  if (openMpThreads() == 0)
+    GTEST_SKIP() << "no OpenMP runtime loaded";
+  const int before = openMpThreads();
+  setOpenMpThreads(3);
+  {
+    KernelsOnThisThread alone;
+    EXPECT_EQ(openMpThreads(), 1);
+    int other = 0;
+    std::thread([&] {
+      setOpenMpThreads(2);
+      other = openMpThreads();
+    }).join();
+    EXPECT_EQ(other, 2);
+    EXPECT_EQ(openMpThreads(), 1);
+  }
+  EXPECT_EQ(openMpThreads(), 3);
+  setOpenMpThreads(before);
 }

@@ -1,5 +1,4 @@
-//===- cellrt/ThisThread.h - Kernels on the calling thread alone -*- C++
-//-*-===//
+//===- cellrt/ThisThread.h - One thread's calls alone -----------*- C++ -*-===//
 //
 // For programs that run independent jobs on threads of their own.
 //
@@ -10,16 +9,16 @@
 
 namespace cellrt {
 
-/// While one lives, what its thread runs through cellrt (the fused kernels,
-/// tiled steps, parallelFor, bf16 products' rounding) runs on that thread
-/// alone, and getNumThreads() reads 1 there, whatever setNumThreads says:
-/// the thread decides as a one-thread process would, with the same bits.
-/// Other threads are unaffected; scopes nest. For a program that runs
-/// independent jobs side by side on threads of its own (`nmt translate
-/// --threads N` decodes N batches at once), where splitting each job again
-/// would only hand work back and forth between the same cores. oneDNN's
-/// GEMMs follow OpenMP's setting instead: call omp_set_num_threads(1) on
-/// the thread as well.
+/// While one lives, what its thread runs through cellrt runs on that
+/// thread alone: the fused kernels, tiled steps, parallelFor and bf16
+/// rounding (cellrt's pool), and the products (the thread's OpenMP team
+/// size, which oneDNN follows, is 1, restored after); getNumThreads()
+/// reads 1 there, whatever setNumThreads says, so the thread decides as a
+/// one-thread process would, with the same bits. Other threads are
+/// unaffected; scopes nest. For a program that runs independent jobs side
+/// by side on threads of its own (`nmt translate --threads N` decodes N
+/// batches at once), where splitting each job again would only hand work
+/// back and forth between the same cores.
 class KernelsOnThisThread {
 public:
   KernelsOnThisThread();
@@ -29,6 +28,8 @@ public:
 
 private:
   bool previous;
+  /// This thread's OpenMP team size before (0: no OpenMP runtime).
+  int openMpBefore = 0;
 };
 
 } // namespace cellrt

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <numeric>
 #include <system_error>
 #include <thread>
@@ -96,6 +97,27 @@ int64_t translateBatch(const std::vector<Session *> &sessions,
                              first.codec.tokenized(tokens), hyp.score});
     }
   return words;
+}
+
+/// Runs work(0) on the calling thread and work(1) ... work(workers - 1)
+/// on threads of their own, all at once, and returns how many ran: where
+/// the system gives no more threads, the ones started (`work` must take
+/// what is left then). `work` must not throw.
+int64_t runSideBySide(int64_t workers,
+                      const std::function<void(int64_t)> &work) {
+  std::vector<std::thread> threads;
+  threads.reserve(size_t(std::max<int64_t>(workers - 1, 0)));
+  for (int64_t worker = 1; worker < workers; ++worker) {
+    try {
+      threads.emplace_back(work, worker);
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
+  work(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  return int64_t(threads.size()) + 1;
 }
 
 /// Whether every session's products multiply in one precision.
@@ -188,26 +210,14 @@ translateLinesSideBySide(const std::vector<Session *> &sessions,
       next.store(batches.size());
     }
   };
-  std::vector<std::thread> threads;
-  threads.reserve(count - 1);
-  for (int64_t worker = 1; worker < workers; ++worker) {
-    try {
-      threads.emplace_back(work, worker);
-    } catch (const std::system_error &) {
-      // No thread to be had: the ones started take what is left.
-      break;
-    }
-  }
-  work(0);
-  for (std::thread &thread : threads)
-    thread.join();
+  const int64_t ran = runSideBySide(workers, work);
   for (const std::exception_ptr &failure : failures)
     if (failure)
       std::rethrow_exception(failure);
   if (wordsOut)
     *wordsOut = std::accumulate(words.begin(), words.end(), int64_t(0));
   if (workersOut)
-    *workersOut = int64_t(threads.size()) + 1;
+    *workersOut = ran;
   return out;
 }
 

@@ -30,6 +30,11 @@ checkBundle() {
   done
   return $missing
 }
+# The GPU machine has no oneDNN: unpack the bundle's copy before anything
+# runs a binary (the check lists the tests by running one).
+if [ -f "$here/lib/libdnnl.so.2.xz" ] && [ ! -f "$here/lib/libdnnl.so.2" ]; then
+  xz -dc "$here/lib/libdnnl.so.2.xz" >"$here/lib/libdnnl.so.2"
+fi
 if [ "${1:-}" = --check ]; then
   checkBundle && echo "run.sh: the bundle is whole"
   exit
@@ -37,7 +42,6 @@ fi
 checkBundle || exit 1
 results=${1:-$here}
 mkdir -p "$results"
-[ -f "$here/lib/libdnnl.so.2" ] || xz -dc "$here/lib/libdnnl.so.2.xz" >"$here/lib/libdnnl.so.2"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CELLC_PTX_DIR="$here/ptx" CELLC_BENCH_PTX_DIR="$here/bench-ptx"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$results/gpu.txt"

@@ -55,6 +55,14 @@ if os.path.exists(plot_python) and subprocess.call(
     config.available_features.add("matplotlib")
     config.substitutions.append(("%plotpython", plot_python))
 
+# The independent PyTorch implementation of models/nmt/reference runs on
+# Debian's python3-torch (scripts/setup.sh); its tests say REQUIRES: torch.
+if os.path.exists(plot_python) and subprocess.call(
+        [plot_python, "-c", "import torch"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("torch")
+    config.substitutions.append(("%torchpython", plot_python))
+
 # Data-parallel training through Open MPI's launcher (scripts/setup.sh
 # installs openmpi-bin); tests say REQUIRES: mpirun. Containers run tests
 # as root, which mpirun refuses unless told, and may have no ssh, which

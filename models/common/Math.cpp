@@ -29,7 +29,22 @@ void setProductPrecision(cellrt::Precision precision) {
   precisionOfProducts = precision;
 }
 
-cellrt::Precision productPrecision() { return precisionOfProducts; }
+namespace {
+thread_local std::optional<cellrt::Precision> threadPrecision;
+} // namespace
+
+cellrt::Precision productPrecision() {
+  return threadPrecision ? *threadPrecision : precisionOfProducts.load();
+}
+
+ThreadProductPrecision::ThreadProductPrecision(cellrt::Precision precision)
+    : previous(threadPrecision) {
+  threadPrecision = precision;
+}
+
+ThreadProductPrecision::~ThreadProductPrecision() {
+  threadPrecision = previous;
+}
 
 namespace {
 std::function<void(const LayerProduct &)> layerProductObserver;
@@ -47,7 +62,7 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
     return;
   if (layerProductObserver)
     layerProductObserver({transA, transB, M, N, K, beta});
-  if (precisionOfProducts == cellrt::Precision::BF16) {
+  if (productPrecision() == cellrt::Precision::BF16) {
     cellrt::Status status =
         alpha == 1.0f
             ? cellrt::multiply(cellrt::Precision::BF16, transA, transB, M, N, K,

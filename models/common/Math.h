@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,23 @@ namespace models {
 /// default), or bf16 (operands rounded to bfloat16, f32 sums; the drivers'
 /// --precision bf16). Set it before building a model.
 void setProductPrecision(cellrt::Precision precision);
+/// This thread's ThreadProductPrecision where one is alive, else the
+/// process's setting.
 cellrt::Precision productPrecision();
+
+/// While alive, this thread's products run in `precision` whatever
+/// setProductPrecision says (an ensemble's models each decode in the
+/// precision they were built in); the previous one returns at its end.
+class ThreadProductPrecision {
+public:
+  explicit ThreadProductPrecision(cellrt::Precision precision);
+  ~ThreadProductPrecision();
+  ThreadProductPrecision(const ThreadProductPrecision &) = delete;
+  ThreadProductPrecision &operator=(const ThreadProductPrecision &) = delete;
+
+private:
+  std::optional<cellrt::Precision> previous;
+};
 
 /// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is
 /// [M,K]; A is stored [K,M] when transA. Aborts on a oneDNN error. In bf16

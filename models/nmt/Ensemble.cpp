@@ -10,23 +10,28 @@ namespace nmt {
 namespace {
 
 /// The mean of the decoders' next-word log-probabilities; one decoder's
-/// own rows as they are.
+/// own rows as they are. Each model encodes and steps in the precision it
+/// was built in: the process's setting is the last loaded model's, which
+/// in an ensemble of f32 and bf16 models is not every model's.
 class MeanDecoder {
 public:
   MeanDecoder(const std::vector<TranslationModel *> &models,
               const models::Batch &batch) {
-    for (TranslationModel *model : models)
+    for (TranslationModel *model : models) {
+      models::ThreadProductPrecision own(model->precision());
       decoders.push_back(model->startDecoding(batch));
+      precisions.push_back(model->precision());
+    }
   }
 
   const float *step(const BeamSearch &search, int64_t vocab) {
-    const float *first = decoders[0]->step(search);
+    const float *first = stepOf(0, search);
     if (decoders.size() == 1)
       return first;
     const int64_t n = search.activeCount() * vocab;
     mean.assign(first, first + n);
     for (size_t m = 1; m < decoders.size(); ++m) {
-      const float *logProbs = decoders[m]->step(search);
+      const float *logProbs = stepOf(m, search);
       for (int64_t i = 0; i < n; ++i)
         mean[i] += logProbs[i];
     }
@@ -37,7 +42,13 @@ public:
   }
 
 private:
+  const float *stepOf(size_t m, const BeamSearch &search) {
+    models::ThreadProductPrecision own(precisions[m]);
+    return decoders[m]->step(search);
+  }
+
   std::vector<std::unique_ptr<IncrementalDecoder>> decoders;
+  std::vector<cellrt::Precision> precisions;
   std::vector<float> mean;
 };
 

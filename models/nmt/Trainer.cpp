@@ -109,8 +109,13 @@ void Session::build() {
   if (!options.model.cell2.empty() && options.model.cell2Source.empty())
     options.model.cell2Source = readCellSource(options.model.cell2);
   // Before the cells load: they take the precision (models/common/Cells.h).
-  setProductPrecision(cellrt::parsePrecision(options.precision)
-                          .value_or(cellrt::Precision::F32));
+  // The process's setting is what training reads; this thread's, what the
+  // model is built in even while another thread builds one of another
+  // precision (copies of an ensemble's sessions).
+  const cellrt::Precision precision = cellrt::parsePrecision(options.precision)
+                                          .value_or(cellrt::Precision::F32);
+  setProductPrecision(precision);
+  models::ThreadProductPrecision buildIn(precision);
   ModelConfig config = options.model;
   config.srcVocab = srcVocab.size();
   config.tgtVocab = tgtVocab.size();

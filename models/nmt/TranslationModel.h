@@ -14,6 +14,7 @@
 #include "models/common/Data.h"
 #include "models/common/Linear.h"
 #include "models/common/Losses.h"
+#include "models/common/Math.h"
 #include "models/common/Param.h"
 
 #include <memory>
@@ -130,8 +131,15 @@ public:
   void setLabelSmoothing(float eps) { smoothing = eps; }
   float labelSmoothing() const { return smoothing; }
 
+  /// The product precision the model was built in (its cells were loaded
+  /// in it): searchBatch decodes each model in its own.
+  cellrt::Precision precision() const { return builtPrecision; }
+
 protected:
   float smoothing = 0;
+
+private:
+  const cellrt::Precision builtPrecision = models::productPrecision();
 };
 
 /// The output layer's bias as the loss adds it (models/common/Losses.h):

@@ -120,14 +120,6 @@ int64_t runSideBySide(int64_t workers,
   return int64_t(threads.size()) + 1;
 }
 
-/// Whether every session's products multiply in one precision.
-bool onePrecision(const std::vector<Session *> &sessions) {
-  for (const Session *session : sessions)
-    if (session->options.precision != sessions.at(0)->options.precision)
-      return false;
-  return true;
-}
-
 } // namespace
 
 std::vector<std::vector<Translation>>
@@ -168,14 +160,10 @@ translateLinesSideBySide(const std::vector<Session *> &sessions,
       encodeSources(*sessions.at(0), lines);
   const std::vector<std::vector<int64_t>> batches =
       lengthBatches(sources, options.batchSize);
-  // Building a model sets the process's product precision
-  // (setProductPrecision), which the layers read at every product: where
-  // the sessions differ in precision (a mixed ensemble), a copy made while
-  // another thread decodes would change that thread's bits, so every copy
-  // is made first, in the originals' order (which leaves the setting as
-  // their loading did). Otherwise each worker makes its own while the
-  // calling thread already decodes.
-  const bool oneP = onePrecision(sessions);
+  // Each worker makes its own copies while the calling thread already
+  // decodes: a copy is built in its session's product precision and each
+  // model decodes in its own (ThreadProductPrecision), whatever the
+  // process's setting, which building a copy changes.
   const size_t count = static_cast<size_t>(workers);
   std::vector<std::vector<std::unique_ptr<Session>>> copies(count);
   std::vector<std::vector<Session *>> own(count, sessions);
@@ -186,9 +174,6 @@ translateLinesSideBySide(const std::vector<Session *> &sessions,
       own[worker].push_back(copies[worker].back().get());
     }
   };
-  if (!oneP)
-    for (size_t worker = 1; worker < count; ++worker)
-      makeCopies(worker);
   std::vector<std::vector<Translation>> out(lines.size());
   std::atomic<size_t> next{0};
   std::vector<int64_t> words(count, 0);
@@ -199,7 +184,7 @@ translateLinesSideBySide(const std::vector<Session *> &sessions,
   auto work = [&](int64_t worker) {
     try {
       cellrt::KernelsOnThisThread alone;
-      if (worker > 0 && oneP)
+      if (worker > 0)
         makeCopies(size_t(worker));
       for (size_t taken; (taken = next.fetch_add(1)) < batches.size();)
         words[worker] +=

@@ -125,6 +125,31 @@ TEST(Ensemble, ScoresAreTheMeanOfTheModels) {
   }
 }
 
+// A model decodes in the product precision it was built in, whatever the
+// process's setting is when it decodes. The setting is the last loaded
+// model's: an ensemble of an f32 and a bf16 model once decoded both in the
+// bf16 model's (and the f32 model alone too, when loaded first).
+TEST(Ensemble, EachModelDecodesInThePrecisionItWasBuiltIn) {
+  using cellrt::Precision;
+  setProductPrecision(Precision::F32);
+  auto f32 = tinyModel("rnnsearch", 3);
+  setProductPrecision(Precision::BF16);
+  auto bf16 = tinyModel("rnnsearch", 4), f32InBf16 = tinyModel("rnnsearch", 3);
+  EXPECT_EQ(f32->precision(), Precision::F32);
+  EXPECT_EQ(bf16->precision(), Precision::BF16);
+  auto mixedAfterBf16 = decode({f32.get(), bf16.get()}, 3);
+  auto aloneAfterBf16 = decode({f32.get()}, 3);
+  auto roundedAlone = decode({f32InBf16.get()}, 3);
+  setProductPrecision(Precision::F32);
+  expectSame(decode({f32.get(), bf16.get()}, 3), mixedAfterBf16);
+  expectSame(decode({f32.get()}, 3), aloneAfterBf16);
+  // Which the test can tell: the same parameters in bf16 score otherwise.
+  bool differs = false;
+  for (size_t s = 0; s < roundedAlone.size(); ++s)
+    differs |= roundedAlone[s][0].score != aloneAfterBf16[s][0].score;
+  EXPECT_TRUE(differs);
+}
+
 TEST(Ensemble, RefusesDifferentVocabularySizes) {
   auto a = tinyModel("rnnsearch", 3);
   ModelConfig config = tinyConfig("rnnsearch");

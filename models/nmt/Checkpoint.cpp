@@ -13,6 +13,8 @@
 #include "models/common/Serialize.h"
 #include "models/nmt/Trainer.h"
 
+#include <mutex>
+
 namespace nmt {
 
 std::string Session::serialize() const {
@@ -58,7 +60,16 @@ std::unique_ptr<Session> Session::copy() const {
   CheckpointBytes file;
   file.version = 2;
   file.payload = serialize();
-  return fromCheckpoint(file, "a copy of a session");
+  // Building sets the process's product precision (what training reads);
+  // a copy leaves it as it was, also when threads copy sessions of other
+  // precisions at once (side-by-side decoding of a mixed ensemble).
+  static std::mutex copying;
+  std::lock_guard<std::mutex> lock(copying);
+  const cellrt::Precision process = models::productPrecision();
+  std::unique_ptr<Session> session =
+      fromCheckpoint(file, "a copy of a session");
+  models::setProductPrecision(process);
+  return session;
 }
 
 std::unique_ptr<Session> Session::fromCheckpoint(const CheckpointBytes &file,

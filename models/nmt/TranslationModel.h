@@ -132,7 +132,8 @@ public:
   float labelSmoothing() const { return smoothing; }
 
   /// The product precision the model was built in (its cells were loaded
-  /// in it): searchBatch decodes each model in its own.
+  /// in it): searchBatch decodes each model in its own. loss() and
+  /// targetLogProbs() read the process's (one model at a time).
   cellrt::Precision precision() const { return builtPrecision; }
 
 protected:

@@ -105,6 +105,18 @@ TEST(Checkpoint, ACopyIsTheSessionReloaded) {
             saved.session->translate({"one two"}, 2, 1.0f, 8));
 }
 
+// Building sets the process's product precision (what training reads): a
+// copy of a bf16 session leaves it as it was, and is bf16 itself.
+TEST(Checkpoint, ACopyLeavesTheProcessPrecision) {
+  Saved saved("copy-bf16");
+  saved.options.precision = "bf16";
+  Session bf16(saved.options, saved.data);
+  models::setProductPrecision(cellrt::Precision::F32);
+  std::unique_ptr<Session> copy = bf16.copy();
+  EXPECT_EQ(models::productPrecision(), cellrt::Precision::F32);
+  EXPECT_EQ(copy->model->precision(), cellrt::Precision::BF16);
+}
+
 /// Saves `session` to `path` with the float `marker` (once in the file)
 /// replaced by `value` and the checksum mended: a checkpoint that
 /// writeParams would refuse to write.

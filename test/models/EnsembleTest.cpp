@@ -131,6 +131,10 @@ TEST(Ensemble, ScoresAreTheMeanOfTheModels) {
 // bf16 model's (and the f32 model alone too, when loaded first).
 TEST(Ensemble, EachModelDecodesInThePrecisionItWasBuiltIn) {
   using cellrt::Precision;
+  // The tests after this one run in f32 whatever happens here.
+  struct F32Again {
+    ~F32Again() { setProductPrecision(Precision::F32); }
+  } f32Again;
   setProductPrecision(Precision::F32);
   auto f32 = tinyModel("rnnsearch", 3);
   setProductPrecision(Precision::BF16);

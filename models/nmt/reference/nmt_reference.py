@@ -2,13 +2,19 @@
 """An independent PyTorch implementation of RNNSearch and Cseq2seq-I, to tell
 whether a gap between them in `nmt`'s table is the model or cellc.
 
-It shares no code with `nmt`: PyTorch's own GRU (cuDNN on a GPU), word-level
-vocabularies (words seen twice or more), its own greedy decoder and BLEU. So
-its numbers are comparable with each other, not with the table's (BPE,
+It shares no code with `nmt`: PyTorch's own GRU (cuDNN on a GPU; its reset
+gate scales the recurrent product, r * (U h + b), as cells/torch_gru.cell,
+where cells/gru.cell has U (r * h)), word-level vocabularies (words seen
+twice or more: `nmt --tokenizer space --min-count 2` has the same ones),
+its own batching, greedy decoder and BLEU. So its numbers compare with each
+other and with `nmt`'s on those vocabularies, not with the table's (BPE,
 beam 5). The settings follow the width-256 recipe where they can: emb =
 hidden = attention = readout = 256, uniform +-0.08 init (`--init paper`),
-Adam 1e-3, gradient-norm clip 5, dropout 0.2 before the output layer,
-batches of about 2000 target tokens.
+Adam 1e-3 (no decay), gradient-norm clip 5, dropout 0.2 before the output
+layer. Batches: pairs sorted once by target length and cut at about
+--max-tokens target tokens (nmt sorts by source length within shuffled
+windows and counts the longer side), the batches' order shuffled each
+epoch.
 
 Usage: nmt_reference.py --data DIR --arch {rnnsearch,cseq2seq-1}
            [--context last|mean] [--epochs N] [--minutes M] [--seed S]
@@ -47,8 +53,8 @@ class Vocab:
 
 
 def batches(pairs, maxTokens, shuffle, rng):
-    """Pairs sorted by length and cut into batches of about maxTokens
-    target tokens, as `nmt --max-tokens` does."""
+    """Pairs sorted by target length and cut into batches of about
+    maxTokens target tokens (a longer pair is a batch of its own)."""
     order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][1]), len(pairs[i][0])))
     out, cur, longest = [], [], 0
     for i in order:
@@ -216,7 +222,11 @@ def main():
     validSrc, validTgt = readLines(f"{d}/val.lc.norm.tok.en"), readLines(f"{d}/val.lc.norm.tok.de")
     vs, vt = Vocab(trainSrc), Vocab(trainTgt)
     train = [(vs.encode(s), vt.encode(t)) for s, t in zip(trainSrc, trainTgt) if s and t]
-    valid = [(vs.encode(s), vt.encode(t)) for s, t in zip(validSrc, validTgt)]
+    # An empty line has nothing to encode or translate: left out, as in
+    # training.
+    validPairs = [(s, t) for s, t in zip(validSrc, validTgt) if s and t]
+    valid = [(vs.encode(s), vt.encode(t)) for s, t in validPairs]
+    validTgt = [t for _, t in validPairs]
     model = Model(len(vs.words), len(vt.words), args.width, args.arch, args.context, 0.2,
                   args.squash).to(args.device)
     params = sum(p.numel() for p in model.parameters())

@@ -33,8 +33,8 @@ def referenceLines(path):
         return lines
     out, inside = [], False
     for line in lines:
-        if line.startswith("## ") or line.startswith("# "):
-            inside = line[3:].strip() == section
+        if line.startswith("#"):  # a section's header, or a comment
+            inside = line.startswith("## ") and line[3:].strip() == section
         elif inside:
             out.append(line)
     if not out:
@@ -65,6 +65,8 @@ def main(argv):
     title = None
     if "--title" in argv:
         i = argv.index("--title")
+        if i + 1 == len(argv):
+            sys.exit("plot_epochs.py: --title needs a text")
         title = argv[i + 1]
         del argv[i:i + 2]
     if len(argv) < 2 or any("=" not in a for a in argv[1:]):

@@ -51,6 +51,14 @@ def number(text):
     return float(match.group(1).replace(",", "")) if match else None
 
 
+def label(model, cell):
+    """The bar's name: the model, and its cell unless the model's first word
+    names it ("DeepGRU 2+2", "SRU 3+3"); a later word that only ends in the
+    cell's name ("+ SGRU") does not."""
+    first = model.split()[0] if model.split() else ""
+    return model if first.endswith(cell) else f"{model} ({cell})"
+
+
 def bars(header, rows, seed_columns):
     for column in seed_columns:
         if column not in header:
@@ -62,8 +70,7 @@ def bars(header, rows, seed_columns):
                  if v is not None]
         if seeds:
             model, cell = (row[h] for h in header[:2])
-            label = model if cell in model else f"{model} ({cell})"
-            found.append((label, sum(seeds) / len(seeds), seeds))
+            found.append((label(model, cell), sum(seeds) / len(seeds), seeds))
     if not found:
         sys.exit("plot_table.py: no row has a number in "
                  + ", ".join(seed_columns))

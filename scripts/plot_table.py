@@ -55,8 +55,8 @@ def label(model, cell):
     """The bar's name: the model, and its cell unless the model's first word
     names it ("DeepGRU 2+2", "SRU 3+3"); a later word that only ends in the
     cell's name ("+ SGRU") does not."""
-    first = model.split()[0] if model.split() else ""
-    return model if first.endswith(cell) else f"{model} ({cell})"
+    words = model.split()
+    return model if words and words[0].endswith(cell) else f"{model} ({cell})"
 
 
 def bars(header, rows, seed_columns):

@@ -17,7 +17,8 @@ windows and counts the longer side), the batches' order shuffled each
 epoch.
 
 Usage: nmt_reference.py --data DIR --arch {rnnsearch,cseq2seq-1}
-           [--context last|mean] [--epochs N] [--minutes M] [--seed S]
+           [--context last|mean] [--source-eos] [--one-bias]
+           [--epochs N] [--minutes M] [--seed S]
 DIR holds train/val.lc.norm.tok.{en,de} (the Multi30k recipe's files). Each
 epoch prints one line: train loss, validation perplexity and greedy BLEU.
 """
@@ -105,6 +106,14 @@ class Model(nn.Module):
         self.out = nn.Linear(width, tgtSize)
         for p in self.parameters():
             nn.init.uniform_(p, -0.08, 0.08)
+
+    def useOneBias(self):
+        """One bias per gate, as cellc's GRU cells: PyTorch's recurrent
+        biases (b_hh) held at zero, so b_ih alone moves."""
+        for name, p in self.named_parameters():
+            if "bias_hh" in name:
+                nn.init.zeros_(p)
+                p.requires_grad_(False)
 
     def encode(self, src, srcLen):
         packed = nn.utils.rnn.pack_padded_sequence(
@@ -205,6 +214,10 @@ def main():
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--squash", action="store_true",
                     help="nmt's wiring: tanh of the annotations, of Cseq2seq-I's context and of the state the readout reads")
+    ap.add_argument("--source-eos", action="store_true",
+                    help="end every source with </s>, as nmt (and dl4mt) do")
+    ap.add_argument("--one-bias", action="store_true",
+                    help="one bias per GRU gate, as cellc's cells (b_hh held at zero)")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--minutes", type=float, default=0, help="stop after the epoch that passes this")
     ap.add_argument("--seed", type=int, default=1)
@@ -221,18 +234,22 @@ def main():
         trainSrc, trainTgt = trainSrc[:args.limit], trainTgt[:args.limit]
     validSrc, validTgt = readLines(f"{d}/val.lc.norm.tok.en"), readLines(f"{d}/val.lc.norm.tok.de")
     vs, vt = Vocab(trainSrc), Vocab(trainTgt)
-    train = [(vs.encode(s), vt.encode(t)) for s, t in zip(trainSrc, trainTgt) if s and t]
+    eos = [EOS] if args.source_eos else []
+    train = [(vs.encode(s) + eos, vt.encode(t)) for s, t in zip(trainSrc, trainTgt) if s and t]
     # An empty line has nothing to encode or translate: left out, as in
     # training.
     validPairs = [(s, t) for s, t in zip(validSrc, validTgt) if s and t]
-    valid = [(vs.encode(s), vt.encode(t)) for s, t in validPairs]
+    valid = [(vs.encode(s) + eos, vt.encode(t)) for s, t in validPairs]
     validTgt = [t for _, t in validPairs]
     model = Model(len(vs.words), len(vt.words), args.width, args.arch, args.context, 0.2,
                   args.squash).to(args.device)
-    params = sum(p.numel() for p in model.parameters())
-    print(f"{args.arch} context {args.context} seed {args.seed} squash {args.squash}: {params} parameters, "
+    if args.one_bias:
+        model.useOneBias()
+    params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    print(f"{args.arch} context {args.context} seed {args.seed} squash {args.squash} "
+          f"source-eos {args.source_eos} one-bias {args.one_bias}: {params} parameters, "
           f"vocab {len(vs.words)}/{len(vt.words)}, {len(train)} pairs, {args.device}", flush=True)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     start = time.time()
     for epoch in range(1, args.epochs + 1):
         lossSum, tokSum = 0.0, 0

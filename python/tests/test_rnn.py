@@ -137,6 +137,22 @@ def test_no_bias_keeps_declared_constants(cells_dir):
     assert not any(p.dim() == 1 for p in rnn.parameters())
 
 
+def test_fresh_lstm_forget_bias_is_one(cells_dir):
+    """Every layer and direction of a fresh RNN(lstm) starts with the cell's
+    forget bias 1 (cells/lstm.cell, Jozefowicz et al. 2015), the other
+    biases drawn."""
+    torch.manual_seed(9)
+    rnn = cellc.torch.RNN(os.path.join(cells_dir, "lstm.cell"), I, H,
+                          num_layers=2, bidirectional=True)
+    params = dict(rnn.named_parameters())
+    forget = [n for n in params if n.startswith("bf_")]
+    assert sorted(forget) == ["bf_l0", "bf_l0_reverse", "bf_l1",
+                              "bf_l1_reverse"]
+    for name in forget:
+        assert torch.equal(params[name].detach(), torch.ones(H)), name
+    assert not torch.equal(params["bi_l0"].detach(), torch.ones(H))
+
+
 def stack_reference(rnn, step, x, lengths, h0=None):
     """The same stack in pure PyTorch: each layer and direction the cell's
     equations (test_torch.reference), concatenated, dropout between layers

@@ -91,6 +91,27 @@ TEST(NliInit, LstmForgetBiasIsOne) {
   EXPECT_EQ(found, 2); // premise and hypothesis encoders
 }
 
+// The same seed gives nli's model the same params, another seed others.
+TEST(NliInit, SameSeedSameParamsOtherSeedOthers) {
+  ModelConfig config;
+  config.cell = "lstm";
+  config.vocab = 10;
+  config.emb = 4;
+  config.hidden = 5;
+  const cellrt::Cell *cell = &models::loadCell("lstm");
+  Model a(config, cell), b(config, cell), c(config, cell);
+  a.initialize(3, cellrt::InitScheme::fanIn());
+  b.initialize(3, cellrt::InitScheme::fanIn());
+  c.initialize(4, cellrt::InitScheme::fanIn());
+  auto pa = a.params().all(), pb = b.params().all(), pc = c.params().all();
+  ASSERT_EQ(pa.size(), pc.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i]->value, pb[i]->value) << pa[i]->name;
+    if (pa[i]->init.isNone())
+      EXPECT_NE(pa[i]->value, pc[i]->value) << pa[i]->name;
+  }
+}
+
 TEST(NliCorpus, ReadsSickAndSnliAndNamesBadLines) {
   std::string sick = writeTemp("sick.tsv", "A man runs\tA person moves\t0\n"
                                            "Cats sleep.\tDogs bark\t2\n");

@@ -363,6 +363,22 @@ TEST_F(RunCommand, InitSeedUsesTheCellsInitialisers) {
                                 0x1.b9773cp-2, 0x1.5d690cp-2, 0x1.1b556cp-1}));
 }
 
+// The shipped cells/lstm.cell starts its forget bias at 1 through cellc run
+// (its initialiser), and its other biases from the fallback.
+TEST_F(RunCommand, InitSeedGivesLstmItsForgetBiasOne) {
+  for (const char *file : {"param_Wx.npy", "param_Wh.npy"})
+    llvm::sys::fs::remove(dir.file(file));
+  write(dir, "init_c.npy", {B, H}, std::vector<double>(B * H, 0.0));
+  options.cellFile = CELLC_SOURCE_DIR "/cells/lstm.cell";
+  options.initSeed = 7;
+  ASSERT_EQ(run(), "");
+  EXPECT_EQ(drawnParam(dir, "bf", {H}), std::vector<float>(H, 1.f));
+  std::vector<float> bi = drawnParam(dir, "bi", {H});
+  for (float v : bi)
+    EXPECT_LE(std::fabs(v), 1 / std::sqrt(float(H))); // fan_in of a [H]
+  EXPECT_NE(bi, std::vector<float>(H, 1.f));
+}
+
 TEST_F(RunCommand, DrawnParamsGiveNoSizes) {
   for (const char *file : {"param_Wx.npy", "param_Wh.npy", "init_h.npy"})
     llvm::sys::fs::remove(dir.file(file));

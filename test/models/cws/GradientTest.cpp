@@ -113,6 +113,24 @@ TEST(CwsInit, LstmForgetBiasIsOne) {
   EXPECT_EQ(found, 2); // both directions
 }
 
+// The same seed gives cws's model the same params, another seed others.
+TEST(CwsInit, SameSeedSameParamsOtherSeedOthers) {
+  const auto &cell = models::loadCell("lstm");
+  Model a(tinyConfig("lstm", CrfLoss::MaxMargin), cell),
+      b(tinyConfig("lstm", CrfLoss::MaxMargin), cell),
+      c(tinyConfig("lstm", CrfLoss::MaxMargin), cell);
+  a.initialize(3, cellrt::InitScheme::fanIn());
+  b.initialize(3, cellrt::InitScheme::fanIn());
+  c.initialize(4, cellrt::InitScheme::fanIn());
+  auto pa = a.params(), pb = b.params(), pc = c.params();
+  ASSERT_EQ(pa.size(), pc.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i]->value, pb[i]->value) << pa[i]->name;
+    if (pa[i]->init.isNone())
+      EXPECT_NE(pa[i]->value, pc[i]->value) << pa[i]->name;
+  }
+}
+
 // A checkpoint from before --between-layers passed raw states.
 TEST(CwsOptions, OldCheckpointsKeepRawStatesBetweenLayers) {
   TrainOptions o;

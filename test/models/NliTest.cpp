@@ -72,14 +72,19 @@ std::string errorOf(const std::function<void()> &body) {
   return "no error";
 }
 
-// cells/lstm.cell's forget bias starts at 1 in nli's model too.
-TEST(NliInit, LstmForgetBiasIsOne) {
+/// A tiny attention model over cells/lstm.cell.
+ModelConfig tinyLstmConfig() {
   ModelConfig config;
   config.cell = "lstm";
   config.vocab = 10;
   config.emb = 4;
   config.hidden = 5;
-  Model model(config, &models::loadCell("lstm"));
+  return config;
+}
+
+// cells/lstm.cell's forget bias starts at 1 in nli's model too.
+TEST(NliInit, LstmForgetBiasIsOne) {
+  Model model(tinyLstmConfig(), &models::loadCell("lstm"));
   model.initialize(3, cellrt::InitScheme::uniform(0.1f));
   int found = 0;
   for (models::Param *p : model.params().all())
@@ -93,11 +98,7 @@ TEST(NliInit, LstmForgetBiasIsOne) {
 
 // The same seed gives nli's model the same params, another seed others.
 TEST(NliInit, SameSeedSameParamsOtherSeedOthers) {
-  ModelConfig config;
-  config.cell = "lstm";
-  config.vocab = 10;
-  config.emb = 4;
-  config.hidden = 5;
+  ModelConfig config = tinyLstmConfig();
   const cellrt::Cell *cell = &models::loadCell("lstm");
   Model a(config, cell), b(config, cell), c(config, cell);
   a.initialize(3, cellrt::InitScheme::fanIn());

@@ -8,7 +8,7 @@
 #   3. UD Chinese GSD: train on train.conll (last 10% held out), score dev.
 # Nothing is chosen on a test set: every setting below was picked on the
 # held-out validation. EPOCHS (default 20), DICT_EPOCHS (default 12),
-# THREADS (default 1), OUT (default build/cws), DATA.
+# THREADS (default 1), SEED (default 1), OUT (default build/cws), DATA.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${DATA:-../shared/data/cws}
@@ -22,7 +22,8 @@ CWS=${BUILD_DIR:-build}/bin/cws
 OUT=${OUT:-${BUILD_DIR:-build}/cws}
 mkdir -p "$OUT"
 COMMON=(--emb 300 --hidden 300 --dropout 0.2 --batch 16 --lr 1e-3
-        --lr-decay 0.95 --threads "${THREADS:-1}" --no-progress --resume)
+        --lr-decay 0.95 --threads "${THREADS:-1}" --seed "${SEED:-1}"
+        --no-progress --resume)
 
 # run NAME TRAIN GOLD RAW WORDS EPOCHS [train options...]: trains OUT/NAME,
 # segments RAW, scores it against GOLD and prints a summary line.

@@ -8,11 +8,16 @@ ANALYSIS.json (written by `nmt analyze`, see models/nmt/README.md):
      "gates": {"i": [mean per position], "f": [...]},
      "pearson": {"per_position": r, "all_steps": r},          (optional)
      "sentences": [{"words": [...], "links": [k or -1 per word],
-                    "weights": [[w(t, k) for k <= t] per t]}]}]}  (optional)
+                    "weights": [[w(t, k) for k <= t] per t]}]}],
+   "attention": {"entropy": ..., "examples": [{"source": [...],
+     "target": [...], "weights": [[w(j, t) per source word] per j]}]}}
+                                                                (optional)
 Writes, per side, OUTDIR/SIDE-gates.{png,svg} (Figure 3: the mean of each
 probed gate by position, r in the legend) and OUTDIR/SIDE-arcs-N.{png,svg}
 for the first sentences (Figure 4: each word linked to the earlier word
-with the largest Eq. 10 weight, the arc's width by that weight).
+with the largest Eq. 10 weight, the arc's width by that weight), and
+OUTDIR/attention-N.{png,svg}: each target word's attention weights over
+the source.
 Uses Debian's python3-matplotlib (scripts/setup.sh).
 """
 
@@ -80,6 +85,28 @@ def plot_arcs(cell, side, index, sentence, out_dir):
     save(figure, os.path.join(out_dir, f"{side['side']}-arcs-{index}"))
 
 
+def plot_attention(cell, attention, index, example, out_dir):
+    source, target = example["source"], example["target"]
+    weights = example["weights"]
+    figure, axes = plt.subplots(
+        figsize=(max(3, 0.35 * len(source) + 1.5),
+                 max(3, 0.3 * len(target) + 1.2)))
+    image = axes.imshow(weights, cmap="Greys", vmin=0, vmax=1,
+                        aspect="auto")
+    axes.set_xticks(range(len(source)), source, rotation=60, ha="right",
+                    fontsize=7)
+    axes.set_yticks(range(len(target)), target, fontsize=7)
+    axes.set_xlabel("source")
+    axes.set_ylabel("target")
+    axes.set_title(f"{cell}: attention weights (all sentences: entropy "
+                   f"{attention['normalized_entropy']:.2f} of uniform,\n"
+                   f"largest weight {attention['max_weight']:.2f}, on the "
+                   f"last source word {attention['on_last_word']:.2f})",
+                   fontsize=8)
+    figure.colorbar(image, ax=axes, fraction=0.04)
+    save(figure, os.path.join(out_dir, f"attention-{index}"))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -91,6 +118,11 @@ def main():
             plot_gates(analysis["cell"], side, sys.argv[2])
         for index, sentence in enumerate(side.get("sentences", [])[:3]):
             plot_arcs(analysis["cell"], side, index, sentence, sys.argv[2])
+    attention = analysis.get("attention")
+    for index, example in enumerate((attention or {}).get("examples",
+                                                          [])[:3]):
+        plot_attention(analysis["cell"], attention, index, example,
+                       sys.argv[2])
 
 
 if __name__ == "__main__":

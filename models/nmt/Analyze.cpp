@@ -4,6 +4,7 @@
 
 #include "models/common/Cells.h"
 #include "models/common/GateAnalysis.h"
+#include "models/nmt/AttentionStats.h"
 #include "models/nmt/Trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -211,6 +212,36 @@ Json sideJson(const SideStats &stats, const AnalyzeRequest &r) {
   return side;
 }
 
+Json attentionJson(const AttentionStats &stats) {
+  Json examples = Json::array();
+  for (const AttentionStats::Example &example : stats.examples()) {
+    Json weights = Json::array();
+    for (const std::vector<double> &row : example.weights)
+      weights.push_back(sixDigits(row));
+    examples.push_back({{"source", example.source},
+                        {"target", example.target},
+                        {"weights", weights}});
+  }
+  return {{"steps", stats.steps()},
+          {"entropy", sixDigits(stats.entropy())},
+          {"normalized_entropy", sixDigits(stats.normalizedEntropy())},
+          {"max_weight", sixDigits(stats.maxWeight())},
+          {"on_last_word", sixDigits(stats.onLastWord())},
+          {"diagonal_distance", sixDigits(stats.diagonalDistance())},
+          {"examples", examples}};
+}
+
+/// The words each decoder step predicts: the inputs after <s>, then </s>.
+std::vector<std::vector<std::string>>
+outputWords(const std::vector<std::vector<std::string>> &inputWords) {
+  std::vector<std::vector<std::string>> outputs;
+  for (const std::vector<std::string> &words : inputWords) {
+    outputs.emplace_back(words.begin() + (words.empty() ? 0 : 1), words.end());
+    outputs.back().push_back("</s>");
+  }
+  return outputs;
+}
+
 void writeCsv(const SideStats &stats, const std::string &path) {
   std::ofstream out(path);
   out << "position,count";
@@ -315,10 +346,13 @@ struct Analysis {
   std::vector<std::string> probes;
   SideStats encoder{"encoder", false}, decoder{"decoder", true},
       decoder2{"decoder2", true};
+  AttentionStats attention;
+  /// Whether the model has an attention to record (RNNSearch, CA, deep).
+  bool hasAttention = false;
   size_t sentences = 0;
 
   explicit Analysis(const AnalyzeRequest &r)
-      : request(r), noArcs(r), probes(probeNames(r)) {
+      : request(r), noArcs(r), probes(probeNames(r)), attention(r.sentences) {
     noArcs.additive.clear();
     for (SideStats *side : {&encoder, &decoder, &decoder2}) {
       side->gates = r.gates;
@@ -359,8 +393,14 @@ void Analysis::addBatch(Session &session, const cellrt::Cell &probed,
         &recorded.decoder1, &recorded.decoder2})
     recorder->probed = &probed;
   session.model->recordProbes(&recorded);
+  std::vector<float> alpha;
+  hasAttention = session.model->recordAttention(&alpha);
   session.model->loss(batch, false, nullptr);
   session.model->recordProbes(nullptr);
+  session.model->recordAttention(nullptr);
+  if (hasAttention)
+    attention.add(alpha, batch.Ty, batch.Tx, batch.srcLen, batch.tgtLen,
+                  srcWords, outputWords(tgtWords));
   collect({recorded.encoderForward, false}, batch.srcLen, srcWords, request,
           probes, encoder);
   collect({recorded.decoder1, true}, batch.tgtLen, tgtWords, request, probes,
@@ -380,6 +420,8 @@ std::string Analysis::write(const std::string &cell) const {
       {"sides",
        {sideJson(encoder, request), sideJson(decoder, request),
         sideJson(decoder2, noArcs)}}};
+  if (hasAttention)
+    analysis["attention"] = attentionJson(attention);
   std::ofstream out(json);
   // Words that are not UTF-8 become U+FFFD rather than a thrown error.
   out << analysis.dump(-1, ' ', false, Json::error_handler_t::replace)
@@ -392,6 +434,17 @@ std::string Analysis::write(const std::string &cell) const {
 }
 
 } // namespace
+
+/// One line a person can compare between checkpoints.
+static void printAttention(const AttentionStats &stats) {
+  std::fprintf(stderr,
+               "analyze: attention over %lld target steps: entropy %.3f nats "
+               "(%.3f of uniform), largest weight %.3f, on the source's last "
+               "word %.3f, argmax off the diagonal by %.3f\n",
+               (long long)stats.steps(), stats.entropy(),
+               stats.normalizedEntropy(), stats.maxWeight(), stats.onLastWord(),
+               stats.diagonalDistance());
+}
 
 void analyze(const AnalyzeRequest &request) {
   AnalyzeRequest r = request;
@@ -414,6 +467,8 @@ void analyze(const AnalyzeRequest &request) {
   std::string json = analysis.write(config.cell);
   std::fprintf(stderr, "analyze: %zu sentences; wrote %s and *-gates.csv\n",
                analysis.sentences, json.c_str());
+  if (analysis.hasAttention)
+    printAttention(analysis.attention);
   if (!r.noPlots)
     drawPlots(json, r.out);
 }

@@ -9,8 +9,11 @@
 // position, Pearson's r of the input and forget gates' means (per position,
 // as the paper, and over all steps); for a cell of the additive form
 // h' = i * p + f * h, the Eq. 10 weights and each word's strongest earlier
-// word. Written as DIR/analysis.json and DIR/SIDE-gates.csv, and drawn by
-// scripts/plot_gates.py where Python and matplotlib are installed.
+// word. Where the model has one attention over the source (RNNSearch, the
+// context-aware and deep variants), where it looks too (AttentionStats.h):
+// whether it learnt to align. Written as DIR/analysis.json and
+// DIR/SIDE-gates.csv, and drawn by scripts/plot_gates.py where Python and
+// matplotlib are installed.
 //
 //===----------------------------------------------------------------------===//
 

@@ -56,6 +56,8 @@ void Model::decodeForward(const Batch &batch, bool train) {
                       &decoderWeights1},
                      traces1[j], train);
     contextForward(query, B, nullptr, contextSlots[j], context, train);
+    if (attentionRecord && !train)
+      recordStepAttention(j, Ty, B);
     decoder2.forward({{context},
                       ones.data(),
                       1,
@@ -66,6 +68,14 @@ void Model::decodeForward(const Batch &batch, bool train) {
                      traces2[j], train);
     states = traces2[j].finalStatePointers();
   }
+}
+
+void Model::recordStepAttention(int64_t j, int64_t Ty, int64_t B) {
+  const std::vector<float> &alpha = contextSlots[j].attention.alpha;
+  const size_t stepSize = size_t(keys.T * B);
+  attentionRecord->resize(size_t(Ty) * stepSize);
+  std::copy(alpha.begin(), alpha.begin() + stepSize,
+            attentionRecord->begin() + j * stepSize);
 }
 
 Model::States Model::decodeBackward(const Batch &batch, const float *dOut2,

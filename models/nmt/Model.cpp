@@ -115,6 +115,11 @@ void Model::recordProbes(ModelProbes *probes) {
   decoder2.setProbeRecorder(probes ? &probes->decoder2 : nullptr);
 }
 
+bool Model::recordAttention(std::vector<float> *alpha) {
+  attentionRecord = attention ? alpha : nullptr;
+  return attention != nullptr;
+}
+
 std::vector<Param *> Model::params() { return store.all(); }
 
 int64_t Model::parameterCount() { return store.count(); }

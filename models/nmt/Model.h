@@ -92,6 +92,7 @@ public:
   std::vector<float> targetLogProbs(const Batch &batch) override;
   /// Every recorder's `probed` must be set.
   void recordProbes(ModelProbes *probes) override;
+  bool recordAttention(std::vector<float> *alpha) override;
   std::vector<Param *> params() override;
   int64_t parameterCount() override;
   const ModelConfig &getConfig() const { return config; }
@@ -163,6 +164,8 @@ private:
   // The teacher-forced decoder of training (Decoder.cpp).
   /// Over the batch's target inputs: out1, contexts and out2 [Ty, B, width].
   void decodeForward(const Batch &batch, bool train);
+  /// Copies step j's attention weights [Tx, B] into attentionRecord.
+  void recordStepAttention(int64_t j, int64_t Ty, int64_t B);
   /// Last step first, given the gradient of out2: ADDS into dEmbedded (the
   /// target embeddings'), dContexts and dAnnotations. Returns the gradient
   /// of the decoder's initial states.
@@ -237,6 +240,8 @@ private:
   std::vector<float> targetEmbedded, out1, contexts, out2;
   std::vector<CellTrace> traces1, traces2;
   std::vector<ContextSlot> contextSlots;
+  /// recordAttention's array, or null.
+  std::vector<float> *attentionRecord = nullptr;
   std::vector<float> dProjectedQueries;
   /// The two decoder cells' weights, stacked once per teacher-forced
   /// decode for its steps' forward and backward calls.

@@ -123,6 +123,14 @@ public:
   /// decoding) run each recorder's probed cell and record into `probes`;
   /// null: stop. Throws DataError where the model has no such cells.
   virtual void recordProbes(ModelProbes *probes) = 0;
+  /// From now on forced decoding writes every target step's attention
+  /// weights into `alpha` as [Ty, Tx, B] (zero where masked); null: stop.
+  /// Returns false, and records nothing, where the model has no single
+  /// attention over the source (Cseq2seq-I's cyclic context, SR-NMT).
+  virtual bool recordAttention(std::vector<float> *alpha) {
+    (void)alpha;
+    return false;
+  }
   virtual std::vector<models::Param *> params() = 0;
   virtual int64_t parameterCount() = 0;
 

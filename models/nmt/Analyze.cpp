@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 
 namespace nmt {
 
@@ -258,6 +260,24 @@ void writeCsv(const SideStats &stats, const std::string &path) {
     throw DataError("cannot write " + path);
 }
 
+/// The name a cell goes by for its usual gates: a built-in's own, a file's
+/// `:NAME`, else the first `cell NAME(` of its text outside comments (so a
+/// copy of cells/lstm.cell with another initialiser keeps lstm's gates).
+std::string declaredCellName(const ModelConfig &config) {
+  size_t colon = config.cell.rfind(".cell:");
+  if (colon != std::string::npos)
+    return config.cell.substr(colon + 6);
+  static const std::regex declaration(R"(\bcell\s+([A-Za-z_]\w*)\s*\()");
+  std::istringstream lines(config.cellSource);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    std::string code = line.substr(0, line.find('#'));
+    if (std::regex_search(code, match, declaration))
+      return match[1];
+  }
+  return config.cell;
+}
+
 /// The gates and additive pair the request names, or the cell's usual ones.
 void chooseGates(const std::string &cell, AnalyzeRequest &r) {
   static const std::map<std::string, std::vector<std::string>> usualGates = {
@@ -450,7 +470,7 @@ void analyze(const AnalyzeRequest &request) {
   AnalyzeRequest r = request;
   auto session = Session::load(r.model);
   const ModelConfig &config = session->options.model;
-  chooseGates(config.cell, r);
+  chooseGates(declaredCellName(config), r);
   std::vector<std::string> src = readLines(r.src), tgt = readLines(r.ref);
   if (r.ownTranslation)
     session->translate(src, r.beam, 1.0f, r.batchSize, &tgt);

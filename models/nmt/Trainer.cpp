@@ -159,7 +159,7 @@ std::vector<Example> Session::examples(const std::vector<std::string> &src,
 
 void Session::validate(const std::vector<std::string> &src,
                        const std::vector<std::string> &ref, double &perplexity,
-                       double &bleu, int64_t beam) {
+                       double &bleu, int64_t beam, AttentionStats *attention) {
   std::vector<Example> exs = examples(src, ref, false);
   double total = 0;
   int64_t tokens = 0;
@@ -171,6 +171,8 @@ void Session::validate(const std::vector<std::string> &src,
   // Perplexity is of the plain cross-entropy, whatever training smooths.
   const float smoothing = model->labelSmoothing();
   model->setLabelSmoothing(0);
+  std::vector<float> alpha;
+  bool recording = attention && model->recordAttention(&alpha);
   for (size_t start = 0; start < order.size(); start += 64) {
     std::vector<int64_t> idx(order.begin() + start,
                              order.begin() +
@@ -178,7 +180,11 @@ void Session::validate(const std::vector<std::string> &src,
     Batch batch = makeBatch(exs, idx);
     total += model->loss(batch, false, nullptr);
     tokens += batch.targetTokens;
+    if (recording)
+      attention->add(alpha, batch.Ty, batch.Tx, batch.srcLen, batch.tgtLen);
   }
+  if (recording)
+    model->recordAttention(nullptr);
   model->setLabelSmoothing(smoothing);
   perplexity = std::exp(total / double(std::max<int64_t>(1, tokens)));
   size_t count = src.size();

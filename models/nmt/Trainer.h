@@ -10,10 +10,12 @@
 #include "models/common/RunLog.h"
 #include "models/common/RunStart.h"
 #include "models/common/Subword.h"
+#include "models/nmt/AttentionStats.h"
 #include "models/nmt/Model.h"
 #include "models/nmt/Numbers.h"
 #include "models/nmt/Options.h"
 
+#include <cmath>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -57,6 +59,14 @@ struct TrainData {
   std::vector<std::string> trainSrc, trainTgt, validSrc, validTgt;
 };
 
+/// What a validation measured. The attention's summary (AttentionStats.h:
+/// its argmax's distance from the diagonal, its entropy over uniform's) is
+/// NaN for a model without one attention.
+struct Validation {
+  double ppl = 0, bleu = 0;
+  double attentionOffDiagonal = NAN, attentionEntropy = NAN;
+};
+
 class Session : public models::RunIdentity {
 public:
   /// A new model for `data` (vocabularies and subword models from its
@@ -81,10 +91,13 @@ public:
   /// Trains until the epochs, maxUpdates or early stopping end it.
   void train(const TrainData &data);
   /// Mean per-token loss and BLEU (multi-bleu on tokenised text) on a
-  /// parallel set.
+  /// parallel set; with `attention`, where the model's attention looks
+  /// while it force-decodes the set (nothing added for a model without
+  /// one).
   void validate(const std::vector<std::string> &src,
                 const std::vector<std::string> &ref, double &perplexity,
-                double &bleu, int64_t beam);
+                double &bleu, int64_t beam,
+                AttentionStats *attention = nullptr);
   /// Detokenised translations of raw lines, batched `batchSize` at a time;
   /// `tokenizedOut` (optional) gets the tokenised form.
   std::vector<std::string>
@@ -131,8 +144,8 @@ private:
   /// shard, summed over the ranks).
   BatchTotals lossAndGradients(const std::vector<Example> &exs,
                                const std::vector<int64_t> &indices);
-  /// Validates on rank 0 and gives every rank its perplexity and BLEU.
-  void validateOnLeader(const TrainData &data, double &ppl, double &bleu);
+  /// Validates on rank 0 and gives every rank its results.
+  Validation validateOnLeader(const TrainData &data);
   /// --valid-every: validation in the middle of an epoch, logged only.
   void validateNow(const TrainData &data, RunLog &log);
   void finishEpoch(const TrainData &data, RunLog &log, const EpochRun &run);

@@ -213,31 +213,59 @@ Session::lossAndGradients(const std::vector<Example> &exs,
   return {sums[0], int64_t(sums[1]), int64_t(sums[2]), int64_t(sums[3])};
 }
 
-void Session::validateOnLeader(const TrainData &data, double &ppl,
-                               double &bleu) {
+Validation Session::validateOnLeader(const TrainData &data) {
   Team &team = Team::world();
-  double results[2] = {0, 0};
-  if (team.leader())
-    validate(data.validSrc, data.validTgt, results[0], results[1],
-             options.validBeam);
-  team.broadcast(results, 2);
-  ppl = results[0];
-  bleu = results[1];
+  Validation v;
+  if (team.leader()) {
+    AttentionStats attention(0);
+    validate(data.validSrc, data.validTgt, v.ppl, v.bleu, options.validBeam,
+             &attention);
+    if (attention.steps() > 0) {
+      v.attentionOffDiagonal = attention.diagonalDistance();
+      v.attentionEntropy = attention.normalizedEntropy();
+    }
+  }
+  double results[4] = {v.ppl, v.bleu, v.attentionOffDiagonal,
+                       v.attentionEntropy};
+  team.broadcast(results, 4);
+  return {results[0], results[1], results[2], results[3]};
+}
+
+/// ", attention off the diagonal D" for the log's lines, where the model
+/// has an attention: a run whose attention stays far off it (0.5 where
+/// 0.1 is usual) has not learnt to align, and its perplexity stalls.
+static std::string attentionText(const Validation &v) {
+  if (std::isnan(v.attentionOffDiagonal))
+    return "";
+  char text[64];
+  std::snprintf(text, sizeof text, ", attention off the diagonal %.3f",
+                v.attentionOffDiagonal);
+  return text;
+}
+
+/// The validation's fields of a log event.
+static void addAttention(models::EventFields &fields, const Validation &v) {
+  if (std::isnan(v.attentionOffDiagonal))
+    return;
+  fields["valid_attention_off_diagonal"] = v.attentionOffDiagonal;
+  fields["valid_attention_entropy"] = v.attentionEntropy;
 }
 
 void Session::validateNow(const TrainData &data, RunLog &runLog) {
-  double ppl = 0, bleu = 0;
-  validateOnLeader(data, ppl, bleu);
+  Validation v = validateOnLeader(data);
+  double ppl = v.ppl, bleu = v.bleu;
   char line[256];
   std::snprintf(line, sizeof line,
                 "epoch %lld update %lld: valid ppl %.3f, valid BLEU %.2f",
                 (long long)state.epoch + 1, (long long)state.updates, ppl,
                 bleu);
-  runLog.text() << line << std::endl;
-  runLog.event("validation", {{"epoch", state.epoch + 1},
-                              {"update", state.updates},
-                              {"valid_ppl", ppl},
-                              {"valid_bleu", bleu}});
+  runLog.text() << line << attentionText(v) << std::endl;
+  models::EventFields fields = {{"epoch", state.epoch + 1},
+                                {"update", state.updates},
+                                {"valid_ppl", ppl},
+                                {"valid_bleu", bleu}};
+  addAttention(fields, v);
+  runLog.event("validation", fields);
   // OUT.best is the best of every validation, not only the epochs' ends.
   if (bleu > state.bestBleu) {
     state.bestBleu = bleu;
@@ -264,8 +292,8 @@ bool madeProgress(const std::string &metric, bool bleuImproved,
 void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                           const EpochRun &run) {
   std::ostream &log = runLog.text();
-  double ppl = 0, bleu = 0;
-  validateOnLeader(data, ppl, bleu);
+  Validation v = validateOnLeader(data);
+  double ppl = v.ppl, bleu = v.bleu;
   bool improved = bleu > state.bestBleu;
   bool progressed = madeProgress(options.plateauMetric, improved,
                                  state.validPerplexity, ppl);
@@ -281,17 +309,19 @@ void Session::finishEpoch(const TrainData &data, RunLog &runLog,
                 improved ? " (best)" : "",
                 run.words / std::max(run.seconds, 1e-9), run.seconds, state.lr);
   // The epoch's summary also without the progress bar (--no-progress).
-  runLog.summaries() << line << std::endl;
-  runLog.event("epoch",
-               {{"epoch", state.epoch + 1},
-                {"update", state.updates},
-                {"train_loss", state.epochLoss.back()},
-                {"valid_ppl", ppl},
-                {"valid_bleu", bleu},
-                {"words_per_s", run.words / std::max(run.seconds, 1e-9)},
-                {"epoch_seconds", run.seconds},
-                {"lr", state.lr},
-                {"best", improved ? 1 : 0}});
+  runLog.summaries() << line << attentionText(v) << std::endl;
+  models::EventFields fields = {
+      {"epoch", state.epoch + 1},
+      {"update", state.updates},
+      {"train_loss", state.epochLoss.back()},
+      {"valid_ppl", ppl},
+      {"valid_bleu", bleu},
+      {"words_per_s", run.words / std::max(run.seconds, 1e-9)},
+      {"epoch_seconds", run.seconds},
+      {"lr", state.lr},
+      {"best", improved ? 1 : 0}};
+  addAttention(fields, v);
+  runLog.event("epoch", fields);
   if (improved)
     state.bestBleu = bleu;
   state.badEpochs = progressed ? 0 : state.badEpochs + 1;

@@ -7,7 +7,9 @@
 Writes OUT_STEM.png and OUT_STEM.svg: the training loss by update,
 smoothed; the validation perplexity (log scale) and BLEU by update, every
 validation (the epochs' ends, marked, and those within an epoch,
---valid-every); and BLEU by training time (added up across resumes). One
+--valid-every); BLEU by training time (added up across resumes); and,
+where a run logged them, its attention's distance from the diagonal and
+entropy at each validation (nmt train, models with an attention). One
 line per run (several runs on one plot compare cells or settings). Labels
 default to the file names. The loss is an exponential moving average over
 the logged updates with weight S on the past (default 0.9; 0 plots the raw
@@ -156,7 +158,13 @@ def parse_args(args):
 
 def main():
     stem, runs, labels, smoothing = parse_args(sys.argv[1:])
-    figure, axes = plt.subplots(2, 2, figsize=(10, 7))
+    all_events = [run_seconds(read_events(path)) for path in runs]
+    # nmt logs its attention's summary at each validation (2026-11-30 on):
+    # a third row draws it where any run has it.
+    attention = any("valid_attention_off_diagonal" in e
+                    for events in all_events for e in events)
+    rows = 3 if attention else 2
+    figure, axes = plt.subplots(rows, 2, figsize=(10, 3.5 * rows))
     loss_panel = axes[0][0]
     valid_panels = [
         (axes[0][1], "update", "valid_ppl",
@@ -166,8 +174,14 @@ def main():
         (axes[1][1], "run_seconds", "valid_bleu",
          "validation BLEU by training time (across resumes)"),
     ]
-    for path, label in zip(runs, labels):
-        events = run_seconds(read_events(path))
+    if attention:
+        valid_panels += [
+            (axes[2][0], "update", "valid_attention_off_diagonal",
+             "attention: its argmax's distance from the diagonal"),
+            (axes[2][1], "update", "valid_attention_entropy",
+             "attention: entropy over a uniform weighting's"),
+        ]
+    for events, label in zip(all_events, labels):
         plot_loss(loss_panel, events, smoothing, label)
         found = validations(events)
         for panel, x, y, _ in valid_panels:

@@ -108,9 +108,12 @@ def test_errors(cell):
 
 
 def lstm_layer(cells_dir, seed, hidden=8, inputs=50):
+    """An LSTM whose cell declares its forget bias 1 (as cells/lstm.cell did
+    until 2026-11-30)."""
     torch.manual_seed(seed)
-    return cellc.torch.CellModule(os.path.join(cells_dir, "lstm.cell"),
-                                  {"I": inputs, "H": hidden})
+    return cellc.torch.CellModule(
+        os.path.join(cells_dir, "..", "test", "models", "Inputs",
+                     "lstm-forget-bias-1.cell"), {"I": inputs, "H": hidden})
 
 
 def test_reset_parameters_uses_the_cell_and_torchs_seed(cells_dir):
@@ -122,7 +125,7 @@ def test_reset_parameters_uses_the_cell_and_torchs_seed(cells_dir):
                                    rtol=0, atol=0)
         if name != "bf":
             assert not torch.equal(other.get_parameter(name), value), name
-    # cells/lstm.cell: bf = 1 (Jozefowicz et al. 2015).
+    # The cell's bf = 1 (Jozefowicz et al. 2015).
     assert torch.all(layer.bf == 1)
     # The rest as before: U(-1/sqrt(R), 1/sqrt(R)) for the first dimension R
     # (fan_out), here H = 8 rows of I = 50 columns.

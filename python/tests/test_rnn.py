@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import cellc.torch
+from conftest import SOURCE
 from test_torch import REFERENCES, reference
 
 I, H, T, B = 5, 7, 6, 4
@@ -125,11 +126,17 @@ def test_no_bias_matches_torch():
     torch.testing.assert_close(rnn(x)[0], module(x)[0], **FORWARD)
 
 
-def test_no_bias_keeps_declared_constants(cells_dir):
-    """bias=False freezes vector params: at the cell's constant (lstm's
+def forget_bias_one_cell():
+    """An LSTM that declares its forget bias 1 (as cells/lstm.cell did until
+    2026-11-30; the C++ tests' test/models/Inputs/lstm-forget-bias-1.cell)."""
+    return os.path.join(SOURCE, "test", "models", "Inputs",
+                        "lstm-forget-bias-1.cell")
+
+
+def test_no_bias_keeps_declared_constants():
+    """bias=False freezes vector params: at the cell's constant (here a
     forget bias 1), else zero."""
-    rnn = cellc.torch.RNN(os.path.join(cells_dir, "lstm.cell"), I, H,
-                          bias=False)
+    rnn = cellc.torch.RNN(forget_bias_one_cell(), I, H, bias=False)
     buffers = dict(rnn.named_buffers())
     assert torch.equal(buffers["bf_l0"], torch.ones(H))
     for name in ("bi_l0", "bo_l0", "bg_l0"):
@@ -137,13 +144,13 @@ def test_no_bias_keeps_declared_constants(cells_dir):
     assert not any(p.dim() == 1 for p in rnn.parameters())
 
 
-def test_fresh_lstm_forget_bias_is_one(cells_dir):
-    """Every layer and direction of a fresh RNN(lstm) starts with the cell's
-    forget bias 1 (cells/lstm.cell, Jozefowicz et al. 2015), the other
-    biases drawn."""
+def test_fresh_rnn_declared_forget_bias_is_one():
+    """Every layer and direction of a fresh RNN starts with the cell's
+    declared forget bias 1, the other biases drawn; the shipped lstm.cell
+    declares none, so its forget bias is drawn like nn.LSTM's."""
     torch.manual_seed(9)
-    rnn = cellc.torch.RNN(os.path.join(cells_dir, "lstm.cell"), I, H,
-                          num_layers=2, bidirectional=True)
+    rnn = cellc.torch.RNN(forget_bias_one_cell(), I, H, num_layers=2,
+                          bidirectional=True)
     params = dict(rnn.named_parameters())
     forget = [n for n in params if n.startswith("bf_")]
     assert sorted(forget) == ["bf_l0", "bf_l0_reverse", "bf_l1",
@@ -151,6 +158,9 @@ def test_fresh_lstm_forget_bias_is_one(cells_dir):
     for name in forget:
         assert torch.equal(params[name].detach(), torch.ones(H)), name
     assert not torch.equal(params["bi_l0"].detach(), torch.ones(H))
+    shipped = cellc.torch.RNN("lstm", I, H)
+    bf = shipped.bf_l0.detach()
+    assert bf.abs().max() <= 1 / H ** 0.5 and bf.abs().max() > 0
 
 
 def stack_reference(rnn, step, x, lengths, h0=None):

@@ -4,6 +4,7 @@
 #include "models/nli/Training.h"
 
 #include "test/models/ParamChecks.h"
+#include "test/models/TestCells.h"
 
 #include <gtest/gtest.h>
 
@@ -82,9 +83,11 @@ ModelConfig tinyLstmConfig() {
   return config;
 }
 
-// cells/lstm.cell's forget bias starts at 1 in nli's model too.
-TEST(NliInit, LstmForgetBiasIsOne) {
-  Model model(tinyLstmConfig(), &models::loadCell("lstm"));
+// A cell's declared forget bias 1 holds in nli's model too.
+TEST(NliInit, DeclaredForgetBiasIsOne) {
+  ModelConfig config = tinyLstmConfig();
+  config.cell = modeltest::kLstmForgetBiasOne;
+  Model model(config, &models::loadCell(modeltest::kLstmForgetBiasOne));
   model.initialize(3, cellrt::InitScheme::uniform(0.1f));
   int found = 0;
   for (models::Param *p : model.params().all())

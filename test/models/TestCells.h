@@ -17,6 +17,12 @@ cell gru2(x: [I], c: [C]) {
   h' = z * h + (1 - z) * n
 })";
 
+/// cells/lstm.cell with its forget bias declared 1 (Jozefowicz et al.
+/// 2015; cells/lstm.cell itself declared it until 2026-11-30): every driver
+/// must start each layer's bf so, whatever --init says.
+inline const char *const kLstmForgetBiasOne =
+    CELLC_SOURCE_DIR "/test/models/Inputs/lstm-forget-bias-1.cell";
+
 } // namespace modeltest
 
 #endif

@@ -363,13 +363,15 @@ TEST_F(RunCommand, InitSeedUsesTheCellsInitialisers) {
                                 0x1.b9773cp-2, 0x1.5d690cp-2, 0x1.1b556cp-1}));
 }
 
-// The shipped cells/lstm.cell starts its forget bias at 1 through cellc run
-// (its initialiser), and its other biases from the fallback.
-TEST_F(RunCommand, InitSeedGivesLstmItsForgetBiasOne) {
+// An LSTM that declares its forget bias 1 (test/models/Inputs/lstm-forget-
+// bias-1.cell) starts it so through cellc run, and its other biases from
+// the fallback.
+TEST_F(RunCommand, InitSeedGivesDeclaredForgetBiasOne) {
   for (const char *file : {"param_Wx.npy", "param_Wh.npy"})
     llvm::sys::fs::remove(dir.file(file));
   write(dir, "init_c.npy", {B, H}, std::vector<double>(B * H, 0.0));
-  options.cellFile = CELLC_SOURCE_DIR "/cells/lstm.cell";
+  options.cellFile =
+      CELLC_SOURCE_DIR "/test/models/Inputs/lstm-forget-bias-1.cell";
   options.initSeed = 7;
   ASSERT_EQ(run(), "");
   EXPECT_EQ(drawnParam(dir, "bf", {H}), std::vector<float>(H, 1.f));

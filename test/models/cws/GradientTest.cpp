@@ -14,6 +14,7 @@
 #include "models/cws/Options.h"
 
 #include "test/models/ParamChecks.h"
+#include "test/models/TestCells.h"
 
 #include <gtest/gtest.h>
 
@@ -99,9 +100,10 @@ TEST_P(CwsGradientTest, TwoLayersMatchFiniteDifferences) {
   EXPECT_LE(worst.error, 1e-2) << worst.where;
 }
 
-// cells/lstm.cell's forget bias starts at 1 in cws's model too.
-TEST(CwsInit, LstmForgetBiasIsOne) {
-  Model model(tinyConfig("lstm", CrfLoss::MaxMargin), models::loadCell("lstm"));
+// A cell's declared forget bias 1 holds in cws's model too.
+TEST(CwsInit, DeclaredForgetBiasIsOne) {
+  Model model(tinyConfig(modeltest::kLstmForgetBiasOne, CrfLoss::MaxMargin),
+              models::loadCell(modeltest::kLstmForgetBiasOne));
   model.initialize(3, cellrt::InitScheme::fanIn());
   int found = 0;
   for (Param *p : model.params())

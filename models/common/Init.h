@@ -1,9 +1,9 @@
 //===- models/common/Init.h - How a model's params start --------*- C++ -*-===//
 //
 // Every driver initialises its model here, from its --seed: a param whose
-// cell declares an initialiser (cells/lstm.cell's forget bias `= 1`) or
-// that a layer fixes (a layer norm starts as the identity) starts as that
-// says; every other param as the driver's --init says:
+// cell declares an initialiser (`param bf: [H] = 1`) or that a layer fixes
+// (a layer norm starts as the identity) starts as that says; every other
+// param as the driver's --init says:
 //   paper   U(-s, s), s = --init-scale (0.08: the ATR paper, A.1)
 //   fan_in  U(-1/sqrt(C), 1/sqrt(C)) for an [R, C] matrix, 1/sqrt(D) for a
 //           [D] vector: PyTorch's nn.GRU/LSTM/Linear default, which

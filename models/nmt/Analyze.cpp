@@ -173,6 +173,14 @@ Json sixDigits(const std::vector<double> &values) {
   return array;
 }
 
+/// A matrix's rows, each as sixDigits gives it.
+Json sixDigits(const std::vector<std::vector<double>> &rows) {
+  Json array = Json::array();
+  for (const std::vector<double> &row : rows)
+    array.push_back(sixDigits(row));
+  return array;
+}
+
 /// Pearson's r of the additive pair (else the first two gates): per
 /// position (the paper's) and over all steps; null without two gates.
 Json pearsonJson(const SideStats &stats, const AnalyzeRequest &r) {
@@ -202,28 +210,20 @@ Json sideJson(const SideStats &stats, const AnalyzeRequest &r) {
   if (Json pearson = pearsonJson(stats, r); !pearson.is_null())
     side["pearson"] = pearson;
   Json sentences = Json::array();
-  for (const SideStats::Sentence &sentence : stats.sentences) {
-    Json weights = Json::array();
-    for (const std::vector<double> &row : sentence.weights)
-      weights.push_back(sixDigits(row));
+  for (const SideStats::Sentence &sentence : stats.sentences)
     sentences.push_back({{"words", sentence.words},
                          {"links", sentence.links},
-                         {"weights", weights}});
-  }
+                         {"weights", sixDigits(sentence.weights)}});
   side["sentences"] = sentences;
   return side;
 }
 
 Json attentionJson(const AttentionStats &stats) {
   Json examples = Json::array();
-  for (const AttentionStats::Example &example : stats.examples()) {
-    Json weights = Json::array();
-    for (const std::vector<double> &row : example.weights)
-      weights.push_back(sixDigits(row));
+  for (const AttentionStats::Example &example : stats.examples())
     examples.push_back({{"source", example.source},
                         {"target", example.target},
-                        {"weights", weights}});
-  }
+                        {"weights", sixDigits(example.weights)}});
   return {{"steps", stats.steps()},
           {"entropy", sixDigits(stats.entropy())},
           {"normalized_entropy", sixDigits(stats.normalizedEntropy())},

@@ -10,6 +10,8 @@
 #include "models/common/Cells.h"
 #include "models/nmt/Model.h"
 
+#include "test/models/TinyRun.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,18 +80,7 @@ TEST(AttentionStats, MaskedColumnsAndPaddedRowsCountNothing) {
 }
 
 ModelConfig tinyConfig(const std::string &arch) {
-  ModelConfig config;
-  config.cell = "gru";
-  config.arch = arch;
-  config.encLayers = config.decLayers = 1;
-  config.srcVocab = 9;
-  config.tgtVocab = 8;
-  config.emb = 4;
-  config.hidden = 5;
-  config.att = 3;
-  config.readout = 4;
-  config.dropout = 0;
-  return config;
+  return test::tinyModelConfig("gru", arch);
 }
 
 // Forced decoding records, for every target step, a distribution over the

@@ -13,6 +13,7 @@
 #include "test/models/ParamChecks.h"
 
 #include "test/models/TestCells.h"
+#include "test/models/TinyRun.h"
 
 #include <gtest/gtest.h>
 
@@ -33,19 +34,7 @@ Batch tinyBatch() {
 
 ModelConfig tinyConfig(const std::string &cellName, const std::string &arch,
                        int64_t layers, const std::string &context = "last") {
-  ModelConfig config;
-  config.context = context;
-  config.cell = cellName;
-  config.arch = arch;
-  config.encLayers = config.decLayers = layers;
-  config.srcVocab = 9;
-  config.tgtVocab = 8;
-  config.emb = 4;
-  config.hidden = 5;
-  config.att = 3;
-  config.readout = 4;
-  config.dropout = 0;
-  return config;
+  return test::tinyModelConfig(cellName, arch, layers, context);
 }
 
 Worst checkGradients(TranslationModel &model, float h = 1e-2f) {
@@ -295,14 +284,7 @@ TEST(GradientCheck, CatchesABrokenBackward) {
 TEST(GradientCheck, BeamOneEqualsGreedyArgmax) {
   // Decoding runs Cell::step; a beam of 4 must return hypotheses no worse
   // (by the model's own normalised score) than greedy, and both must end.
-  ModelConfig config;
-  config.srcVocab = 9;
-  config.tgtVocab = 8;
-  config.emb = 4;
-  config.hidden = 5;
-  config.att = 3;
-  config.readout = 4;
-  Model model(config, loadCell("atr"));
+  Model model(tinyConfig("atr", "rnnsearch", 1), loadCell("atr"));
   Rng rng(3);
   model.initialize(rng.next(), cellrt::InitScheme::uniform(0.5f));
   Batch batch = makeSourceBatch({{4, 5, 6}, {7, 8}}, {0, 1});

@@ -44,6 +44,27 @@ inline std::string bytesOf(const std::string &path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// A model of a few hundred params for gradient and recording checks: 9
+/// source and 8 target words, widths 3-5, no dropout.
+inline ModelConfig tinyModelConfig(const std::string &cellName,
+                                   const std::string &arch,
+                                   int64_t layers = 1,
+                                   const std::string &context = "last") {
+  ModelConfig config;
+  config.context = context;
+  config.cell = cellName;
+  config.arch = arch;
+  config.encLayers = config.decLayers = layers;
+  config.srcVocab = 9;
+  config.tgtVocab = 8;
+  config.emb = 4;
+  config.hidden = 5;
+  config.att = 3;
+  config.readout = 4;
+  config.dropout = 0;
+  return config;
+}
+
 } // namespace nmt::test
 
 #endif

@@ -212,3 +212,44 @@ TEST(Resume, KillNineAnywhereThenResumeIsBitIdentical) {
   modeltest::expectSameParams(straight->model->params(),
                                   resumed->model->params());
 }
+
+// A finished run stays as it ended when it is resumed with the options it
+// ended under, --epochs included: running a recipe again (multi30k.sh
+// passes --epochs every time) once trained a stopped run one epoch more. A
+// larger --epochs goes on; after an early stop, a larger --patience does.
+TEST(Resume, FinishedRunGoesOnOnlyWhereTheNewOptionsAllowIt) {
+  auto start = [](TrainOptions o, std::set<std::string> given, bool resume) {
+    TrainData data;
+    return prepareTraining({o, std::move(given), resume, false, ""}, data);
+  };
+  TrainOptions o = tiny("finished");
+  o.maxUpdates = 0;
+  o.epochs = 2;
+  start(o, {}, false)->train(loadTrainData(o));
+  std::string ended = bytesOf(o.out);
+  EXPECT_EQ(start(o, {"epochs"}, true), nullptr);
+  EXPECT_EQ(bytesOf(o.out), ended);
+  TrainOptions more = o;
+  more.epochs = 3;
+  auto longer = start(more, {"epochs"}, true);
+  ASSERT_NE(longer, nullptr);
+  EXPECT_EQ(longer->state.epoch, 2);
+
+  // lr 1e-30 (below every weight's last bit): the second epoch makes no
+  // progress, and patience 1 stops the run
+  // there, 3 epochs short of --epochs.
+  TrainOptions flat = tiny("stopped");
+  flat.maxUpdates = 0;
+  flat.epochs = 5;
+  flat.patience = 1;
+  flat.lr = 1e-30f;
+  auto first = start(flat, {}, false);
+  first->train(loadTrainData(flat));
+  ASSERT_EQ(first->state.epoch, 2);
+  EXPECT_EQ(start(flat, {"epochs", "patience"}, true), nullptr);
+  TrainOptions patient = flat;
+  patient.patience = 2;
+  auto goesOn = start(patient, {"patience"}, true);
+  ASSERT_NE(goesOn, nullptr);
+  EXPECT_EQ(goesOn->state.epoch, 2);
+}

@@ -484,7 +484,7 @@ void analyze(const AnalyzeRequest &request) {
   std::vector<Example> examples = session->examples(src, tgt, false);
   for (size_t start = 0; start < examples.size(); start += r.batchSize)
     analysis.addBatch(*session, probed, examples, src, tgt, start);
-  std::string json = analysis.write(config.cell);
+  std::string json = analysis.write(declaredCellName(config));
   std::fprintf(stderr, "analyze: %zu sentences; wrote %s and *-gates.csv\n",
                analysis.sentences, json.c_str());
   if (analysis.hasAttention)

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace nmt {
 
@@ -14,18 +13,23 @@ void AttentionStats::add(
     const std::vector<std::vector<std::string>> &sourceWords,
     const std::vector<std::vector<std::string>> &targetWords) {
   const int64_t B = int64_t(srcLen.size());
+  std::vector<double> weights;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t sourceLength = std::min<int64_t>(srcLen[b], Tx);
     const int64_t targetLength = std::min<int64_t>(tgtLen[b], Ty);
+    // Only the first `keep` sentences' matrices are kept (validation keeps
+    // none): the others' rows are summed and dropped.
+    const bool keeping = int64_t(kept.size()) < keep;
     Example example;
     for (int64_t j = 0; j < targetLength; ++j) {
-      std::vector<double> weights(sourceLength);
+      weights.resize(sourceLength);
       for (int64_t t = 0; t < sourceLength; ++t)
         weights[t] = alpha[(j * Tx + t) * B + b];
       addStep(weights, j, targetLength);
-      example.weights.push_back(std::move(weights));
+      if (keeping)
+        example.weights.push_back(weights);
     }
-    if (int64_t(kept.size()) >= keep)
+    if (!keeping)
       continue;
     if (size_t(b) < sourceWords.size())
       example.source = sourceWords[b];
